@@ -1,0 +1,305 @@
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "engine/gguf.h"
+
+namespace sandwich::gguf {
+namespace {
+
+constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
+// A string or array longer than this in a header is corruption, not data.
+constexpr uint64_t kMaxCount = uint64_t{1} << 32;
+
+struct TypeInfo {
+  uint32_t id;
+  const char* name;
+  uint32_t block;
+  uint32_t bytes;
+};
+constexpr TypeInfo kTypes[] = {
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},          {2, "Q4_0", 32, 18},
+    {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},       {7, "Q5_1", 32, 24},
+    {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},       {10, "Q2_K", 256, 84},
+    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},    {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},    {16, "IQ2_XXS", 256, 66},
+    {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98},  {19, "IQ1_S", 256, 50},
+    {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},   {22, "IQ2_S", 256, 82},
+    {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},          {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},         {28, "F64", 1, 8},
+    {29, "IQ1_M", 256, 56},   {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},
+    {35, "TQ2_0", 256, 66},
+};
+
+const TypeInfo* type_info(uint32_t t) {
+  for (const auto& ti : kTypes)
+    if (ti.id == t) return &ti;
+  return nullptr;
+}
+
+class Cursor {
+ public:
+  Cursor(const uint8_t* p, size_t n, const Reader* r) : p_(p), n_(n), r_(r) {}
+  size_t pos() const { return pos_; }
+  void need(uint64_t k, const char* what) {
+    if (k > n_ - pos_)
+      throw std::runtime_error(std::string("truncated file while reading ") + what + " at byte " +
+                               std::to_string(pos_));
+  }
+  template <class T>
+  T read(const char* what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, p_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string read_string(const char* what) {
+    uint64_t len = read<uint64_t>(what);
+    if (len > kMaxCount) throw std::runtime_error(std::string("implausible length of ") + what);
+    need(len, what);
+    std::string s(reinterpret_cast<const char*>(p_ + pos_), len);
+    pos_ += len;
+    return s;
+  }
+
+ private:
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  [[maybe_unused]] const Reader* r_;
+};
+
+double read_number(Cursor& c, ValueType t, int64_t* as_int) {
+  switch (t) {
+    case ValueType::U8: return static_cast<double>(*as_int = c.read<uint8_t>("value"));
+    case ValueType::I8: return static_cast<double>(*as_int = c.read<int8_t>("value"));
+    case ValueType::U16: return static_cast<double>(*as_int = c.read<uint16_t>("value"));
+    case ValueType::I16: return static_cast<double>(*as_int = c.read<int16_t>("value"));
+    case ValueType::U32: return static_cast<double>(*as_int = c.read<uint32_t>("value"));
+    case ValueType::I32: return static_cast<double>(*as_int = c.read<int32_t>("value"));
+    case ValueType::U64: return static_cast<double>(*as_int = static_cast<int64_t>(c.read<uint64_t>("value")));
+    case ValueType::I64: return static_cast<double>(*as_int = c.read<int64_t>("value"));
+    case ValueType::BOOL: return static_cast<double>(*as_int = c.read<uint8_t>("value") != 0);
+    case ValueType::F32: {
+      double f = c.read<float>("value");
+      *as_int = static_cast<int64_t>(f);
+      return f;
+    }
+    case ValueType::F64: {
+      double f = c.read<double>("value");
+      *as_int = static_cast<int64_t>(f);
+      return f;
+    }
+    default: throw std::runtime_error("unknown metadata value type " + std::to_string(static_cast<uint32_t>(t)));
+  }
+}
+
+Value read_value(Cursor& c, ValueType t, int depth) {
+  Value v;
+  v.type = t;
+  if (t == ValueType::STRING) {
+    v.s = c.read_string("string value");
+  } else if (t == ValueType::ARRAY) {
+    auto et = static_cast<ValueType>(c.read<uint32_t>("array type"));
+    uint64_t n = c.read<uint64_t>("array length");
+    if (n > kMaxCount) throw std::runtime_error("implausible array length " + std::to_string(n));
+    v.array_type = et;
+    if (et == ValueType::STRING) {
+      v.strings.reserve(n);
+      for (uint64_t k = 0; k < n; ++k) v.strings.push_back(c.read_string("string array element"));
+    } else if (et == ValueType::ARRAY) {
+      if (depth > 4) throw std::runtime_error("metadata arrays nested too deeply");
+      for (uint64_t k = 0; k < n; ++k) {
+        auto inner = static_cast<ValueType>(c.read<uint32_t>("array type"));
+        (void)read_value(c, inner, depth + 1);  // nested arrays are skipped: llama needs none
+      }
+    } else {
+      v.numbers.reserve(n);
+      int64_t ignored;
+      for (uint64_t k = 0; k < n; ++k) v.numbers.push_back(read_number(c, et, &ignored));
+    }
+  } else {
+    v.f = read_number(c, t, &v.i);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string tensor_type_name(uint32_t type) {
+  if (const TypeInfo* ti = type_info(type)) return ti->name;
+  return "type " + std::to_string(type);
+}
+
+uint64_t tensor_type_bytes(uint32_t type, uint64_t n) {
+  const TypeInfo* ti = type_info(type);
+  if (!ti || n % ti->block != 0) return 0;
+  return n / ti->block * ti->bytes;
+}
+
+uint64_t TensorInfo::elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : dims) n *= d;
+  return n;
+}
+
+bool Value::is_integer() const {
+  switch (type) {
+    case ValueType::U8: case ValueType::I8: case ValueType::U16: case ValueType::I16:
+    case ValueType::U32: case ValueType::I32: case ValueType::U64: case ValueType::I64:
+    case ValueType::BOOL: return true;
+    default: return false;
+  }
+}
+
+Value Value::of_string(std::string v) { Value r; r.type = ValueType::STRING; r.s = std::move(v); return r; }
+Value Value::of_u32(uint32_t v) { Value r; r.type = ValueType::U32; r.i = v; r.f = v; return r; }
+Value Value::of_i32(int32_t v) { Value r; r.type = ValueType::I32; r.i = v; r.f = v; return r; }
+Value Value::of_u64(uint64_t v) { Value r; r.type = ValueType::U64; r.i = static_cast<int64_t>(v); r.f = static_cast<double>(v); return r; }
+Value Value::of_f32(float v) { Value r; r.type = ValueType::F32; r.f = v; r.i = static_cast<int64_t>(v); return r; }
+Value Value::of_bool(bool v) { Value r; r.type = ValueType::BOOL; r.i = v; r.f = v; return r; }
+Value Value::of_strings(std::vector<std::string> v) {
+  Value r; r.type = ValueType::ARRAY; r.array_type = ValueType::STRING; r.strings = std::move(v); return r;
+}
+Value Value::of_f32s(std::vector<float> v) {
+  Value r; r.type = ValueType::ARRAY; r.array_type = ValueType::F32; r.numbers.assign(v.begin(), v.end()); return r;
+}
+Value Value::of_i32s(std::vector<int32_t> v) {
+  Value r; r.type = ValueType::ARRAY; r.array_type = ValueType::I32; r.numbers.assign(v.begin(), v.end()); return r;
+}
+
+void Reader::fail(const std::string& what) const {
+  throw std::runtime_error(file_.path().string() + ": " + what);
+}
+
+Reader::Reader(const std::filesystem::path& path) : file_(path) {
+  try {
+    Cursor c(file_.data(), file_.size(), this);
+    if (file_.size() < 4) throw std::runtime_error("file too small to be GGUF");
+    uint32_t magic = c.read<uint32_t>("magic");
+    if (magic != kMagic) throw std::runtime_error("not a GGUF file (bad magic)");
+    version_ = c.read<uint32_t>("version");
+    if (version_ < 2 || version_ > 3)
+      throw std::runtime_error("unsupported GGUF version " + std::to_string(version_) + " (need 2 or 3)");
+    uint64_t n_tensors = c.read<uint64_t>("tensor count");
+    uint64_t n_kv = c.read<uint64_t>("metadata count");
+    // Each entry needs at least 8+4 bytes: a larger count cannot fit in the file.
+    if (n_tensors > file_.size() / 8 || n_kv > file_.size() / 8)
+      throw std::runtime_error("corrupt header: implausible tensor or metadata count");
+    for (uint64_t k = 0; k < n_kv; ++k) {
+      std::string key = c.read_string("metadata key");
+      auto t = static_cast<ValueType>(c.read<uint32_t>("metadata type"));
+      if (static_cast<uint32_t>(t) > 12)
+        throw std::runtime_error("metadata '" + key + "' has unknown type " +
+                                 std::to_string(static_cast<uint32_t>(t)));
+      kv_[key] = read_value(c, t, 0);
+    }
+    tensors_.reserve(n_tensors);
+    for (uint64_t k = 0; k < n_tensors; ++k) {
+      TensorInfo ti;
+      ti.name = c.read_string("tensor name");
+      uint32_t nd = c.read<uint32_t>("tensor rank");
+      if (nd == 0 || nd > 4)
+        throw std::runtime_error("tensor '" + ti.name + "' has rank " + std::to_string(nd));
+      for (uint32_t d = 0; d < nd; ++d) ti.dims.push_back(c.read<uint64_t>("tensor shape"));
+      ti.type = c.read<uint32_t>("tensor type");
+      ti.offset = c.read<uint64_t>("tensor offset");
+      if (tensor_index_.count(ti.name)) throw std::runtime_error("duplicate tensor '" + ti.name + "'");
+      tensor_index_[ti.name] = tensors_.size();
+      tensors_.push_back(std::move(ti));
+    }
+    uint64_t alignment = 32;
+    if (auto it = kv_.find("general.alignment"); it != kv_.end()) {
+      if (!it->second.is_integer() || it->second.i <= 0 || (it->second.i & (it->second.i - 1)))
+        throw std::runtime_error("general.alignment must be a power of two");
+      alignment = static_cast<uint64_t>(it->second.i);
+    }
+    uint64_t data_start = (c.pos() + alignment - 1) / alignment * alignment;
+    for (auto& ti : tensors_) {
+      uint64_t n = 1;
+      for (uint64_t d : ti.dims) {
+        if (d == 0 || n > (uint64_t{1} << 48) / d)
+          throw std::runtime_error("tensor '" + ti.name + "' has an invalid shape");
+        n *= d;
+      }
+      if (!type_info(ti.type))
+        throw std::runtime_error("tensor '" + ti.name + "' has unknown type " + std::to_string(ti.type));
+      ti.nbytes = tensor_type_bytes(ti.type, n);
+      if (ti.nbytes == 0)
+        throw std::runtime_error("tensor '" + ti.name + "' size is not a whole number of " +
+                                 tensor_type_name(ti.type) + " blocks");
+      if (ti.offset % alignment != 0)
+        throw std::runtime_error("tensor '" + ti.name + "' is not aligned");
+      if (data_start > file_.size() || ti.offset > file_.size() - data_start ||
+          ti.nbytes > file_.size() - data_start - ti.offset)
+        throw std::runtime_error("truncated file: tensor '" + ti.name + "' extends past the end (" +
+                                 std::to_string(file_.size()) + " bytes)");
+      ti.data = file_.data() + data_start + ti.offset;
+    }
+  } catch (const std::runtime_error& e) {
+    fail(e.what());
+  }
+}
+
+const Value* Reader::find(const std::string& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? nullptr : &it->second;
+}
+
+const TensorInfo* Reader::find_tensor(const std::string& name) const {
+  auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::string Reader::get_string(const std::string& key) const {
+  const Value* v = find(key);
+  if (!v) fail("missing metadata '" + key + "'");
+  if (v->type != ValueType::STRING) fail("metadata '" + key + "' is not a string");
+  return v->s;
+}
+std::string Reader::get_string(const std::string& key, const std::string& def) const {
+  const Value* v = find(key);
+  return v && v->type == ValueType::STRING ? v->s : def;
+}
+int64_t Reader::get_int(const std::string& key) const {
+  const Value* v = find(key);
+  if (!v) fail("missing metadata '" + key + "'");
+  if (!v->is_integer()) fail("metadata '" + key + "' is not an integer");
+  return v->i;
+}
+int64_t Reader::get_int(const std::string& key, int64_t def) const {
+  const Value* v = find(key);
+  return v && v->is_integer() ? v->i : def;
+}
+double Reader::get_float(const std::string& key) const {
+  const Value* v = find(key);
+  if (!v) fail("missing metadata '" + key + "'");
+  if (!v->is_float() && !v->is_integer()) fail("metadata '" + key + "' is not a number");
+  return v->f;
+}
+double Reader::get_float(const std::string& key, double def) const {
+  const Value* v = find(key);
+  return v && (v->is_float() || v->is_integer()) ? v->f : def;
+}
+bool Reader::get_bool(const std::string& key, bool def) const {
+  const Value* v = find(key);
+  return v && v->is_integer() ? v->i != 0 : def;
+}
+const std::vector<std::string>& Reader::get_strings(const std::string& key) const {
+  const Value* v = find(key);
+  if (!v) fail("missing metadata '" + key + "'");
+  if (v->type != ValueType::ARRAY || v->array_type != ValueType::STRING)
+    fail("metadata '" + key + "' is not an array of strings");
+  return v->strings;
+}
+const std::vector<double>& Reader::get_numbers(const std::string& key) const {
+  const Value* v = find(key);
+  if (!v) fail("missing metadata '" + key + "'");
+  if (v->type != ValueType::ARRAY || v->array_type == ValueType::STRING ||
+      v->array_type == ValueType::ARRAY)
+    fail("metadata '" + key + "' is not a numeric array");
+  return v->numbers;
+}
+
+}  // namespace sandwich::gguf

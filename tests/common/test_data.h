@@ -1,0 +1,47 @@
+#pragma once
+// Where tests find ../shared/data and a scratch folder.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace sandwich::test {
+
+inline std::filesystem::path shared_dir() {
+  if (const char* env = std::getenv("SANDWICH_SHARED"); env && *env) return env;
+  return SANDWICH_SHARED_DEFAULT;
+}
+
+inline std::filesystem::path data_dir() { return shared_dir() / "data"; }
+inline std::filesystem::path source_dir() { return SANDWICH_SOURCE_DIR; }
+inline std::filesystem::path bin_dir() { return SANDWICH_BIN_DIR; }
+
+// A fresh folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sandwich-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Skips the calling test when the reference data folder is missing.
+#define SANDWICH_REQUIRE_DATA()                                                          \
+  do {                                                                                   \
+    if (!std::filesystem::exists(::sandwich::test::data_dir()))                          \
+      GTEST_FAIL() << "reference data not found at " << ::sandwich::test::data_dir()     \
+                   << " (set SANDWICH_SHARED to the folder holding data/)";              \
+  } while (0)
+
+}  // namespace sandwich::test
