@@ -1,0 +1,86 @@
+#pragma once
+// The forward pass of a Llama model over a batch of sequences, each contributing a chunk of new
+// tokens (a prompt chunk during prefill, one token during decode). All tokens of the batch go
+// through each GEMM together; attention runs per sequence over its pages of the KV cache.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "kernels/thread_team.h"
+
+namespace sandwich {
+
+struct BatchEntry {
+  std::span<const int32_t> tokens;       // new tokens, at positions start_pos, start_pos + 1, ...
+  int32_t start_pos = 0;                 // KV of positions [0, start_pos) is already cached
+  std::span<const int32_t> block_table;  // must cover start_pos + tokens.size() positions
+  bool want_logits = true;               // logits of the last token
+};
+
+// A tensor-parallel rank's share of the model: KV heads [kv0, kv1) with their query heads, FFN
+// columns [f0, f1). TP = 1 is the whole model.
+struct RankView {
+  int rank = 0;
+  int n_ranks = 1;
+};
+
+// Sums a buffer across the ranks of a tensor-parallel group (identity for one rank).
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual void all_reduce_sum(float* data, size_t n) = 0;
+  // Each rank holds `n_local` columns (its slice, at column offset) of an rows x n_total matrix;
+  // afterwards every rank holds all of it in `full` (row stride n_total).
+  virtual void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset,
+                                  float* full, int64_t n_total) = 0;
+};
+
+class ForwardPass {
+ public:
+  ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view = {},
+              Collective* collective = nullptr);
+
+  // Runs the batch and writes one row of vocab_size logits per entry with want_logits, in batch
+  // order. Throws std::invalid_argument for tokens outside the vocabulary, positions past the
+  // context or block tables that do not cover the chunk.
+  void run(std::span<const BatchEntry> batch, float* logits);
+
+  const RankView& view() const { return view_; }
+
+ private:
+  struct Range {
+    int64_t begin, end;
+    int64_t size() const { return end - begin; }
+  };
+  void ensure_scratch(int64_t tokens);
+
+  const Model& model_;
+  KVCache& kv_;
+  kernels::ThreadTeam& team_;
+  RankView view_;
+  Collective* collective_;
+  Range kv_heads_, ffn_cols_, vocab_cols_;
+  int64_t capacity_ = 0;
+  std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_;
+};
+
+// A plain, single-sequence forward pass written for clarity, not speed: weights unpacked to f32,
+// a contiguous KV cache, double-precision accumulation. Tests hold the fast path against it.
+class ReferenceForward {
+ public:
+  explicit ReferenceForward(const Model& model);
+  // Feeds the next token (at position = tokens fed so far) and returns its logits.
+  std::vector<float> step(int32_t token);
+  int32_t position() const { return pos_; }
+
+ private:
+  const Model& model_;
+  std::vector<std::vector<float>> wq_, wk_, wv_, wo_, wg_, wu_, wd_;
+  std::vector<float> emb_, out_;
+  std::vector<std::vector<float>> kcache_, vcache_;  // per layer: [pos][kv_dim]
+  int32_t pos_ = 0;
+};
+
+}  // namespace sandwich

@@ -1,0 +1,50 @@
+#pragma once
+// Single-sequence generation: prefill the prompt, then decode until max_tokens, a stop token or
+// a stop string. The command-line tools and the tests use it; the server has its own scheduler.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/sampler.h"
+
+namespace sandwich {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // must not be empty
+  int32_t max_tokens = 16;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids (a final stop token is not included)
+  std::string text;             // their text, stop string removed
+  std::string finish_reason;    // "stop" or "length"
+  double prefill_seconds = 0;   // prompt processing and the first token
+  double decode_seconds = 0;    // the remaining tokens
+};
+
+enum class ForwardKind { Fast, Reference };
+
+class Generator {
+ public:
+  // threads: size of the compute team (0 = all cores); pinned to CPUs 0..threads-1 if pin.
+  Generator(const Model& model, int threads, ForwardKind kind = ForwardKind::Fast, bool pin = false);
+  ~Generator();
+
+  // Throws std::invalid_argument for an empty prompt, a prompt that fills the context, or bad
+  // sampling parameters. on_text receives text as it becomes final (valid UTF-8).
+  GenerationResult generate(const GenerationRequest& req,
+                            const std::function<void(std::string_view)>& on_text = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sandwich

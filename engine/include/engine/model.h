@@ -1,0 +1,90 @@
+#pragma once
+// A loaded model: its shape, its weights packed in shared memory, its tokenizer.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/shared_region.h"
+#include "engine/tokenizer.h"
+#include "kernels/gemm.h"
+
+namespace sandwich {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  const float* ffn_norm = nullptr;
+  // q/k rows are stored in the rotate-half RoPE layout whatever the file used.
+  kernels::PackedWeight wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct ModelWeights {
+  kernels::DType dtype = kernels::DType::F32;  // storage of the matrices
+  kernels::PackedWeight embedding;             // vocab x dim; read row by row
+  kernels::PackedWeight output;                // vocab x dim; the same buffer when tied
+  const float* final_norm = nullptr;
+  std::vector<LayerWeights> layers;
+};
+
+enum class LoadFormat { Auto, Dummy };
+enum class WeightDType { Auto, F32, BF16 };
+
+struct LoadOptions {
+  // A path (GGUF file, Hugging Face folder, llama2.c .bin) or a preset name resolved under
+  // $SANDWICH_MODELS (default ~/.cache/sandwich/models).
+  std::string model;
+  std::optional<std::filesystem::path> tokenizer;  // overrides the model's own
+  LoadFormat load_format = LoadFormat::Auto;
+  // Auto keeps F32 and BF16 as they are and turns F16 into BF16 (as vLLM does on CPU); dummy
+  // models default to BF16.
+  WeightDType dtype = WeightDType::Auto;
+  int threads = 0;  // for packing; 0 = all available cores
+  uint64_t seed = 0;  // dummy weights
+  bool require_tokenizer = true;
+};
+
+class Model {
+ public:
+  ModelConfig config;
+  ModelWeights weights;
+  std::unique_ptr<Tokenizer> tokenizer;  // null only if require_tokenizer was false
+  std::string source;                    // what was loaded, for messages
+  std::vector<std::string> notes;        // things a user should know (conversions, fallbacks)
+  double load_seconds = 0;
+  // cos/sin of every position for the rotate-half RoPE: [max_seq_len][head_dim / 2] each.
+  std::vector<float> rope_cos, rope_sin;
+
+  size_t weight_bytes() const { return region_.used(); }
+  const SharedRegion& region() const { return region_; }
+
+ private:
+  friend class ModelBuilder;
+  SharedRegion region_;
+};
+
+// What a model file holds, read from its headers without loading the weights.
+struct ModelFileInfo {
+  ModelConfig config;
+  std::string description;                  // format and tensor summary
+  int64_t n_tensors = 0;
+  std::map<std::string, int64_t> dtypes;    // tensor count per element type
+  uint64_t bytes = 0;                       // tensor data
+};
+ModelFileInfo inspect_model(const std::filesystem::path& path);
+// Only the shape of a model file or folder (a folder may hold just config.json).
+ModelConfig read_model_config(const std::filesystem::path& path);
+
+// Loads a model; throws std::runtime_error with a message a user can act on.
+std::unique_ptr<Model> load_model(const LoadOptions& options);
+
+// Where `--model NAME` looks for weights of a preset name.
+std::filesystem::path models_dir();
+
+// RoPE inverse frequencies (head_dim / 2 values) with any scaling applied.
+std::vector<double> rope_inv_freq(const ModelConfig& c);
+
+}  // namespace sandwich

@@ -1,0 +1,55 @@
+#pragma once
+// Turning logits into the next token, with the sampling controls of the OpenAI / vLLM API.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sandwich {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy
+  int32_t top_k = 0;         // 0 or -1 = all tokens
+  float top_p = 1.0f;        // nucleus mass, (0, 1]
+  float min_p = 0.0f;        // drop tokens below min_p * p(max), [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; on prompt and output tokens (HF/vLLM rule)
+  float presence_penalty = 0.0f;    // [-2, 2]; on output tokens (OpenAI rule)
+  float frequency_penalty = 0.0f;   // [-2, 2]; on output tokens
+  std::optional<uint64_t> seed;
+
+  // Throws std::invalid_argument naming the field and its allowed range.
+  void validate() const;
+  bool greedy() const { return temperature <= 0.0f; }
+};
+
+class Sampler {
+ public:
+  // Without a seed in params, draws from default_seed (callers pass a fresh random value).
+  Sampler(const SamplingParams& params, int32_t vocab_size, uint64_t default_seed);
+
+  // Picks the next token. logits (vocab_size values) are modified in place (penalties etc.).
+  int32_t sample(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
+
+  // Log-probabilities under the model's raw distribution: the logprob of `token` and the top n.
+  struct TopLogprob {
+    int32_t token;
+    float logprob;
+  };
+  static float logprob_of(const float* logits, int32_t vocab_size, int32_t token);
+  static std::vector<TopLogprob> top_logprobs(const float* logits, int32_t vocab_size, int n);
+
+ private:
+  void apply_penalties(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
+  SamplingParams p_;
+  int32_t vocab_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> counts_;  // scratch: occurrences of each token in the output
+  std::vector<std::pair<float, int32_t>> cand_;
+};
+
+// Greedy choice: the first index of the maximum.
+int32_t argmax(const float* logits, int32_t n);
+
+}  // namespace sandwich

@@ -1,0 +1,132 @@
+#include "engine/dummy_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/gguf.h"
+#include "model_source.h"
+
+namespace sandwich {
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+bool is_norm(const std::string& name) { return name.find("norm") != std::string::npos; }
+
+}  // namespace
+
+void fill_dummy_tensor(const std::string& name, int64_t rows, int64_t cols, kernels::DType dtype,
+                       uint64_t seed, int64_t r0, int64_t r1, void* dst) {
+  const int64_t width = cols > 0 ? cols : 1;
+  const size_t es = kernels::dtype_size(dtype);
+  if (is_norm(name)) {
+    for (int64_t i = r0 * width; i < r1 * width; ++i)
+      kernels::store_from_f32(static_cast<uint8_t*>(dst) + (i - r0 * width) * es, 0, dtype, 1.0f);
+    return;
+  }
+  // Uniform(-a, a) has variance a^2/3; a = sqrt(3/cols) gives variance 1/cols. Embedding rows
+  // get variance 1 so the first RMSNorm sees a unit-scale residual stream.
+  const bool embedding = name == "token_embd.weight";
+  const float a = embedding ? std::sqrt(3.0f) : std::sqrt(3.0f / static_cast<float>(width));
+  const uint64_t base = fnv1a(name) ^ (seed * 0x9e3779b97f4a7c15ull);
+  for (int64_t r = r0; r < r1; ++r) {
+    uint64_t state = base + static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull;
+    auto* row = static_cast<uint8_t*>(dst) + static_cast<size_t>((r - r0) * width) * es;
+    for (int64_t c = 0; c < width; c += 2) {
+      const uint64_t bits = splitmix64(state);
+      // Two 24-bit uniforms per draw.
+      const float u0 = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+      const float u1 = static_cast<float>((bits >> 16) & 0xffffff) * (1.0f / 16777216.0f);
+      kernels::store_from_f32(row, static_cast<size_t>(c), dtype, (2.0f * u0 - 1.0f) * a);
+      if (c + 1 < width) kernels::store_from_f32(row, static_cast<size_t>(c + 1), dtype, (2.0f * u1 - 1.0f) * a);
+    }
+  }
+}
+
+Vocab default_dummy_vocab(const ModelConfig& config) {
+  const bool bpe = config.tokenizer_family == "llama3-bpe" || config.vocab_size > 100000;
+  Vocab v = make_synthetic_vocab(bpe ? Vocab::Kind::ByteLevelBPE : Vocab::Kind::SentencePiece,
+                                 config.vocab_size);
+  return v;
+}
+
+void write_dummy_gguf(const ModelConfig& c, kernels::DType dtype, const Vocab& vocab, uint64_t seed,
+                      const std::filesystem::path& out) {
+  if (dtype == kernels::DType::F16) throw std::invalid_argument("dummy GGUF dtype must be f32 or bf16");
+  if (static_cast<int64_t>(vocab.tokens.size()) != c.vocab_size)
+    throw std::invalid_argument("vocabulary has " + std::to_string(vocab.tokens.size()) +
+                                " tokens but the model expects " + std::to_string(c.vocab_size));
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::of_string("llama"));
+  w.set("general.name", gguf::Value::of_string(c.name.empty() ? "sandwich-dummy" : c.name));
+  // llama.cpp's file types: 0 = all F32, 32 = mostly BF16.
+  w.set("general.file_type", gguf::Value::of_u32(dtype == kernels::DType::F32 ? 0 : 32));
+  w.set("llama.context_length", gguf::Value::of_u32(static_cast<uint32_t>(c.max_seq_len)));
+  w.set("llama.embedding_length", gguf::Value::of_u32(static_cast<uint32_t>(c.dim)));
+  w.set("llama.block_count", gguf::Value::of_u32(static_cast<uint32_t>(c.n_layers)));
+  w.set("llama.feed_forward_length", gguf::Value::of_u32(static_cast<uint32_t>(c.ffn_dim)));
+  w.set("llama.rope.dimension_count", gguf::Value::of_u32(static_cast<uint32_t>(c.head_dim)));
+  w.set("llama.attention.head_count", gguf::Value::of_u32(static_cast<uint32_t>(c.n_heads)));
+  w.set("llama.attention.head_count_kv", gguf::Value::of_u32(static_cast<uint32_t>(c.n_kv_heads)));
+  w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::of_f32(c.norm_eps));
+  w.set("llama.rope.freq_base", gguf::Value::of_f32(c.rope_theta));
+  w.set("llama.vocab_size", gguf::Value::of_u32(static_cast<uint32_t>(c.vocab_size)));
+  vocab_to_gguf(vocab, w);
+
+  const uint32_t mat_type = dtype == kernels::DType::F32 ? 0 : 30;
+  // The loader turns GGUF's interleaved q/k rows into the rotate-half layout; writing canonical
+  // row j at the file row it will be read from makes this file load into exactly the weights
+  // --load-format dummy gives.
+  const int64_t hd = c.head_dim, half = hd / 2;
+  auto file_row = [&](int64_t j) { return j / hd * hd + (j % hd < half ? 2 * (j % hd) : 2 * (j % hd - half) + 1); };
+  auto add = [&](const std::string& name, int64_t rows, int64_t cols, bool matrix) {
+    const bool rope_rows = name.find("attn_q") != std::string::npos || name.find("attn_k") != std::string::npos;
+    const kernels::DType dt = matrix ? dtype : kernels::DType::F32;
+    std::vector<uint64_t> dims = cols ? std::vector<uint64_t>{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}
+                                      : std::vector<uint64_t>{static_cast<uint64_t>(rows)};
+    w.add_tensor(name, matrix ? mat_type : 0, dims, [=](uint8_t* dst, uint64_t) {
+      const int64_t chunk = 64;
+      const size_t row_bytes = static_cast<size_t>(cols ? cols : 1) * kernels::dtype_size(dt);
+#pragma omp parallel for schedule(dynamic)
+      for (int64_t r = 0; r < rows; r += chunk) {
+        const int64_t r1 = std::min(rows, r + chunk);
+        if (!rope_rows) {
+          fill_dummy_tensor(name, rows, cols, dt, seed, r, r1, dst + static_cast<size_t>(r) * row_bytes);
+          continue;
+        }
+        for (int64_t j = r; j < r1; ++j)
+          fill_dummy_tensor(name, rows, cols, dt, seed, j, j + 1, dst + static_cast<size_t>(file_row(j)) * row_bytes);
+      }
+    });
+  };
+  add("token_embd.weight", c.vocab_size, c.dim, true);
+  for (int l = 0; l < c.n_layers; ++l) {
+    add(tensor_name(l, "attn_norm"), c.dim, 0, false);
+    add(tensor_name(l, "attn_q"), c.q_dim(), c.dim, true);
+    add(tensor_name(l, "attn_k"), c.kv_dim(), c.dim, true);
+    add(tensor_name(l, "attn_v"), c.kv_dim(), c.dim, true);
+    add(tensor_name(l, "attn_output"), c.dim, c.q_dim(), true);
+    add(tensor_name(l, "ffn_norm"), c.dim, 0, false);
+    add(tensor_name(l, "ffn_gate"), c.ffn_dim, c.dim, true);
+    add(tensor_name(l, "ffn_up"), c.ffn_dim, c.dim, true);
+    add(tensor_name(l, "ffn_down"), c.dim, c.ffn_dim, true);
+  }
+  add("output_norm.weight", c.dim, 0, false);
+  if (!c.tied_embeddings) add("output.weight", c.vocab_size, c.dim, true);
+  w.write(out);
+}
+
+}  // namespace sandwich

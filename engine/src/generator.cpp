@@ -1,0 +1,130 @@
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/forward.h"
+#include "engine/kv_cache.h"
+#include "engine/stop_strings.h"
+
+namespace sandwich {
+namespace {
+// Prompt tokens per forward call: bounds the scratch activations of a long prompt.
+constexpr int32_t kPrefillChunk = 512;
+}  // namespace
+
+struct Generator::Impl {
+  const Model& model;
+  ForwardKind kind;
+  std::unique_ptr<kernels::ThreadTeam> team;
+};
+
+Generator::Generator(const Model& model, int threads, ForwardKind kind, bool pin)
+    : impl_(new Impl{model, kind, nullptr}) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> cpus;
+  if (pin)
+    for (int i = 0; i < threads; ++i) cpus.push_back(i);
+  impl_->team = std::make_unique<kernels::ThreadTeam>(threads, cpus);
+}
+
+Generator::~Generator() = default;
+
+GenerationResult Generator::generate(const GenerationRequest& req,
+                                     const std::function<void(std::string_view)>& on_text) {
+  const Model& m = impl_->model;
+  const ModelConfig& c = m.config;
+  if (req.prompt.empty()) throw std::invalid_argument("the prompt is empty (no tokens)");
+  const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
+  if (n_prompt >= c.max_seq_len)
+    throw std::invalid_argument("the prompt has " + std::to_string(n_prompt) +
+                                " tokens; the model's context is " + std::to_string(c.max_seq_len));
+  if (req.max_tokens < 0) throw std::invalid_argument("max_tokens must not be negative");
+  for (int32_t t : req.prompt)
+    if (t < 0 || t >= c.vocab_size)
+      throw std::invalid_argument("prompt token " + std::to_string(t) + " is outside the vocabulary");
+  req.sampling.validate();
+
+  GenerationResult res;
+  res.finish_reason = "length";
+  if (req.max_tokens == 0) return res;
+  const int64_t total = std::min<int64_t>(c.max_seq_len, n_prompt + req.max_tokens);
+
+  Sampler sampler(req.sampling, c.vocab_size, std::random_device{}());
+  std::vector<float> logits(c.vocab_size);
+  const Tokenizer* tok = m.tokenizer.get();
+  std::vector<int32_t> stop_ids;
+  if (tok && !req.ignore_eos) stop_ids = tok->stop_ids();
+  std::optional<IncrementalDecoder> decoder;
+  if (tok) decoder.emplace(*tok, req.prompt.back());
+  StopStringMatcher stops(req.stop);
+  auto emit = [&](const std::string& s) {
+    if (s.empty()) return;
+    res.text += s;
+    if (on_text) on_text(s);
+  };
+
+  std::unique_ptr<KVCache> kv;
+  std::unique_ptr<ForwardPass> fast;
+  std::unique_ptr<ReferenceForward> ref;
+  std::vector<int32_t> blocks;
+  if (impl_->kind == ForwardKind::Fast) {
+    kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, total));
+    if (!kv->reserve(blocks, total)) throw std::logic_error("KV cache sized too small");
+    fast = std::make_unique<ForwardPass>(m, *kv, *impl_->team);
+  } else {
+    ref = std::make_unique<ReferenceForward>(m);
+  }
+
+  auto forward = [&](std::span<const int32_t> toks, int32_t start, bool want) {
+    if (fast) {
+      BatchEntry e{toks, start, blocks, want};
+      fast->run({&e, 1}, logits.data());
+    } else {
+      for (size_t i = 0; i < toks.size(); ++i) {
+        auto l = ref->step(toks[i]);
+        if (i + 1 == toks.size()) logits = std::move(l);
+      }
+    }
+  };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t s = 0; s < n_prompt; s += kPrefillChunk) {
+    const int64_t n = std::min<int64_t>(kPrefillChunk, n_prompt - s);
+    forward(std::span<const int32_t>(req.prompt).subspan(s, n), static_cast<int32_t>(s), s + n == n_prompt);
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  bool first = true;
+  for (int64_t pos = n_prompt;; ++pos) {
+    const int32_t next = sampler.sample(logits.data(), req.prompt, res.tokens);
+    if (first) {
+      t1 = std::chrono::steady_clock::now();
+      first = false;
+    }
+    if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
+      res.finish_reason = "stop";
+      break;
+    }
+    res.tokens.push_back(next);
+    if (decoder) emit(stops.push(decoder->push(next)));
+    if (stops.stopped()) {
+      res.finish_reason = "stop";
+      break;
+    }
+    if (static_cast<int64_t>(res.tokens.size()) >= req.max_tokens || pos + 1 >= total) break;
+    forward(std::span<const int32_t>(&res.tokens.back(), 1), static_cast<int32_t>(pos), true);
+  }
+  if (decoder && !stops.stopped()) {
+    emit(stops.push(decoder->flush()));
+    emit(stops.flush());
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  res.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+  res.decode_seconds = std::chrono::duration<double>(t2 - t1).count();
+  return res;
+}
+
+}  // namespace sandwich

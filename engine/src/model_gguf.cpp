@@ -1,0 +1,98 @@
+// Llama models in GGUF files.
+#include <stdexcept>
+
+#include "engine/gguf.h"
+#include "model_source.h"
+
+namespace sandwich {
+namespace {
+
+kernels::DType to_dtype(const gguf::TensorInfo& t, const std::string& file) {
+  switch (t.type) {
+    case 0: return kernels::DType::F32;
+    case 1: return kernels::DType::F16;
+    case 30: return kernels::DType::BF16;
+    default:
+      throw std::runtime_error(file + ": tensor '" + t.name + "' is " + gguf::tensor_type_name(t.type) +
+                               "; quantized GGUF files are not supported, use an F32, F16 or BF16 file");
+  }
+}
+
+ModelConfig config_from_gguf(const gguf::Reader& r) {
+  const std::string file = r.path().string();
+  const std::string arch = r.get_string("general.architecture", "");
+  if (arch.empty()) throw std::runtime_error(file + ": no general.architecture in the GGUF header");
+  if (arch != "llama")
+    throw std::runtime_error(file + ": unsupported architecture '" + arch +
+                             "' (Sandwich runs Llama-family models: general.architecture = llama)");
+  auto key = [&](const char* k) { return arch + "." + k; };
+  ModelConfig c;
+  c.name = r.get_string("general.name", r.path().stem().string());
+  c.dim = static_cast<int32_t>(r.get_int(key("embedding_length")));
+  c.n_layers = static_cast<int32_t>(r.get_int(key("block_count")));
+  c.n_heads = static_cast<int32_t>(r.get_int(key("attention.head_count")));
+  c.n_kv_heads = static_cast<int32_t>(r.get_int(key("attention.head_count_kv"), c.n_heads));
+  c.ffn_dim = static_cast<int32_t>(r.get_int(key("feed_forward_length")));
+  c.max_seq_len = static_cast<int32_t>(r.get_int(key("context_length"), 2048));
+  c.head_dim = c.n_heads > 0 ? static_cast<int32_t>(r.get_int(key("attention.key_length"), c.dim / c.n_heads)) : 0;
+  c.norm_eps = static_cast<float>(r.get_float(key("attention.layer_norm_rms_epsilon"), 1e-5));
+  c.rope_theta = static_cast<float>(r.get_float(key("rope.freq_base"), 10000.0));
+  const std::string scaling = r.get_string(key("rope.scaling.type"), "none");
+  if (scaling == "linear") {
+    c.rope_scaling.type = RopeScaling::Type::Linear;
+    c.rope_scaling.factor = static_cast<float>(r.get_float(key("rope.scaling.factor"), 1.0));
+  } else if (scaling != "none") {
+    throw std::runtime_error(file + ": unsupported rope scaling '" + scaling + "'");
+  }
+  int64_t vocab = r.get_int(key("vocab_size"), -1);
+  if (vocab < 0 && r.has("tokenizer.ggml.tokens")) vocab = static_cast<int64_t>(r.get_strings("tokenizer.ggml.tokens").size());
+  if (vocab < 0) {
+    if (auto* t = r.find_tensor("token_embd.weight"); t && t->dims.size() == 2) vocab = static_cast<int64_t>(t->dims[1]);
+  }
+  c.vocab_size = static_cast<int32_t>(vocab);
+  c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
+  c.bos_id = static_cast<int32_t>(r.get_int("tokenizer.ggml.bos_token_id", -1));
+  c.eos_id = static_cast<int32_t>(r.get_int("tokenizer.ggml.eos_token_id", -1));
+  if (auto* rf = r.find_tensor("rope_freqs.weight")) {
+    if (rf->type != 0 || rf->elements() != static_cast<uint64_t>(c.head_dim / 2))
+      throw std::runtime_error(file + ": rope_freqs.weight must be F32 with head_dim/2 values");
+    const float* f = reinterpret_cast<const float*>(rf->data);
+    c.rope_freq_factors.assign(f, f + rf->elements());
+  }
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+ModelSource read_gguf(const std::filesystem::path& path) {
+  auto reader = std::make_shared<gguf::Reader>(path);
+  const std::string file = path.string();
+  ModelSource src;
+  src.config = config_from_gguf(*reader);
+  src.rope_layout = RopeLayout::Interleaved;
+  std::map<std::string, int> dtype_counts;
+  for (const auto& t : reader->tensors()) {
+    if (t.name == "rope_freqs.weight") continue;
+    SourceTensor st;
+    st.dtype = to_dtype(t, file);
+    for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it) st.shape.push_back(static_cast<int64_t>(*it));
+    st.data = t.data;
+    src.tensors[t.name] = st;
+    ++dtype_counts[std::string(kernels::dtype_name(st.dtype))];
+  }
+  src.description = "GGUF v" + std::to_string(reader->version()) + ", " +
+                    std::to_string(reader->tensors().size()) + " tensors";
+  for (auto& [name, n] : dtype_counts) src.description += ", " + std::to_string(n) + " " + name;
+  if (reader->has("tokenizer.ggml.tokens")) src.vocab = vocab_from_gguf(*reader);
+  src.tokenizer_searched = file + " (tokenizer.ggml.* metadata)";
+  src.keep_alive.push_back(reader);
+  return src;
+}
+
+ModelConfig read_gguf_config(const std::filesystem::path& path) {
+  gguf::Reader r(path);
+  return config_from_gguf(r);
+}
+
+}  // namespace sandwich

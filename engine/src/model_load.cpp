@@ -1,0 +1,354 @@
+// Turning a model source (or a preset with dummy weights) into a Model: shape checks, dtype
+// choice, packing into the shared weight region, tokenizer and RoPE tables.
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/dummy_model.h"
+#include "engine/model.h"
+#include "model_source.h"
+
+namespace sandwich {
+namespace fs = std::filesystem;
+using kernels::DType;
+
+ModelConfig read_hf_config(const fs::path& folder);
+ModelConfig read_gguf_config(const fs::path& path);
+
+std::string tensor_name(int layer, const char* what) {
+  return "blk." + std::to_string(layer) + "." + what + ".weight";
+}
+
+fs::path models_dir() {
+  if (const char* env = std::getenv("SANDWICH_MODELS"); env && *env) return env;
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache/sandwich/models";
+  return ".cache/sandwich/models";
+}
+
+FileFormat detect_format(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return FileFormat::SafetensorsFolder;
+  std::ifstream in(path, std::ios::binary);
+  char head[9] = {};
+  in.read(head, 8);
+  if (in.gcount() >= 4 && std::string(head, 4) == "GGUF") return FileFormat::GGUF;
+  if (path.extension() == ".safetensors") return FileFormat::SafetensorsFile;
+  if (path.extension() == ".gguf") return FileFormat::GGUF;  // the reader will say what is wrong
+  if (in.gcount() == 8) {
+    // safetensors: u64 header length, then '{'.
+    char brace = 0;
+    in.read(&brace, 1);
+    if (brace == '{') return FileFormat::SafetensorsFile;
+  }
+  if (fs::file_size(path, ec) >= 28) return FileFormat::Llama2c;
+  return FileFormat::Unknown;
+}
+
+ModelConfig read_config_only(const fs::path& path) {
+  switch (detect_format(path)) {
+    case FileFormat::GGUF: return read_gguf_config(path);
+    case FileFormat::SafetensorsFolder: return read_hf_config(path);
+    case FileFormat::SafetensorsFile: return read_hf_config(path.parent_path());
+    case FileFormat::Llama2c: return read_llama2c(path).config;
+    case FileFormat::Unknown: break;
+  }
+  throw std::runtime_error(path.string() + ": unrecognised model file");
+}
+
+ModelConfig read_model_config(const fs::path& path) { return read_config_only(path); }
+
+ModelFileInfo inspect_model(const fs::path& path) {
+  ModelSource src;
+  switch (detect_format(path)) {
+    case FileFormat::GGUF: src = read_gguf(path); break;
+    case FileFormat::SafetensorsFolder:
+    case FileFormat::SafetensorsFile: src = read_safetensors(path); break;
+    case FileFormat::Llama2c: src = read_llama2c(path); break;
+    case FileFormat::Unknown: throw std::runtime_error(path.string() + ": unrecognised model file");
+  }
+  ModelFileInfo info;
+  info.config = src.config;
+  info.description = src.description;
+  info.n_tensors = static_cast<int64_t>(src.tensors.size());
+  for (auto& [name, t] : src.tensors) {
+    ++info.dtypes[std::string(kernels::dtype_name(t.dtype))];
+    info.bytes += static_cast<uint64_t>(t.elements()) * kernels::dtype_size(t.dtype);
+  }
+  return info;
+}
+
+std::vector<double> rope_inv_freq(const ModelConfig& c) {
+  const int half = c.head_dim / 2;
+  std::vector<double> f(half);
+  for (int i = 0; i < half; ++i) f[i] = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == RopeScaling::Type::Linear) {
+    for (auto& v : f) v /= s.factor;
+  } else if (s.type == RopeScaling::Type::Llama3) {
+    // Meta's Llama-3.1 rule: long wavelengths are slowed by `factor`, short ones kept, and the
+    // band between interpolated.
+    const double low_wavelen = s.original_max_position / s.low_freq_factor;
+    const double high_wavelen = s.original_max_position / s.high_freq_factor;
+    for (auto& v : f) {
+      const double wavelen = 2 * M_PI / v;
+      if (wavelen < high_wavelen) continue;
+      if (wavelen > low_wavelen) {
+        v /= s.factor;
+      } else {
+        const double smooth = (s.original_max_position / wavelen - s.low_freq_factor) /
+                              (s.high_freq_factor - s.low_freq_factor);
+        v = (1 - smooth) * v / s.factor + smooth * v;
+      }
+    }
+  }
+  if (!c.rope_freq_factors.empty())
+    for (int i = 0; i < half; ++i) f[i] /= c.rope_freq_factors[i];
+  return f;
+}
+
+class ModelBuilder {
+ public:
+  ModelBuilder(Model& m, DType storage, int threads) : m_(m), storage_(storage), team_(threads) {}
+
+  void build(const ModelSource* src, uint64_t seed) {
+    const ModelConfig& c = m_.config;
+    src_ = src;
+    seed_ = seed;
+    // Sizes first, so the region is one allocation.
+    size_t bytes = 0;
+    auto mat_bytes = [&](int64_t n, int64_t k) { return kernels::plan_packed_weight(n, k, storage_).bytes + 4096; };
+    bytes += mat_bytes(c.vocab_size, c.dim) * (c.tied_embeddings ? 1 : 2);
+    bytes += static_cast<size_t>(c.n_layers) *
+             (mat_bytes(c.q_dim(), c.dim) + 2 * mat_bytes(c.kv_dim(), c.dim) + mat_bytes(c.dim, c.q_dim()) +
+              2 * mat_bytes(c.ffn_dim, c.dim) + mat_bytes(c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64));
+    bytes += c.dim * 4 + 64;
+    m_.region_ = SharedRegion("sandwich-weights", bytes);
+
+    ModelWeights& w = m_.weights;
+    w.dtype = storage_;
+    w.embedding = matrix("token_embd.weight", c.vocab_size, c.dim, false);
+    w.output = c.tied_embeddings ? w.embedding : matrix("output.weight", c.vocab_size, c.dim, false);
+    w.final_norm = vector("output_norm.weight", c.dim);
+    w.layers.resize(c.n_layers);
+    for (int l = 0; l < c.n_layers; ++l) {
+      LayerWeights& L = w.layers[l];
+      L.attn_norm = vector(tensor_name(l, "attn_norm"), c.dim);
+      L.wq = matrix(tensor_name(l, "attn_q"), c.q_dim(), c.dim, true);
+      L.wk = matrix(tensor_name(l, "attn_k"), c.kv_dim(), c.dim, true);
+      L.wv = matrix(tensor_name(l, "attn_v"), c.kv_dim(), c.dim, false);
+      L.wo = matrix(tensor_name(l, "attn_output"), c.dim, c.q_dim(), false);
+      L.ffn_norm = vector(tensor_name(l, "ffn_norm"), c.dim);
+      L.w_gate = matrix(tensor_name(l, "ffn_gate"), c.ffn_dim, c.dim, false);
+      L.w_up = matrix(tensor_name(l, "ffn_up"), c.ffn_dim, c.dim, false);
+      L.w_down = matrix(tensor_name(l, "ffn_down"), c.dim, c.ffn_dim, false);
+    }
+  }
+
+ private:
+  const SourceTensor& find(const std::string& name, std::vector<int64_t> shape) {
+    auto it = src_->tensors.find(name);
+    if (it == src_->tensors.end()) throw std::runtime_error("tensor '" + name + "' is missing");
+    if (it->second.shape != shape) {
+      auto str = [](const std::vector<int64_t>& s) {
+        std::string r = "[";
+        for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+        return r + "]";
+      };
+      throw std::runtime_error("tensor '" + name + "' has shape " + str(it->second.shape) + ", expected " +
+                               str(shape) + " for this model's config");
+    }
+    return it->second;
+  }
+
+  // q/k rows of interleaved files are reordered to the rotate-half layout the kernels use.
+  std::vector<int64_t> rope_row_map(int64_t rows) const {
+    const int64_t hd = m_.config.head_dim, half = hd / 2;
+    std::vector<int64_t> map(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t h = r / hd, j = r % hd;
+      map[r] = h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
+    }
+    return map;
+  }
+
+  kernels::PackedWeight matrix(const std::string& name, int64_t n, int64_t k, bool rope_rows) {
+    kernels::PackedWeight pw = kernels::plan_packed_weight(n, k, storage_);
+    pw.data = m_.region_.allocate(pw.bytes, 4096);
+    if (!src_) {
+      std::vector<uint8_t> tmp(static_cast<size_t>(n * k) * kernels::dtype_size(storage_));
+      team_.parallel_for((n + 63) / 64, [&](int64_t b, int64_t e, int) {
+        const int64_t r0 = b * 64, r1 = std::min(n, e * 64);
+        fill_dummy_tensor(name, n, k, storage_, seed_, r0, r1,
+                          tmp.data() + static_cast<size_t>(r0 * k) * kernels::dtype_size(storage_));
+      });
+      kernels::pack_weight(pw, tmp.data(), storage_, k, nullptr, &team_);
+      return pw;
+    }
+    const SourceTensor& t = find(name, {n, k});
+    std::vector<int64_t> map;
+    if (rope_rows && src_->rope_layout == RopeLayout::Interleaved) map = rope_row_map(n);
+    kernels::pack_weight(pw, t.data, t.dtype, k, map.empty() ? nullptr : map.data(), &team_);
+    return pw;
+  }
+
+  const float* vector(const std::string& name, int64_t n) {
+    float* dst = static_cast<float*>(m_.region_.allocate(static_cast<size_t>(n) * 4));
+    if (!src_) {
+      fill_dummy_tensor(name, n, 0, DType::F32, seed_, 0, n, dst);
+      return dst;
+    }
+    const SourceTensor& t = find(name, {n});
+    for (int64_t i = 0; i < n; ++i) dst[i] = kernels::load_as_f32(t.data, static_cast<size_t>(i), t.dtype);
+    return dst;
+  }
+
+  Model& m_;
+  DType storage_;
+  kernels::ThreadTeam team_;
+  const ModelSource* src_ = nullptr;
+  uint64_t seed_ = 0;
+};
+
+namespace {
+
+int default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+// Finds weights for `--model NAME`: a path, or a preset name under models_dir().
+std::optional<fs::path> resolve_weights(const std::string& name, std::string* looked) {
+  std::error_code ec;
+  if (fs::exists(name, ec)) return fs::path(name);
+  const fs::path dir = models_dir();
+  const fs::path candidates[] = {dir / name, dir / (name + ".gguf")};
+  for (const auto& c : candidates) {
+    *looked += (looked->empty() ? "" : ", ") + c.string();
+    if (fs::is_regular_file(c, ec)) return c;
+    if (fs::is_directory(c, ec)) {
+      if (fs::exists(c / "config.json")) return c;
+      for (auto& e : fs::directory_iterator(c, ec))
+        if (e.path().extension() == ".gguf") return e.path();
+    }
+  }
+  return std::nullopt;
+}
+
+DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::string>& notes) {
+  if (want == WeightDType::F32) return DType::F32;
+  if (want == WeightDType::BF16) return DType::BF16;
+  if (!src) return DType::BF16;
+  bool any_f16 = false, any_bf16 = false;
+  for (auto& [name, t] : src->tensors) {
+    if (t.shape.size() != 2) continue;
+    any_f16 |= t.dtype == DType::F16;
+    any_bf16 |= t.dtype == DType::BF16;
+  }
+  if (any_f16) notes.push_back("F16 weights are converted to BF16 (as vLLM does on CPU); pass --dtype float32 to keep full precision");
+  return any_f16 || any_bf16 ? DType::BF16 : DType::F32;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const LoadOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.model.empty()) throw std::runtime_error("no model given (--model PATH or preset name)");
+  auto m = std::make_unique<Model>();
+  std::string looked;
+  std::optional<fs::path> path = resolve_weights(o.model, &looked);
+  const bool is_preset = !path && fs::exists(configs_dir() / "models" / (o.model + ".json"));
+  std::optional<ModelSource> src;
+  if (o.load_format == LoadFormat::Dummy) {
+    if (path) {
+      m->config = read_config_only(*path);
+      m->source = "dummy weights with the shapes of " + path->string();
+    } else if (is_preset) {
+      m->config = load_preset(o.model);
+      m->source = "dummy weights with the shapes of preset " + o.model;
+    } else {
+      throw std::runtime_error("model '" + o.model + "' is neither a file or folder nor a known preset (" +
+                               [] { std::string s; for (auto& n : preset_names()) s += (s.empty() ? "" : ", ") + n; return s; }() + ")");
+    }
+  } else {
+    if (!path) {
+      if (is_preset)
+        throw std::runtime_error("no weights found for preset '" + o.model + "' (looked in " + looked +
+                                 "); put a GGUF file or Hugging Face folder there (or set SANDWICH_MODELS), "
+                                 "or run with --load-format dummy for random weights with its shapes");
+      throw std::runtime_error("model '" + o.model + "' not found: no such file or folder, and it is not a preset name");
+    }
+    switch (detect_format(*path)) {
+      case FileFormat::GGUF: src = read_gguf(*path); break;
+      case FileFormat::SafetensorsFolder:
+      case FileFormat::SafetensorsFile: src = read_safetensors(*path); break;
+      case FileFormat::Llama2c: src = read_llama2c(*path); break;
+      case FileFormat::Unknown:
+        throw std::runtime_error(path->string() + ": unrecognised model file (expected GGUF, safetensors or llama2.c)");
+    }
+    m->config = src->config;
+    m->source = path->string() + " (" + src->description + ")";
+  }
+
+  const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);
+  {
+    ModelBuilder b(*m, storage, o.threads > 0 ? o.threads : default_threads());
+    try {
+      b.build(src ? &*src : nullptr, o.seed);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error((path ? path->string() : o.model) + ": " + e.what());
+    }
+  }
+
+  // Tokenizer: explicit, else the model's own, else (dummy only) a synthetic one.
+  if (o.tokenizer) {
+    m->tokenizer = load_tokenizer(*o.tokenizer);
+  } else if (src && src->vocab) {
+    m->tokenizer = make_tokenizer(*src->vocab);
+  } else if (src && src->tokenizer_path) {
+    m->tokenizer = load_tokenizer(*src->tokenizer_path);
+  } else if (!src) {
+    if (path) {
+      // Dummy weights for a real file: use its tokenizer when it has one.
+      try {
+        ModelSource real = detect_format(*path) == FileFormat::GGUF ? read_gguf(*path) : ModelSource{};
+        if (real.vocab) m->tokenizer = make_tokenizer(*real.vocab);
+      } catch (const std::exception&) {
+      }
+    }
+    if (!m->tokenizer) {
+      m->tokenizer = make_tokenizer(default_dummy_vocab(m->config));
+      m->notes.push_back("no tokenizer given: using a synthetic vocabulary of " +
+                         std::to_string(m->config.vocab_size) + " tokens (pass --tokenizer for a real one)");
+    }
+  } else if (o.require_tokenizer) {
+    throw std::runtime_error("no tokenizer found for " + path->string() + " (looked in " + src->tokenizer_searched +
+                             "); pass --tokenizer FILE");
+  }
+  if (m->tokenizer) {
+    if (m->tokenizer->vocab_size() > m->config.vocab_size)
+      throw std::runtime_error("the tokenizer has " + std::to_string(m->tokenizer->vocab_size()) +
+                               " tokens but the model's vocabulary has only " + std::to_string(m->config.vocab_size));
+    if (m->config.bos_id < 0) m->config.bos_id = m->tokenizer->bos_id();
+    if (m->config.eos_id < 0) m->config.eos_id = m->tokenizer->eos_id();
+  }
+
+  // RoPE tables for every position (angles in double: positions reach 1e5+).
+  const ModelConfig& c = m->config;
+  const auto inv = rope_inv_freq(c);
+  const int half = c.head_dim / 2;
+  m->rope_cos.resize(static_cast<size_t>(c.max_seq_len) * half);
+  m->rope_sin.resize(m->rope_cos.size());
+  for (int p = 0; p < c.max_seq_len; ++p)
+    for (int i = 0; i < half; ++i) {
+      const double a = p * inv[i];
+      m->rope_cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a));
+      m->rope_sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(a));
+    }
+  m->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+}  // namespace sandwich

@@ -1,0 +1,59 @@
+#pragma once
+// What a weights file offers before packing: the config, named tensors (views into the
+// memory-mapped file) and where its tokenizer is. Every format reader produces one.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+#include "kernels/dtype.h"
+
+namespace sandwich {
+
+// How q/k rows pair up for RoPE in the file.
+enum class RopeLayout {
+  Interleaved,  // pairs (2i, 2i+1): GGUF, llama2.c, Meta's checkpoints
+  RotateHalf,   // pairs (i, i + d/2): Hugging Face checkpoints
+};
+
+struct SourceTensor {
+  kernels::DType dtype = kernels::DType::F32;
+  std::vector<int64_t> shape;  // outermost first: a matrix is {rows (out), cols (in)}
+  const void* data = nullptr;
+  int64_t elements() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+// Tensor names follow GGUF: token_embd.weight, blk.N.attn_q.weight, output_norm.weight, ...
+struct ModelSource {
+  ModelConfig config;
+  RopeLayout rope_layout = RopeLayout::Interleaved;
+  std::map<std::string, SourceTensor> tensors;
+  std::vector<std::shared_ptr<const void>> keep_alive;  // mapped files the tensors point into
+  std::string description;                              // e.g. "GGUF v3, 12 tensors BF16"
+  // Tokenizer: a vocabulary carried by the file, or a file/folder to load one from.
+  std::optional<Vocab> vocab;
+  std::optional<std::filesystem::path> tokenizer_path;
+  std::string tokenizer_searched;  // where we looked, for the error if none is found
+};
+
+enum class FileFormat { GGUF, SafetensorsFolder, SafetensorsFile, Llama2c, Unknown };
+FileFormat detect_format(const std::filesystem::path& path);
+
+ModelSource read_gguf(const std::filesystem::path& path);
+ModelSource read_safetensors(const std::filesystem::path& path);  // folder or single file
+ModelSource read_llama2c(const std::filesystem::path& path);
+// Only the config of a file or folder (for dummy weights with a real model's shapes).
+ModelConfig read_config_only(const std::filesystem::path& path);
+
+std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.weight"
+
+}  // namespace sandwich

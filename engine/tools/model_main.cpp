@@ -1,0 +1,158 @@
+// sandwich-model: make dummy-weight GGUF files, describe model files, and run tokenizers.
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "engine/dummy_model.h"
+#include "engine/gguf.h"
+#include "engine/model.h"
+#include "engine/model_options.h"
+
+using namespace sandwich;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sandwich-model <command> [options]\n"
+    "commands:\n"
+    "  make --preset P --dtype bf16|f32 -o FILE.gguf [--vocab TOKENIZER] [--seed N]\n"
+    "      write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)\n"
+    "  info FILE          architecture, shapes, tensor count, dtypes and size of a model\n"
+    "  tokenize --tokenizer T --text S [--no-bos] [--special]\n"
+    "      print the token ids of S, space-separated\n"
+    "  detokenize --tokenizer T --ids \"1 2 3\" [--keep-special]\n"
+    "      print the text of the ids\n"
+    "run 'sandwich-model <command> --help' for a command's options\n";
+
+int cmd_make(int argc, char** argv) {
+  std::string preset, out, dtype = "bf16";
+  std::optional<std::string> vocab_file;
+  std::optional<uint64_t> seed;
+  ArgParser p("sandwich-model make", "Write a dummy-weight GGUF file for a model preset.");
+  p.add("--preset", &preset, "model preset (configs/models/<P>.json) or a config.json / model file for its shapes", "P");
+  p.add("--dtype", &dtype, "matrix element type: bf16 (default) or f32", "D");
+  p.add("-o,--output", &out, "output GGUF path", "FILE");
+  p.add("--vocab", &vocab_file, "take the vocabulary from this tokenizer (default: a synthetic one)", "T");
+  p.add("--seed", &seed, "weight seed (default 0; the same seed as --weights-seed gives the same weights)");
+  if (!p.parse(argc, argv, 2)) return 0;
+  if (preset.empty() || out.empty()) throw CliError("make needs --preset and -o (see --help)");
+  if (dtype != "bf16" && dtype != "f32") throw CliError("--dtype must be bf16 or f32, got '" + dtype + "'");
+  const ModelConfig c = std::filesystem::exists(preset) ? read_model_config(preset) : load_preset(preset);
+  Vocab vocab = vocab_file ? vocab_from_tokenizer_file(*vocab_file) : default_dummy_vocab(c);
+  if (static_cast<int32_t>(vocab.tokens.size()) > c.vocab_size)
+    throw CliError("the vocabulary has " + std::to_string(vocab.tokens.size()) + " tokens, the preset only " +
+                   std::to_string(c.vocab_size));
+  // A real vocabulary smaller than the embedding (padded vocabularies) gets unused filler tokens.
+  for (int32_t i = static_cast<int32_t>(vocab.tokens.size()); i < c.vocab_size; ++i) {
+    vocab.tokens.push_back("<unused_" + std::to_string(i) + ">");
+    if (!vocab.scores.empty()) vocab.scores.push_back(-1e9f);
+    if (!vocab.types.empty()) vocab.types.push_back(TokenType::Unused);
+  }
+  const kernels::DType dt = dtype == "f32" ? kernels::DType::F32 : kernels::DType::BF16;
+  write_dummy_gguf(c, dt, vocab, seed.value_or(0), out);
+  std::cerr << "wrote " << out << " (" << c.name << ", " << dtype << ", "
+            << static_cast<double>(std::filesystem::file_size(out)) / (1 << 30) << " GiB)\n";
+  return 0;
+}
+
+int cmd_info(int argc, char** argv) {
+  ArgParser p("sandwich-model info FILE", "Describe a model file or folder (headers only).");
+  if (!p.parse(argc, argv, 2)) return 0;
+  if (p.positional().size() != 1) throw CliError("info takes one model path");
+  const std::filesystem::path path = p.positional()[0];
+  const ModelFileInfo info = inspect_model(path);
+  const ModelConfig& c = info.config;
+  std::string tokenizer = "none found (pass --tokenizer to the tools)";
+  try {
+    auto tok = load_tokenizer(std::filesystem::is_directory(path) || path.extension() == ".gguf"
+                                  ? path
+                                  : path.parent_path() / "tokenizer.bin");
+    tokenizer = std::to_string(tok->vocab_size()) + " tokens, BOS " + std::to_string(tok->bos_id()) + ", EOS " +
+                std::to_string(tok->eos_id());
+  } catch (const std::exception&) {
+  }
+  std::cout << "file:          " << path.string() << "\n"
+            << "format:        " << info.description << "\n"
+            << "architecture:  llama\n"
+            << "name:          " << c.name << "\n"
+            << "dim:           " << c.dim << "\n"
+            << "layers:        " << c.n_layers << "\n"
+            << "heads:         " << c.n_heads << " (kv " << c.n_kv_heads << ", head size " << c.head_dim << ")\n"
+            << "ffn:           " << c.ffn_dim << "\n"
+            << "vocab:         " << c.vocab_size << "\n"
+            << "context:       " << c.max_seq_len << "\n"
+            << "rope theta:    " << c.rope_theta << "\n"
+            << "norm eps:      " << c.norm_eps << "\n"
+            << "tied output:   " << (c.tied_embeddings ? "yes" : "no") << "\n"
+            << "parameters:    " << c.param_count() << "\n"
+            << "tensors:       " << info.n_tensors << "\n"
+            << "dtypes:       ";
+  for (auto& [name, n] : info.dtypes) std::cout << " " << name << " x" << n;
+  std::cout << "\n"
+            << "size:          " << info.bytes << " bytes (" << static_cast<double>(info.bytes) / (1 << 30) << " GiB)\n"
+            << "tokenizer:     " << tokenizer << "\n";
+  return 0;
+}
+
+int cmd_tokenize(int argc, char** argv) {
+  std::string tokenizer, text;
+  bool no_bos = false, special = false;
+  ArgParser p("sandwich-model tokenize", "Print the token ids of a text.");
+  p.add("--tokenizer", &tokenizer, "tokenizer file or model (GGUF, tokenizer.model, tokenizer.json, tokenizer.bin, HF folder)", "T");
+  p.add("--text", &text, "text to encode");
+  p.add_flag("--no-bos", &no_bos, "do not prepend BOS");
+  p.add_flag("--special", &special, "parse special-token strings such as <|eot_id|>");
+  if (!p.parse(argc, argv, 2)) return 0;
+  if (tokenizer.empty()) throw CliError("tokenize needs --tokenizer");
+  auto tok = load_tokenizer(tokenizer);
+  auto ids = tok->encode(text, !no_bos && tok->add_bos_default(), special);
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+  return 0;
+}
+
+int cmd_detokenize(int argc, char** argv) {
+  std::string tokenizer, ids_text;
+  bool keep_special = false;
+  ArgParser p("sandwich-model detokenize", "Print the text of token ids.");
+  p.add("--tokenizer", &tokenizer, "tokenizer file or model", "T");
+  p.add("--ids", &ids_text, "token ids separated by spaces or commas", "IDS");
+  p.add_flag("--keep-special", &keep_special, "print special tokens too");
+  if (!p.parse(argc, argv, 2)) return 0;
+  if (tokenizer.empty()) throw CliError("detokenize needs --tokenizer");
+  auto tok = load_tokenizer(tokenizer);
+  std::vector<int32_t> ids;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    const int64_t v = ArgParser::parse_int("--ids", cur);
+    if (v < 0 || v >= tok->vocab_size())
+      throw CliError("token id " + cur + " is outside the vocabulary of " + std::to_string(tok->vocab_size()));
+    ids.push_back(static_cast<int32_t>(v));
+    cur.clear();
+  };
+  for (char ch : ids_text) {
+    if (ch == ' ' || ch == ',' || ch == '\n' || ch == '\t') flush();
+    else cur += ch;
+  }
+  flush();
+  std::cout << tok->decode(ids, keep_special) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_tool("sandwich-model", [&]() -> int {
+    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+      std::cout << kUsage;
+      return argc < 2 ? 1 : 0;
+    }
+    const std::string cmd = argv[1];
+    if (cmd == "make") return cmd_make(argc, argv);
+    if (cmd == "info") return cmd_info(argc, argv);
+    if (cmd == "tokenize") return cmd_tokenize(argc, argv);
+    if (cmd == "detokenize") return cmd_detokenize(argc, argv);
+    throw CliError("unknown command '" + cmd + "' (make, info, tokenize, detokenize)");
+  });
+}

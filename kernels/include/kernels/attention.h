@@ -1,0 +1,48 @@
+#pragma once
+// Causal attention over a paged KV cache, flash style (online softmax, one pass over the KV
+// blocks), for prefill chunks and decode steps alike; grouped-query heads share their K/V loads.
+//
+// Paged layout of one layer: blocks of kKVBlock token slots. Block b holds, for every KV head h,
+//   K: head_dim x kKVBlock floats, transposed (slot fastest), at h * head_dim * kKVBlock,
+//   V: kKVBlock x head_dim floats, at (n_kv_heads + h) * head_dim * kKVBlock.
+// K is transposed so that one 16-lane vector holds a key dimension for all 16 slots: the scores
+// of a query against a block are head_dim broadcast-FMAs with no horizontal sums.
+#include <cstdint>
+
+namespace sandwich::kernels {
+
+constexpr int kKVBlock = 16;
+
+struct PagedKV {
+  float* base = nullptr;     // this layer's block 0
+  int64_t block_stride = 0;  // floats from one block to the next
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+
+  float* key(int32_t block, int32_t head) const {
+    return base + block * block_stride + int64_t{head} * head_dim * kKVBlock;
+  }
+  float* value(int32_t block, int32_t head) const {
+    return base + block * block_stride + int64_t{n_kv_heads + head} * head_dim * kKVBlock;
+  }
+  static int64_t block_floats(int32_t n_kv_heads, int32_t head_dim) {
+    return int64_t{2} * n_kv_heads * head_dim * kKVBlock;
+  }
+};
+
+// Writes one token's K and V (head_dim values for each of the heads [h0, h1)) into slot
+// `pos` of a sequence whose blocks are listed in block_table.
+void kv_store(const PagedKV& kv, const int32_t* block_table, int32_t pos, int32_t h0, int32_t h1,
+              const float* k, const float* v);
+
+// One KV head of one sequence. q holds n_tok query tokens (row stride ldq); the `group` query
+// heads of this KV head are at q + t*ldq + g*head_dim. Token t is at position start_pos + t and
+// sees positions [0, start_pos + t]. Output rows are laid out like q (stride ldo).
+void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+               int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
+               int64_t ldo);
+void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+                   int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+                   float* out, int64_t ldo);
+
+}  // namespace sandwich::kernels

@@ -1,0 +1,152 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "vec_math.h"
+
+namespace sandwich::kernels {
+
+void kv_store(const PagedKV& kv, const int32_t* block_table, int32_t pos, int32_t h0, int32_t h1,
+              const float* k, const float* v) {
+  const int32_t block = block_table[pos / kKVBlock];
+  const int32_t slot = pos % kKVBlock;
+  const int32_t hd = kv.head_dim;
+  for (int32_t h = h0; h < h1; ++h) {
+    const float* kh = k + int64_t{h - h0} * hd;
+    const float* vh = v + int64_t{h - h0} * hd;
+    float* kd = kv.key(block, h) + slot;
+    for (int32_t d = 0; d < hd; ++d) kd[int64_t{d} * kKVBlock] = kh[d];
+    std::copy(vh, vh + hd, kv.value(block, h) + int64_t{slot} * hd);
+  }
+}
+
+void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+                   int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+                   float* out, int64_t ldo) {
+  const int32_t hd = kv.head_dim;
+  std::vector<float> scores;
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const int32_t n_ctx = start_pos + t + 1;
+    for (int32_t g = 0; g < group; ++g) {
+      const float* qr = q + t * ldq + int64_t{g} * hd;
+      scores.assign(n_ctx, 0.0f);
+      for (int32_t p = 0; p < n_ctx; ++p) {
+        const float* kb = kv.key(block_table[p / kKVBlock], kv_head) + p % kKVBlock;
+        double s = 0;
+        for (int32_t d = 0; d < hd; ++d) s += static_cast<double>(qr[d]) * kb[int64_t{d} * kKVBlock];
+        scores[p] = static_cast<float>(s) * scale;
+      }
+      float mx = *std::max_element(scores.begin(), scores.end());
+      double sum = 0;
+      for (auto& s : scores) sum += (s = std::exp(s - mx));
+      float* o = out + t * ldo + int64_t{g} * hd;
+      for (int32_t d = 0; d < hd; ++d) {
+        double acc = 0;
+        for (int32_t p = 0; p < n_ctx; ++p)
+          acc += static_cast<double>(scores[p]) *
+                 kv.value(block_table[p / kKVBlock], kv_head)[int64_t{p % kKVBlock} * hd + d];
+        o[d] = static_cast<float>(acc / sum);
+      }
+    }
+  }
+}
+
+namespace {
+
+constexpr int kRows = 4;  // query rows sharing each K/V block load
+
+// Rows r of a chunk: token t = r / group, head g = r % group.
+__attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const int32_t* block_table,
+                                                      int32_t kv_head, const float* q, int64_t ldq,
+                                                      int32_t n_tok, int32_t group, int32_t start_pos,
+                                                      float scale, float* out, int64_t ldo) {
+  const int32_t hd = kv.head_dim;
+  const int32_t n_rows = n_tok * group;
+  // Per-row running output, max and sum; hd <= 1024 is checked by the model config.
+  alignas(64) float acc[kRows][1024];
+  for (int32_t r0 = 0; r0 < n_rows; r0 += kRows) {
+    const int nr = std::min<int32_t>(kRows, n_rows - r0);
+    const float* qr[kRows];
+    float* orow[kRows];
+    int32_t limit[kRows];  // visible positions
+    float m[kRows], l[kRows];
+    int32_t max_limit = 0;
+    for (int i = 0; i < kRows; ++i) {
+      const int32_t r = r0 + std::min(i, nr - 1);
+      const int32_t t = r / group, g = r % group;
+      qr[i] = q + t * ldq + int64_t{g} * hd;
+      orow[i] = out + t * ldo + int64_t{g} * hd;
+      limit[i] = start_pos + t + 1;
+      max_limit = std::max(max_limit, limit[i]);
+      m[i] = -INFINITY;
+      l[i] = 0.0f;
+      std::fill(acc[i], acc[i] + hd, 0.0f);
+    }
+    const int32_t n_blocks = (max_limit + kKVBlock - 1) / kKVBlock;
+    for (int32_t b = 0; b < n_blocks; ++b) {
+      const int32_t blk = block_table[b];
+      const float* kb = kv.key(blk, kv_head);
+      const float* vb = kv.value(blk, kv_head);
+      __m512 s[kRows][2];
+      for (int i = 0; i < kRows; ++i) s[i][0] = s[i][1] = _mm512_setzero_ps();
+      int32_t d = 0;
+      for (; d + 2 <= hd; d += 2) {
+        const __m512 k0 = _mm512_loadu_ps(kb + int64_t{d} * kKVBlock);
+        const __m512 k1 = _mm512_loadu_ps(kb + int64_t{d + 1} * kKVBlock);
+        for (int i = 0; i < kRows; ++i) {
+          s[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d]), k0, s[i][0]);
+          s[i][1] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d + 1]), k1, s[i][1]);
+        }
+      }
+      alignas(64) float p[kRows][kKVBlock];
+      float corr[kRows];
+      for (int i = 0; i < nr; ++i) {
+        __m512 sv = _mm512_mul_ps(_mm512_add_ps(s[i][0], s[i][1]), _mm512_set1_ps(scale));
+        const int32_t visible = limit[i] - b * kKVBlock;
+        if (visible <= 0) {
+          std::fill(p[i], p[i] + kKVBlock, 0.0f);
+          corr[i] = 1.0f;
+          continue;
+        }
+        const __mmask16 vis = simd::tail_mask(visible);
+        sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, sv);
+        const float m_new = std::max(m[i], _mm512_reduce_max_ps(sv));
+        const __m512 e = _mm512_maskz_mov_ps(vis, simd::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(m_new))));
+        corr[i] = std::exp(m[i] - m_new);
+        l[i] = l[i] * corr[i] + _mm512_reduce_add_ps(e);
+        m[i] = m_new;
+        _mm512_store_ps(p[i], e);
+      }
+      for (int i = 0; i < nr; ++i) {
+        const __m512 c = _mm512_set1_ps(corr[i]);
+        const int32_t visible = std::min<int32_t>(kKVBlock, limit[i] - b * kKVBlock);
+        if (visible <= 0) continue;
+        for (int32_t d0 = 0; d0 < hd; d0 += 16) {
+          const __mmask16 dm = simd::tail_mask(hd - d0);
+          __m512 a = _mm512_mul_ps(_mm512_maskz_load_ps(dm, acc[i] + d0), c);
+          for (int32_t j = 0; j < visible; ++j)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), _mm512_maskz_loadu_ps(dm, vb + int64_t{j} * hd + d0), a);
+          _mm512_mask_store_ps(acc[i] + d0, dm, a);
+        }
+      }
+    }
+    for (int i = 0; i < nr; ++i) {
+      const float inv = 1.0f / l[i];
+      for (int32_t d = 0; d < hd; ++d) orow[i][d] = acc[i][d] * inv;
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+               int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
+               int64_t ldo) {
+  if (simd::has_avx512() && kv.head_dim % 2 == 0 && kv.head_dim <= 1024)
+    return attention_512(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+  attention_ref(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+}
+
+}  // namespace sandwich::kernels

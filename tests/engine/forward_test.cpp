@@ -1,0 +1,245 @@
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/forward.h"
+#include "engine/generator.h"
+#include "test_data.h"
+
+namespace sandwich {
+namespace {
+
+using test::TempDir;
+
+// A small model with every feature that matters: GQA, several layers, head size not a multiple
+// of 16, odd FFN and vocabulary sizes.
+std::unique_ptr<Model> tiny_model(const TempDir& dir, WeightDType dtype, int kv_heads = 2, int vocab = 301) {
+  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":72,"num_hidden_layers":3,
+    "num_attention_heads":4,"num_key_value_heads":)" << kv_heads << R"(,"intermediate_size":97,"vocab_size":)" << vocab
+                                     << R"(,"max_position_embeddings":300,"rms_norm_eps":1e-5,"rope_theta":10000.0})";
+  LoadOptions o;
+  o.model = dir.path().string();
+  o.load_format = LoadFormat::Dummy;
+  o.dtype = dtype;
+  o.seed = 3;
+  o.threads = 2;
+  return load_model(o);
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
+  return m;
+}
+
+void expect_logits_close(const float* got, const std::vector<float>& want, double rel, const std::string& what) {
+  const double scale = max_abs(want);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rel * scale) << what << " logit " << i;
+}
+
+std::vector<int32_t> some_tokens(int n, int vocab, int salt) {
+  std::vector<int32_t> t(n);
+  for (int i = 0; i < n; ++i) t[i] = (i * 37 + salt * 11 + 5) % vocab;
+  return t;
+}
+
+class ForwardVsReference : public ::testing::TestWithParam<WeightDType> {};
+
+TEST_P(ForwardVsReference, PrefillThenDecodeMatches) {
+  TempDir dir;
+  auto m = tiny_model(dir, GetParam());
+  const int V = m->config.vocab_size;
+  // F32 differs from the reference only in summation order; BF16 weights may also round the
+  // activations to BF16 inside the GEMM.
+  const double tol = GetParam() == WeightDType::F32 ? 1e-4 : 3e-2;
+  ReferenceForward ref(*m);
+  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
+  kernels::ThreadTeam team(2);
+  ForwardPass fp(*m, kv, team);
+  std::vector<int32_t> blocks;
+  ASSERT_TRUE(kv.reserve(blocks, 64));
+  auto prompt = some_tokens(37, V, 1);
+  std::vector<float> logits(V), want;
+  BatchEntry e{prompt, 0, blocks, true};
+  fp.run({&e, 1}, logits.data());
+  for (int32_t t : prompt) want = ref.step(t);
+  expect_logits_close(logits.data(), want, tol, "prefill");
+  for (int step = 0; step < 8; ++step) {
+    const int32_t next = argmax(want.data(), V);
+    BatchEntry d{std::span<const int32_t>(&next, 1), static_cast<int32_t>(prompt.size()) + step, blocks, true};
+    fp.run({&d, 1}, logits.data());
+    want = ref.step(next);
+    expect_logits_close(logits.data(), want, tol, "decode step " + std::to_string(step));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, ForwardVsReference, ::testing::Values(WeightDType::F32, WeightDType::BF16),
+                         [](const auto& i) { return i.param == WeightDType::F32 ? std::string("F32") : std::string("BF16"); });
+
+TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  const int V = m->config.vocab_size;
+  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64) * 4);
+  kernels::ThreadTeam team(2);
+  ForwardPass fp(*m, kv, team);
+  auto a = some_tokens(30, V, 2), b = some_tokens(19, V, 3);
+
+  // Alone, in one shot.
+  std::vector<int32_t> ta, tb;
+  ASSERT_TRUE(kv.reserve(ta, 40));
+  ASSERT_TRUE(kv.reserve(tb, 40));
+  std::vector<float> la(V), lb(V);
+  BatchEntry ea{a, 0, ta, true}, eb{b, 0, tb, true};
+  fp.run({&ea, 1}, la.data());
+  fp.run({&eb, 1}, lb.data());
+
+  // Together, a in chunks of 7 next to b in one chunk, with fresh blocks.
+  std::vector<int32_t> ta2, tb2;
+  ASSERT_TRUE(kv.reserve(ta2, 40));
+  ASSERT_TRUE(kv.reserve(tb2, 40));
+  std::vector<float> out(2 * V);
+  for (int s = 0; s < 30; s += 7) {
+    const int n = std::min(7, 30 - s);
+    std::vector<BatchEntry> batch = {{std::span<const int32_t>(a).subspan(s, n), s, ta2, s + n == 30}};
+    if (s == 0) batch.push_back({b, 0, tb2, true});
+    std::vector<float> l(batch.size() * V);
+    fp.run(batch, l.data());
+    if (s == 0) std::copy(l.begin() + (batch[0].want_logits ? V : 0), l.begin() + (batch[0].want_logits ? 2 * V : V), out.begin() + V);
+    if (s + n == 30) std::copy(l.begin(), l.begin() + V, out.begin());
+  }
+  expect_logits_close(out.data(), la, 1e-5, "chunked a");
+  expect_logits_close(out.data() + V, lb, 1e-5, "batched b");
+
+  // A decode step for both in one batch equals separate steps.
+  const int32_t na = argmax(la.data(), V), nb = argmax(lb.data(), V);
+  std::vector<BatchEntry> both = {{std::span<const int32_t>(&na, 1), 30, ta, true}, {std::span<const int32_t>(&nb, 1), 19, tb, true}};
+  std::vector<float> lboth(2 * V), l1(V), l2(V);
+  fp.run(both, lboth.data());
+  std::vector<BatchEntry> one = {{std::span<const int32_t>(&na, 1), 30, ta2, true}};
+  fp.run(one, l1.data());
+  one = {{std::span<const int32_t>(&nb, 1), 19, tb2, true}};
+  fp.run(one, l2.data());
+  expect_logits_close(lboth.data(), l1, 1e-5, "decode a");
+  expect_logits_close(lboth.data() + V, l2, 1e-5, "decode b");
+}
+
+// Two ranks in one process, each a thread with its own team, exchanging through shared buffers.
+struct Exchange {
+  explicit Exchange(int n) : n(n), bufs(n), cols(n), bar(n) {}
+  int n;
+  std::vector<std::vector<float>> bufs;
+  std::vector<std::pair<int64_t, int64_t>> cols;  // (offset, width) of each rank's columns
+  std::barrier<> bar;
+};
+
+class ThreadCollective : public Collective {
+ public:
+  ThreadCollective(Exchange& x, int rank) : x_(x), rank_(rank) {}
+  void all_reduce_sum(float* data, size_t n) override {
+    x_.bufs[rank_].assign(data, data + n);
+    x_.bar.arrive_and_wait();
+    for (size_t i = 0; i < n; ++i) {
+      float s = 0;
+      for (int r = 0; r < x_.n; ++r) s += x_.bufs[r][i];
+      data[i] = s;
+    }
+    x_.bar.arrive_and_wait();
+  }
+  void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset, float* full,
+                          int64_t n_total) override {
+    x_.bufs[rank_].assign(local, local + rows * n_local);
+    x_.cols[rank_] = {offset, n_local};
+    x_.bar.arrive_and_wait();
+    for (int r = 0; r < x_.n; ++r)
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy(x_.bufs[r].begin() + i * x_.cols[r].second, x_.bufs[r].begin() + (i + 1) * x_.cols[r].second,
+                  full + i * n_total + x_.cols[r].first);
+    x_.bar.arrive_and_wait();
+  }
+
+ private:
+  Exchange& x_;
+  int rank_;
+};
+
+TEST(Forward, TwoRankViewsEqualOneRank) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  const int V = m->config.vocab_size;
+  auto prompt = some_tokens(21, V, 4);
+  std::vector<float> want(V);
+  {
+    KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 32));
+    kernels::ThreadTeam team(1);
+    ForwardPass fp(*m, kv, team);
+    std::vector<int32_t> blocks;
+    ASSERT_TRUE(kv.reserve(blocks, 32));
+    BatchEntry e{prompt, 0, blocks, true};
+    fp.run({&e, 1}, want.data());
+  }
+  // Both ranks share one KV cache, as ranks share the shared-memory pages.
+  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 32));
+  std::vector<int32_t> blocks;
+  ASSERT_TRUE(kv.reserve(blocks, 32));
+  Exchange exchange(2);
+  std::vector<std::vector<float>> got(2, std::vector<float>(V));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      kernels::ThreadTeam team(1);
+      ThreadCollective coll(exchange, r);
+      ForwardPass fp(*m, kv, team, RankView{r, 2}, &coll);
+      BatchEntry e{prompt, 0, blocks, true};
+      fp.run({&e, 1}, got[r].data());
+    });
+  for (auto& t : ranks) t.join();
+  expect_logits_close(got[0].data(), want, 1e-5, "rank 0");
+  expect_logits_close(got[1].data(), want, 1e-5, "rank 1");
+}
+
+TEST(Forward, RejectsBadBatches) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 300));
+  kernels::ThreadTeam team(1);
+  ForwardPass fp(*m, kv, team);
+  std::vector<int32_t> blocks;
+  ASSERT_TRUE(kv.reserve(blocks, 16));
+  std::vector<float> logits(m->config.vocab_size);
+  std::vector<int32_t> bad = {5, 301};
+  BatchEntry e{bad, 0, blocks, true};
+  EXPECT_THROW(fp.run({&e, 1}, logits.data()), std::invalid_argument);
+  std::vector<int32_t> ok(20, 1);
+  e = {ok, 0, blocks, true};  // 20 tokens, blocks cover 16
+  EXPECT_THROW(fp.run({&e, 1}, logits.data()), std::invalid_argument);
+  e = {std::span<const int32_t>(ok).subspan(0, 2), 299, blocks, true};
+  EXPECT_THROW(fp.run({&e, 1}, logits.data()), std::invalid_argument);
+  EXPECT_THROW(ForwardPass(*m, kv, team, RankView{0, 3}, nullptr), std::invalid_argument);
+}
+
+TEST(Forward, KVCacheAllocatesAndFreesBlocks) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  KVCache kv(m->config, KVCache::block_bytes(m->config) * 5);
+  EXPECT_EQ(kv.num_blocks(), 5);
+  std::vector<int32_t> a, b;
+  EXPECT_TRUE(kv.reserve(a, 33));  // 3 blocks
+  EXPECT_EQ(kv.free_blocks(), 2);
+  EXPECT_FALSE(kv.reserve(b, 48));
+  EXPECT_TRUE(b.empty());
+  EXPECT_TRUE(kv.reserve(a, 48));  // grows by nothing: 48 fits 3 blocks
+  EXPECT_EQ(a.size(), 3u);
+  kv.release(a);
+  EXPECT_EQ(kv.free_blocks(), 5);
+  EXPECT_THROW(KVCache(m->config, 10), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace sandwich

@@ -1,0 +1,123 @@
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/gguf.h"
+#include "test_data.h"
+
+namespace sandwich::gguf {
+namespace {
+
+using test::TempDir;
+
+std::vector<uint8_t> slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void spit(const std::filesystem::path& p, const std::vector<uint8_t>& b) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+std::filesystem::path write_sample(const TempDir& dir) {
+  Writer w;
+  w.set("general.architecture", Value::of_string("llama"));
+  w.set("llama.block_count", Value::of_u32(3));
+  w.set("llama.rope.freq_base", Value::of_f32(500000.0f));
+  w.set("tokenizer.ggml.add_bos_token", Value::of_bool(true));
+  w.set("tokenizer.ggml.tokens", Value::of_strings({"a", "bb", ""}));
+  w.set("tokenizer.ggml.scores", Value::of_f32s({0.5f, -1.0f, 2.0f}));
+  w.add_tensor("t.f32", 0, {3, 2}, [](uint8_t* d, uint64_t n) {
+    ASSERT_EQ(n, 24u);
+    for (int i = 0; i < 6; ++i) reinterpret_cast<float*>(d)[i] = static_cast<float>(i);
+  });
+  w.add_tensor("t.bf16", 30, {5}, [](uint8_t* d, uint64_t n) { std::memset(d, 0x3f, n); });
+  auto p = dir / "sample.gguf";
+  w.write(p);
+  return p;
+}
+
+TEST(Gguf, WriterAndReaderRoundTrip) {
+  TempDir dir;
+  Reader r(write_sample(dir));
+  EXPECT_EQ(r.version(), 3u);
+  EXPECT_EQ(r.get_string("general.architecture"), "llama");
+  EXPECT_EQ(r.get_int("llama.block_count"), 3);
+  EXPECT_FLOAT_EQ(static_cast<float>(r.get_float("llama.rope.freq_base")), 500000.0f);
+  EXPECT_TRUE(r.get_bool("tokenizer.ggml.add_bos_token", false));
+  EXPECT_EQ(r.get_strings("tokenizer.ggml.tokens"), (std::vector<std::string>{"a", "bb", ""}));
+  EXPECT_EQ(r.get_numbers("tokenizer.ggml.scores")[1], -1.0);
+  ASSERT_EQ(r.tensors().size(), 2u);
+  const TensorInfo* t = r.find_tensor("t.f32");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->dims, (std::vector<uint64_t>{3, 2}));
+  EXPECT_EQ(reinterpret_cast<const float*>(t->data)[5], 5.0f);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->data) % 32, 0u);
+  EXPECT_EQ(r.find_tensor("t.bf16")->nbytes, 10u);
+  EXPECT_EQ(r.get_int("missing", 7), 7);
+}
+
+TEST(Gguf, ReadsTheSharedVocabFile) {
+  SANDWICH_REQUIRE_DATA();
+  Reader r(test::data_dir() / "tokenizers/vocab-gguf/ggml-vocab-llama-spm.gguf");
+  EXPECT_EQ(r.get_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(r.get_strings("tokenizer.ggml.tokens").size(), 32000u);
+  EXPECT_EQ(r.get_int("tokenizer.ggml.bos_token_id"), 1);
+}
+
+void expect_error(const std::filesystem::path& p, const std::string& fragment) {
+  try {
+    Reader r(p);
+    FAIL() << "expected an error containing '" << fragment << "'";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(p.filename().string()), std::string::npos) << e.what();
+  }
+}
+
+TEST(Gguf, RejectsBadFilesWithClearErrors) {
+  TempDir dir;
+  auto good = slurp(write_sample(dir));
+
+  auto bad_magic = good;
+  bad_magic[0] = 'X';
+  spit(dir / "magic.gguf", bad_magic);
+  expect_error(dir / "magic.gguf", "bad magic");
+
+  auto bad_version = good;
+  bad_version[4] = 9;
+  spit(dir / "version.gguf", bad_version);
+  expect_error(dir / "version.gguf", "version");
+
+  // Every truncation point fails cleanly (header, metadata, tensor infos, data).
+  for (size_t cut : {size_t{3}, size_t{10}, size_t{30}, size_t{80}, good.size() / 2, good.size() - 1}) {
+    spit(dir / "cut.gguf", std::vector<uint8_t>(good.begin(), good.begin() + cut));
+    expect_error(dir / "cut.gguf", "");
+  }
+  spit(dir / "trunc.gguf", std::vector<uint8_t>(good.begin(), good.end() - 4));
+  expect_error(dir / "trunc.gguf", "truncated");
+
+  // Huge counts in the header must not allocate or loop forever.
+  auto huge = good;
+  for (int i = 0; i < 8; ++i) huge[8 + i] = 0xff;
+  spit(dir / "huge.gguf", huge);
+  expect_error(dir / "huge.gguf", "implausible");
+
+  spit(dir / "empty.gguf", {});
+  expect_error(dir / "empty.gguf", "too small");
+  expect_error(dir / "does-not-exist.gguf", "cannot open");
+}
+
+TEST(Gguf, ReportsMistypedMetadata) {
+  TempDir dir;
+  Reader r(write_sample(dir));
+  EXPECT_THROW(r.get_string("llama.block_count"), std::runtime_error);
+  EXPECT_THROW(r.get_int("general.architecture"), std::runtime_error);
+  EXPECT_THROW(r.get_strings("tokenizer.ggml.scores"), std::runtime_error);
+  EXPECT_THROW(r.get_string("nope"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace sandwich::gguf

@@ -1,0 +1,304 @@
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/dummy_model.h"
+#include "engine/forward.h"
+#include "engine/generator.h"
+#include "engine/model.h"
+#include "model_fixtures.h"
+#include "test_data.h"
+
+namespace sandwich {
+namespace {
+
+using test::TempDir;
+using test::stories_dir;
+
+std::unique_ptr<Model> load(const std::filesystem::path& p, std::optional<std::filesystem::path> tok = {},
+                            bool require_tokenizer = true) {
+  LoadOptions o;
+  o.model = p.string();
+  o.tokenizer = tok;
+  o.require_tokenizer = require_tokenizer;
+  o.threads = 2;
+  return load_model(o);
+}
+
+// Logits after each token of a fixed sequence, through the fast path.
+std::vector<std::vector<float>> logits_trace(const Model& m, const std::vector<int32_t>& tokens) {
+  KVCache kv(m.config, KVCache::bytes_for_tokens(m.config, 64));
+  kernels::ThreadTeam team(2);
+  ForwardPass fp(m, kv, team);
+  std::vector<int32_t> blocks;
+  EXPECT_TRUE(kv.reserve(blocks, 64));
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    std::vector<float> l(m.config.vocab_size);
+    BatchEntry e{std::span<const int32_t>(tokens).subspan(i, 1), static_cast<int32_t>(i), blocks, true};
+    fp.run({&e, 1}, l.data());
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+void expect_same_logits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                        double tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t s = 0; s < a.size(); ++s) {
+    double scale = 0;
+    for (float v : b[s]) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    for (size_t i = 0; i < a[s].size(); ++i)
+      ASSERT_NEAR(a[s][i], b[s][i], tol * scale) << what << ": step " << s << " logit " << i;
+  }
+}
+
+const std::vector<int32_t> kTokens = {1, 403, 407, 261, 378, 13, 270, 300, 290, 374, 268, 425};
+
+TEST(ModelLoad, Llama2cCheckpointConfig) {
+  SANDWICH_REQUIRE_DATA();
+  auto m = load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin");
+  const ModelConfig& c = m->config;
+  EXPECT_EQ(c.dim, 64);
+  EXPECT_EQ(c.ffn_dim, 172);
+  EXPECT_EQ(c.n_layers, 5);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.max_seq_len, 512);
+  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_EQ(m->weights.dtype, kernels::DType::F32);
+  EXPECT_EQ(m->tokenizer->vocab_size(), 512);
+}
+
+TEST(ModelLoad, SameWeightsInEveryFormatGiveTheSameLogits) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  auto base = logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
+
+  test::write_stories_gguf(dir / "f32.gguf", kernels::DType::F32);
+  auto gguf = load(dir / "f32.gguf");  // tokenizer from the GGUF's own vocab
+  EXPECT_EQ(gguf->tokenizer->vocab_size(), 512);
+  expect_same_logits(logits_trace(*gguf, kTokens), base, 1e-6, "GGUF F32");
+
+  test::write_stories_hf(dir / "hf", kernels::DType::F32, false);
+  expect_same_logits(logits_trace(*load(dir / "hf", stories_dir() / "tok512.bin"), kTokens), base, 1e-6,
+                     "safetensors F32");
+  test::write_stories_hf(dir / "hf-sharded", kernels::DType::F32, true);
+  expect_same_logits(logits_trace(*load(dir / "hf-sharded", {}, false), kTokens), base, 1e-6,
+                     "sharded safetensors F32");
+  expect_same_logits(logits_trace(*load(dir / "hf/model.safetensors", {}, false), kTokens), base, 1e-6,
+                     "safetensors file");
+}
+
+TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  auto base = logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
+  for (auto dt : {kernels::DType::BF16, kernels::DType::F16}) {
+    const std::string n(kernels::dtype_name(dt));
+    test::write_stories_gguf(dir / (n + ".gguf"), dt);
+    auto g = load(dir / (n + ".gguf"));
+    EXPECT_EQ(g->weights.dtype, kernels::DType::BF16) << n;  // F16 is stored as BF16
+    expect_same_logits(logits_trace(*g, kTokens), base, 0.06, "GGUF " + n);
+    test::write_stories_hf(dir / ("hf-" + n), dt, true);
+    auto h = load(dir / ("hf-" + n), {}, false);
+    expect_same_logits(logits_trace(*h, kTokens), logits_trace(*g, kTokens), 1e-6, "safetensors vs GGUF " + n);
+  }
+  // --dtype float32 keeps F16 exactly.
+  LoadOptions o;
+  o.model = (dir / "f16.gguf").string();
+  o.dtype = WeightDType::F32;
+  auto f = load_model(o);
+  EXPECT_EQ(f->weights.dtype, kernels::DType::F32);
+}
+
+TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
+  TempDir dir;
+  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+    "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":80,"vocab_size":300,
+    "max_position_embeddings":128})";
+  LoadOptions o;
+  o.model = dir.path().string();
+  o.load_format = LoadFormat::Dummy;
+  o.dtype = WeightDType::F32;
+  o.seed = 5;
+  auto dummy = load_model(o);
+  write_dummy_gguf(dummy->config, kernels::DType::F32, default_dummy_vocab(dummy->config), 5, dir / "d.gguf");
+  auto file = load(dir / "d.gguf");
+  const std::vector<int32_t> toks = {1, 7, 99, 250, 3};
+  expect_same_logits(logits_trace(*file, toks), logits_trace(*dummy, toks), 0.0, "make vs dummy");
+}
+
+TEST(ModelLoad, PresetsResolveAndExplainMissingWeights) {
+  TempDir dir;
+  setenv("SANDWICH_MODELS", dir.path().c_str(), 1);
+  LoadOptions o;
+  o.model = "llama-160m";
+  try {
+    load_model(o);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(dir.path().string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--load-format dummy"), std::string::npos) << msg;
+  }
+  o.model = "no-such-model";
+  EXPECT_THROW(load_model(o), std::runtime_error);
+  o.load_format = LoadFormat::Dummy;
+  EXPECT_THROW(load_model(o), std::runtime_error);
+  unsetenv("SANDWICH_MODELS");
+  const ModelConfig c = load_preset("llama3-8b");
+  EXPECT_EQ(c.dim, 4096);
+  EXPECT_EQ(c.n_kv_heads, 8);
+  EXPECT_EQ(c.ffn_dim, 14336);
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_EQ(c.max_seq_len, 8192);
+  EXPECT_FLOAT_EQ(c.rope_theta, 500000.0f);
+  EXPECT_EQ(load_preset("llama-1.3b").ffn_dim, 5504);
+  EXPECT_EQ(load_preset("llama-160m").n_heads, 12);
+}
+
+TEST(ModelLoad, Llama3RopeScalingFollowsMetasRule) {
+  ModelConfig c = load_preset("llama3-8b");
+  c.rope_scaling.type = RopeScaling::Type::Llama3;
+  c.rope_scaling.factor = 8;
+  c.rope_scaling.low_freq_factor = 1;
+  c.rope_scaling.high_freq_factor = 4;
+  c.rope_scaling.original_max_position = 8192;
+  auto scaled = rope_inv_freq(c);
+  c.rope_scaling.type = RopeScaling::Type::None;
+  auto plain = rope_inv_freq(c);
+  EXPECT_DOUBLE_EQ(scaled[0], plain[0]);           // high frequency: kept
+  EXPECT_DOUBLE_EQ(scaled.back(), plain.back() / 8);  // lowest frequency: divided by the factor
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_LE(scaled[i], plain[i]);
+    EXPECT_GE(scaled[i], plain[i] / 8 - 1e-18);
+  }
+}
+
+// ---- bad input: one clear error, never a crash --------------------------------------------
+
+std::string load_error(const std::filesystem::path& p, std::optional<std::filesystem::path> tok = {}) {
+  try {
+    load(p, tok);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void copy_prefix(const std::filesystem::path& from, const std::filesystem::path& to, int64_t cut_from_end) {
+  std::ifstream in(from, std::ios::binary);
+  std::vector<char> b{std::istreambuf_iterator<char>(in), {}};
+  b.resize(static_cast<size_t>(static_cast<int64_t>(b.size()) - cut_from_end));
+  std::ofstream(to, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+TEST(ModelLoadErrors, TruncatedFiles) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  copy_prefix(stories_dir() / "stories260K.bin", dir / "cut.bin", 1000);
+  EXPECT_NE(load_error(dir / "cut.bin", stories_dir() / "tok512.bin").find("truncated"), std::string::npos);
+  test::write_stories_gguf(dir / "m.gguf", kernels::DType::F32);
+  copy_prefix(dir / "m.gguf", dir / "cut.gguf", 5000);
+  EXPECT_NE(load_error(dir / "cut.gguf").find("truncated"), std::string::npos);
+  test::write_stories_hf(dir / "hf", kernels::DType::F32, false);
+  copy_prefix(dir / "hf/model.safetensors", dir / "hf/cut", 100);
+  std::filesystem::rename(dir / "hf/cut", dir / "hf/model.safetensors");
+  EXPECT_NE(load_error(dir / "hf", stories_dir() / "tok512.bin").find("truncated"), std::string::npos);
+}
+
+TEST(ModelLoadErrors, WrongMagicAndGarbage) {
+  TempDir dir;
+  std::ofstream(dir / "garbage.gguf") << "this is not a model file at all, just text";
+  EXPECT_NE(load_error(dir / "garbage.gguf").find("bad magic"), std::string::npos);
+  std::ofstream(dir / "garbage.bin") << std::string(4000, 'x');
+  EXPECT_NE(load_error(dir / "garbage.bin").find("llama2.c"), std::string::npos);
+  std::ofstream(dir / "tiny") << "ab";
+  EXPECT_NE(load_error(dir / "tiny"), "");
+  std::filesystem::create_directories(dir / "empty-folder");
+  EXPECT_NE(load_error(dir / "empty-folder").find("config.json"), std::string::npos);
+}
+
+// A GGUF with one thing wrong, written with the real writer.
+std::filesystem::path bad_gguf(const TempDir& dir, const std::string& arch, uint32_t q_type, uint64_t q_rows) {
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::of_string(arch));
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64}, {"embedding_length", 32},
+                                                                    {"block_count", 1}, {"feed_forward_length", 48},
+                                                                    {"attention.head_count", 2}})
+    w.set(arch + "." + k, gguf::Value::of_u32(v));
+  w.set(arch + ".vocab_size", gguf::Value::of_u32(50));
+  auto zero = [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); };
+  w.add_tensor("token_embd.weight", 0, {32, 50}, zero);
+  w.add_tensor("output_norm.weight", 0, {32}, zero);
+  w.add_tensor("blk.0.attn_norm.weight", 0, {32}, zero);
+  w.add_tensor("blk.0.ffn_norm.weight", 0, {32}, zero);
+  w.add_tensor("blk.0.attn_q.weight", q_type, {32, q_rows}, zero);
+  for (const char* t : {"attn_k", "attn_v", "attn_output"}) w.add_tensor(std::string("blk.0.") + t + ".weight", 0, {32, 32}, zero);
+  w.add_tensor("blk.0.ffn_gate.weight", 0, {32, 48}, zero);
+  w.add_tensor("blk.0.ffn_up.weight", 0, {32, 48}, zero);
+  w.add_tensor("blk.0.ffn_down.weight", 0, {48, 32}, zero);
+  auto p = dir / (arch + std::to_string(q_type) + "-" + std::to_string(q_rows) + ".gguf");
+  w.write(p);
+  return p;
+}
+
+TEST(ModelLoadErrors, UnsupportedArchitectureDtypeAndShapes) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  const auto tok = stories_dir() / "tok512.bin";
+  EXPECT_NE(load_error(bad_gguf(dir, "gpt2", 0, 32), tok).find("unsupported architecture 'gpt2'"), std::string::npos);
+  EXPECT_NE(load_error(bad_gguf(dir, "llama", 8, 32), tok).find("Q8_0"), std::string::npos);
+  const std::string shape = load_error(bad_gguf(dir, "llama", 0, 33), tok);
+  EXPECT_NE(shape.find("blk.0.attn_q.weight"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("expected [32, 32]"), std::string::npos) << shape;
+  // A file the tokenizer does not fit: 512 tokens for a 50-token model.
+  auto good = bad_gguf(dir, "llama", 0, 32);
+  EXPECT_NE(load_error(good, tok).find("tokenizer has 512 tokens"), std::string::npos);
+}
+
+TEST(ModelLoadErrors, MissingTokenizerAndTensor) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  std::filesystem::copy_file(stories_dir() / "stories260K.bin", dir / "model.bin");
+  const std::string msg = load_error(dir / "model.bin");
+  EXPECT_NE(msg.find("no tokenizer"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--tokenizer"), std::string::npos) << msg;
+  // tokenizer.bin beside a llama2.c model is found by convention.
+  std::filesystem::copy_file(stories_dir() / "tok512.bin", dir / "tokenizer.bin");
+  EXPECT_EQ(load_error(dir / "model.bin"), "");
+
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::of_string("llama"));
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64}, {"embedding_length", 32},
+                                                                    {"block_count", 1}, {"feed_forward_length", 48},
+                                                                    {"attention.head_count", 2}, {"vocab_size", 512}})
+    w.set(std::string("llama.") + k, gguf::Value::of_u32(v));
+  w.add_tensor("token_embd.weight", 0, {32, 512}, [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); });
+  w.write(dir / "partial.gguf");
+  EXPECT_NE(load_error(dir / "partial.gguf", stories_dir() / "tok512.bin").find("is missing"), std::string::npos);
+}
+
+TEST(ModelLoadErrors, PromptLongerThanTheContext) {
+  SANDWICH_REQUIRE_DATA();
+  auto m = load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin");
+  Generator g(*m, 1);
+  GenerationRequest r;
+  r.prompt.assign(600, 5);
+  try {
+    g.generate(r);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("context is 512"), std::string::npos) << e.what();
+  }
+  r.prompt.clear();
+  EXPECT_THROW(g.generate(r), std::invalid_argument);
+  r.prompt = {1, 5000};
+  EXPECT_THROW(g.generate(r), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sandwich
