@@ -1,0 +1,37 @@
+#pragma once
+// Counters and histograms the server exports in Prometheus text format.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sandwich {
+
+// A cumulative histogram with fixed upper bounds, as Prometheus defines it.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  struct Snapshot {
+    std::vector<double> bounds;
+    std::vector<uint64_t> cumulative;  // one per bound, then +Inf
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  Snapshot snapshot() const;
+  // Appends the metric's lines (# HELP, # TYPE, buckets, sum, count).
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative; last is +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Latency buckets in seconds (1 ms .. 60 s), as vLLM uses for TTFT and end-to-end latency.
+std::vector<double> latency_buckets();
+
+}  // namespace sandwich

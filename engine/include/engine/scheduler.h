@@ -1,0 +1,103 @@
+#pragma once
+// Continuous batching. Requests join and leave the running batch at every step; a step is either
+// a prefill step (prompt chunks up to a token budget, under the prefill plan) or a decode step
+// (one token for every running sequence, under the decode plan). Steps alternate while both
+// kinds of work exist, so a long prompt delays running decodes by one chunk at most. KV blocks
+// are allocated on demand with admission control; when they run out the newest sequence is
+// preempted (its blocks freed, its tokens recomputed later).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/metrics.h"
+#include "engine/model.h"
+#include "engine/sampler.h"
+
+namespace sandwich {
+
+struct SchedulerOptions {
+  int32_t max_num_seqs = 64;         // running sequences at most
+  int32_t max_batched_tokens = 512;  // prompt tokens per prefill step (chunked prefill budget)
+  int32_t max_model_len = 0;         // prompt + output limit; 0 = the model's context
+  size_t kv_cache_bytes = 0;         // 0 = enough for max_num_seqs sequences of max_model_len, capped at 4 GiB
+  int32_t max_waiting = 256;         // bounded waiting queue
+  int prefill_threads = 0;           // compute threads of each phase's plan; 0 = all cores
+  int decode_threads = 0;
+  bool pin_threads = false;          // pin plan threads to CPUs 0..n-1
+};
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+  std::vector<Sampler::TopLogprob> top;
+};
+
+// What a request hears from the engine thread, as it happens.
+struct RequestOutput {
+  std::string text;                    // newly final text (valid UTF-8), may be empty
+  std::vector<int32_t> tokens;         // new token ids
+  std::vector<TokenLogprob> logprobs;  // one per new token when logprobs were asked for
+  bool finished = false;
+  std::string finish_reason;  // "stop", "length", or "abort" (cancelled, timed out, shut down)
+  std::string error;          // set with "abort" when something went wrong
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+};
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int32_t max_tokens = 16;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  int32_t logprobs = -1;  // -1: none; n >= 0: the chosen token's logprob and the top n
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Called on the engine thread; must be quick and must not call back into the scheduler.
+  std::function<void(const RequestOutput&)> on_output;
+};
+
+struct QueueFull : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct SchedulerStats {
+  int32_t waiting = 0, running = 0;
+  int32_t kv_blocks_total = 0, kv_blocks_used = 0;
+  uint64_t prefill_steps = 0, decode_steps = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
+  uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Model& model, const SchedulerOptions& options);
+  ~Scheduler();  // aborts what is left and joins the engine thread
+
+  // Queues a request and returns its id. Throws std::invalid_argument (empty prompt, prompt or
+  // prompt + max_tokens past max_model_len, bad sampling) or QueueFull.
+  uint64_t submit(EngineRequest r);
+  // Cancels a request (client gone); its KV is freed at the next step. Unknown ids are ignored.
+  void cancel(uint64_t id);
+  // Stops accepting; finishes running and waiting work (finish = true) or aborts it, and waits
+  // for the engine thread. request_shutdown does the same without waiting; a later call with
+  // finish = false turns a draining shutdown into an abort.
+  void request_shutdown(bool finish);
+  void shutdown(bool finish);
+
+  SchedulerStats stats() const;
+  int32_t max_model_len() const;
+  const Histogram& ttft() const;
+  const Histogram& inter_token() const;
+  const Histogram& e2e() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sandwich

@@ -1,0 +1,411 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine/forward.h"
+#include "engine/kv_cache.h"
+#include "engine/stop_strings.h"
+#include "engine/tokenizer.h"
+
+namespace sandwich {
+namespace {
+using Clock = std::chrono::steady_clock;
+double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+struct Seq {
+  uint64_t id = 0;
+  EngineRequest req;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;  // positions whose K/V are cached
+  std::vector<int32_t> blocks;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<IncrementalDecoder> decoder;
+  std::unique_ptr<StopStringMatcher> stops;
+  Clock::time_point arrival, last_token;
+  bool has_first = false;
+  bool done = false;
+
+  int32_t generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
+  bool in_prefill() const { return n_computed < static_cast<int32_t>(tokens.size()) - 1; }
+  std::span<const int32_t> prompt() const { return {tokens.data(), static_cast<size_t>(n_prompt)}; }
+  std::span<const int32_t> output() const {
+    return {tokens.data() + n_prompt, tokens.size() - static_cast<size_t>(n_prompt)};
+  }
+};
+
+struct Scheduler::Impl {
+  const Model& model;
+  SchedulerOptions opt;
+  std::unique_ptr<KVCache> kv;
+  std::unique_ptr<kernels::ThreadTeam> prefill_team, decode_team_own;
+  kernels::ThreadTeam* decode_team = nullptr;
+  std::unique_ptr<ForwardPass> prefill_fp, decode_fp;
+  std::vector<int32_t> stop_ids;
+
+  Histogram ttft{latency_buckets()};
+  Histogram itl{{0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}};
+  Histogram e2e{latency_buckets()};
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Seq>> inbox;
+  std::vector<uint64_t> cancels;
+  bool stopping = false, finish_on_stop = true;
+  uint64_t next_id = 1;
+  SchedulerStats st;  // guarded by mu
+
+  // Engine thread only.
+  std::deque<std::unique_ptr<Seq>> waiting;
+  std::vector<std::unique_ptr<Seq>> running;  // in admission order
+  bool last_was_prefill = false;
+  std::mt19937_64 seeds{std::random_device{}()};
+  std::vector<float> logits;
+  std::thread thread;
+  std::mutex join_mu;
+
+  Impl(const Model& m, const SchedulerOptions& o) : model(m), opt(o) {}
+
+  void loop();
+  void admit();
+  void prefill_step();
+  void decode_step();
+  void accept_token(Seq& s, float* row);
+  void finish(Seq& s, const std::string& reason, const std::string& error = {});
+  void remove_finished();
+  void preempt(Seq& s);
+  void publish_counts();
+};
+
+Scheduler::Scheduler(const Model& model, const SchedulerOptions& options) : impl_(new Impl(model, options)) {
+  Impl& I = *impl_;
+  const ModelConfig& c = model.config;
+  if (!model.tokenizer) throw std::invalid_argument("the scheduler needs a model with a tokenizer");
+  if (I.opt.max_num_seqs < 1) throw std::invalid_argument("max_num_seqs must be at least 1");
+  if (I.opt.max_batched_tokens < 1) throw std::invalid_argument("max_batched_tokens must be at least 1");
+  if (I.opt.max_model_len <= 0 || I.opt.max_model_len > c.max_seq_len) I.opt.max_model_len = c.max_seq_len;
+  if (I.opt.kv_cache_bytes == 0)
+    I.opt.kv_cache_bytes = std::max(KVCache::bytes_for_tokens(c, I.opt.max_model_len),
+                                    std::min<size_t>(size_t{4} << 30, KVCache::bytes_for_tokens(c, I.opt.max_model_len) *
+                                                                          static_cast<size_t>(I.opt.max_num_seqs)));
+  I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes);
+  if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
+    throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
+                                " bytes) cannot hold one sequence of max_model_len " +
+                                std::to_string(I.opt.max_model_len) + " tokens; raise it or lower max_model_len");
+  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int pt = I.opt.prefill_threads > 0 ? I.opt.prefill_threads : all;
+  const int dt = I.opt.decode_threads > 0 ? I.opt.decode_threads : all;
+  auto cpus = [&](int n) {
+    std::vector<int> v;
+    if (I.opt.pin_threads)
+      for (int i = 0; i < n; ++i) v.push_back(i % all);
+    return v;
+  };
+  I.prefill_team = std::make_unique<kernels::ThreadTeam>(pt, cpus(pt));
+  if (dt == pt) {
+    I.decode_team = I.prefill_team.get();
+  } else {
+    I.decode_team_own = std::make_unique<kernels::ThreadTeam>(dt, cpus(dt));
+    I.decode_team = I.decode_team_own.get();
+  }
+  I.prefill_fp = std::make_unique<ForwardPass>(model, *I.kv, *I.prefill_team);
+  I.decode_fp = std::make_unique<ForwardPass>(model, *I.kv, *I.decode_team);
+  I.stop_ids = model.tokenizer->stop_ids();
+  I.st.kv_blocks_total = I.kv->num_blocks();
+  I.thread = std::thread([this] { impl_->loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(false); }
+
+int32_t Scheduler::max_model_len() const { return impl_->opt.max_model_len; }
+const Histogram& Scheduler::ttft() const { return impl_->ttft; }
+const Histogram& Scheduler::inter_token() const { return impl_->itl; }
+const Histogram& Scheduler::e2e() const { return impl_->e2e; }
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->st;
+}
+
+uint64_t Scheduler::submit(EngineRequest r) {
+  Impl& I = *impl_;
+  const int64_t n = static_cast<int64_t>(r.prompt.size());
+  if (n == 0) throw std::invalid_argument("the prompt is empty");
+  if (r.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
+  if (n + r.max_tokens > I.opt.max_model_len)
+    throw std::invalid_argument("this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
+                                " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
+                                std::to_string(r.max_tokens) + " more");
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= I.model.config.vocab_size)
+      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
+  r.sampling.validate();
+  auto s = std::make_unique<Seq>();
+  s->tokens = r.prompt;
+  s->n_prompt = static_cast<int32_t>(n);
+  s->arrival = Clock::now();
+  s->decoder = std::make_unique<IncrementalDecoder>(*I.model.tokenizer, r.prompt.back());
+  s->stops = std::make_unique<StopStringMatcher>(r.stop);
+  s->req = std::move(r);
+  std::lock_guard<std::mutex> lock(I.mu);
+  if (I.stopping) throw QueueFull("the server is shutting down");
+  if (I.st.waiting >= I.opt.max_waiting)
+    throw QueueFull("the waiting queue is full (" + std::to_string(I.opt.max_waiting) + " requests); retry later");
+  s->id = I.next_id++;
+  s->sampler = std::make_unique<Sampler>(s->req.sampling, I.model.config.vocab_size, I.seeds());
+  const uint64_t id = s->id;
+  I.inbox.push_back(std::move(s));
+  ++I.st.waiting;
+  I.cv.notify_one();
+  return id;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->cancels.push_back(id);
+  impl_->cv.notify_one();
+}
+
+void Scheduler::request_shutdown(bool finish) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->stopping) impl_->finish_on_stop = finish;
+  if (!finish) impl_->finish_on_stop = false;
+  impl_->stopping = true;
+  impl_->cv.notify_one();
+}
+
+void Scheduler::shutdown(bool finish) {
+  request_shutdown(finish);
+  std::lock_guard<std::mutex> lock(impl_->join_mu);
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void Scheduler::Impl::publish_counts() {
+  std::lock_guard<std::mutex> lock(mu);
+  st.waiting = static_cast<int32_t>(waiting.size() + inbox.size());
+  st.running = static_cast<int32_t>(running.size());
+  st.kv_blocks_used = kv->used_blocks();
+}
+
+void Scheduler::Impl::finish(Seq& s, const std::string& reason, const std::string& error) {
+  RequestOutput out;
+  out.finished = true;
+  out.finish_reason = reason;
+  out.error = error;
+  if (reason != "abort" && !s.stops->stopped()) out.text = s.stops->push(s.decoder->flush()) + s.stops->flush();
+  out.prompt_tokens = s.n_prompt;
+  out.completion_tokens = s.generated();
+  kv->release(s.blocks);
+  s.done = true;
+  if (s.req.on_output) s.req.on_output(out);
+  e2e.observe(secs(Clock::now() - s.arrival));
+  std::lock_guard<std::mutex> lock(mu);
+  (reason == "stop" ? st.finished_stop : reason == "length" ? st.finished_length : st.finished_abort)++;
+}
+
+void Scheduler::Impl::remove_finished() {
+  auto done = [](const std::unique_ptr<Seq>& s) { return s->done; };
+  running.erase(std::remove_if(running.begin(), running.end(), done), running.end());
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), done), waiting.end());
+}
+
+void Scheduler::Impl::admit() {
+  // FCFS: the head of the queue waits for room rather than being overtaken.
+  while (!waiting.empty() && static_cast<int32_t>(running.size()) < opt.max_num_seqs) {
+    Seq& s = *waiting.front();
+    if (!kv->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) break;
+    running.push_back(std::move(waiting.front()));
+    waiting.pop_front();
+  }
+}
+
+void Scheduler::Impl::preempt(Seq& s) {
+  kv->release(s.blocks);
+  s.n_computed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.preemptions;
+  }
+  auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == &s; });
+  waiting.push_front(std::move(*it));
+  running.erase(it);
+}
+
+void Scheduler::Impl::accept_token(Seq& s, float* row) {
+  const int32_t V = model.config.vocab_size;
+  RequestOutput out;
+  std::vector<float> raw;
+  if (s.req.logprobs >= 0) raw.assign(row, row + V);
+  const int32_t next = s.sampler->sample(row, s.prompt(), s.output());
+  const auto now = Clock::now();
+  if (!s.has_first) {
+    ttft.observe(secs(now - s.arrival));
+    s.has_first = true;
+  } else {
+    itl.observe(secs(now - s.last_token));
+  }
+  s.last_token = now;
+  if (!s.req.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
+    finish(s, "stop");
+    return;
+  }
+  s.tokens.push_back(next);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.generation_tokens;
+  }
+  out.tokens.push_back(next);
+  if (!raw.empty())
+    out.logprobs.push_back({next, Sampler::logprob_of(raw.data(), V, next),
+                            s.req.logprobs > 0 ? Sampler::top_logprobs(raw.data(), V, s.req.logprobs)
+                                               : std::vector<Sampler::TopLogprob>{}});
+  out.text = s.stops->push(s.decoder->push(next));
+  out.prompt_tokens = s.n_prompt;
+  out.completion_tokens = s.generated();
+  if (s.req.on_output) s.req.on_output(out);
+  if (s.stops->stopped())
+    finish(s, "stop");
+  else if (s.generated() >= s.req.max_tokens || static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
+    finish(s, "length");
+}
+
+void Scheduler::Impl::prefill_step() {
+  std::vector<BatchEntry> batch;
+  std::vector<Seq*> seqs;
+  int32_t budget = opt.max_batched_tokens;
+  for (auto& p : running) {
+    Seq& s = *p;
+    if (!s.in_prefill() || budget == 0) continue;
+    const int32_t total = static_cast<int32_t>(s.tokens.size());
+    const int32_t n = std::min(budget, total - s.n_computed);
+    budget -= n;
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, n), s.n_computed, s.blocks,
+                     s.n_computed + n == total});
+    seqs.push_back(&s);
+  }
+  if (batch.empty()) return;
+  int32_t n_logits = 0, n_tokens = 0;
+  for (auto& e : batch) {
+    n_logits += e.want_logits;
+    n_tokens += static_cast<int32_t>(e.tokens.size());
+  }
+  logits.resize(static_cast<size_t>(std::max(n_logits, 1)) * model.config.vocab_size);
+  const auto t0 = Clock::now();
+  prefill_fp->run(batch, logits.data());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.prefill_steps;
+    st.prefill_seconds += secs(Clock::now() - t0);
+    st.prompt_tokens += static_cast<uint64_t>(n_tokens);
+  }
+  int32_t row = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Seq& s = *seqs[i];
+    s.n_computed += static_cast<int32_t>(batch[i].tokens.size());
+    if (batch[i].want_logits) accept_token(s, logits.data() + static_cast<size_t>(row++) * model.config.vocab_size);
+  }
+}
+
+void Scheduler::Impl::decode_step() {
+  // Room for one more position per sequence; preempt the newest sequences when blocks run out.
+  for (size_t i = 0; i < running.size();) {
+    Seq& s = *running[i];
+    if (s.in_prefill() || kv->reserve(s.blocks, s.n_computed + 1)) {
+      ++i;
+      continue;
+    }
+    preempt(*running.back());
+  }
+  std::vector<BatchEntry> batch;
+  std::vector<Seq*> seqs;
+  for (auto& p : running) {
+    Seq& s = *p;
+    if (s.in_prefill()) continue;
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, 1), s.n_computed, s.blocks, true});
+    seqs.push_back(&s);
+  }
+  if (batch.empty()) return;
+  logits.resize(batch.size() * static_cast<size_t>(model.config.vocab_size));
+  const auto t0 = Clock::now();
+  decode_fp->run(batch, logits.data());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.decode_steps;
+    st.decode_seconds += secs(Clock::now() - t0);
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i]->n_computed += 1;
+    accept_token(*seqs[i], logits.data() + i * static_cast<size_t>(model.config.vocab_size));
+  }
+}
+
+void Scheduler::Impl::loop() {
+  for (;;) {
+    std::vector<uint64_t> cancel_now;
+    bool stop = false, finish_all = true;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stopping || !inbox.empty() || !cancels.empty() || !running.empty() || !waiting.empty(); });
+      while (!inbox.empty()) {
+        waiting.push_back(std::move(inbox.front()));
+        inbox.pop_front();
+      }
+      cancel_now.swap(cancels);
+      stop = stopping;
+      finish_all = finish_on_stop;
+    }
+    const auto now = Clock::now();
+    auto sweep = [&](auto& list) {
+      for (auto& p : list) {
+        Seq& s = *p;
+        if (s.done) continue;
+        if (std::find(cancel_now.begin(), cancel_now.end(), s.id) != cancel_now.end()) finish(s, "abort", "cancelled");
+        else if (now > s.req.deadline) finish(s, "abort", "request timed out");
+        else if (stop && !finish_all) finish(s, "abort", "the server is shutting down");
+      }
+    };
+    sweep(running);
+    sweep(waiting);
+    remove_finished();
+    if (stop && running.empty() && waiting.empty()) {
+      publish_counts();
+      return;
+    }
+    admit();
+    publish_counts();
+    if (running.empty()) {
+      if (!waiting.empty()) {
+        // The head of the queue cannot fit even with nothing running: it never will.
+        finish(*waiting.front(), "abort", "the request does not fit in the KV cache");
+        remove_finished();
+      }
+      continue;
+    }
+    const bool has_prefill = std::any_of(running.begin(), running.end(), [](auto& s) { return s->in_prefill(); });
+    const bool has_decode = std::any_of(running.begin(), running.end(), [](auto& s) { return !s->in_prefill(); });
+    try {
+      if (has_prefill && (!has_decode || !last_was_prefill)) {
+        prefill_step();
+        last_was_prefill = true;
+      } else {
+        decode_step();
+        last_was_prefill = false;
+      }
+    } catch (const std::exception& e) {
+      // A failed step fails the requests in it, not the server.
+      for (auto& p : running)
+        if (!p->done) finish(*p, "abort", std::string("engine error: ") + e.what());
+    }
+    remove_finished();
+    publish_counts();
+  }
+}
+
+}  // namespace sandwich

@@ -1,0 +1,90 @@
+#pragma once
+// A small HTTP/1.1 server on Boost.Beast: keep-alive, a body size limit, a cap on open
+// connections, responses that may be completed later from any thread, chunked streaming (for
+// server-sent events), and notice of clients that disconnect while their request runs.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sandwich::server {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query
+  std::string path;    // target without the query
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// The handle a handler uses to answer. Thread-safe; every call after the client has gone (or
+// after the answer is complete) is ignored.
+class Responder {
+ public:
+  virtual ~Responder() = default;
+  // Sends a whole response.
+  virtual void reply(HttpResponse r) = 0;
+  // Starts a chunked response (e.g. text/event-stream); then send() pieces and end().
+  virtual void start_stream(int status, const std::string& content_type) = 0;
+  virtual void send(std::string piece) = 0;
+  virtual void end() = 0;
+  // Called once, on an I/O thread, if the client disconnects before the answer is complete.
+  virtual void on_disconnect(std::function<void()> fn) = 0;
+  virtual bool disconnected() const = 0;
+};
+
+using Handler = std::function<void(const HttpRequest&, std::shared_ptr<Responder>)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  size_t max_body_bytes = 8u << 20;
+  int max_connections = 256;
+  int io_threads = 1;
+  std::vector<int> io_cpus;  // pin I/O threads here when given
+  int idle_timeout_seconds = 120;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts listening (throws std::runtime_error if the address is taken).
+  HttpServer(const HttpServerOptions& options, Handler handler);
+  ~HttpServer();
+  uint16_t port() const;  // the bound port (useful with port 0)
+  // Runs the I/O threads; returns at once.
+  void start();
+  // Stops accepting new connections; open ones keep going.
+  void stop_accepting();
+  // Stops everything and joins the I/O threads.
+  void stop();
+  int open_connections() const;
+  // Runs fn on the I/O threads' executor (for signal handling and timers).
+  void post(std::function<void()> fn);
+  // Calls fn on SIGINT/SIGTERM (on an I/O thread).
+  void on_signal(std::function<void(int)> fn);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The JSON error body OpenAI clients expect.
+HttpResponse json_error(int status, const std::string& message, const std::string& type,
+                        const std::string& param = {}, const std::string& code = {});
+
+}  // namespace sandwich::server

@@ -1,0 +1,408 @@
+#include "server/http_server.h"
+
+#include <sched.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace sandwich::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+HttpResponse json_error(int status, const std::string& message, const std::string& type, const std::string& param,
+                        const std::string& code) {
+  nlohmann::json e = {{"message", message},
+                      {"type", type},
+                      {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
+                      {"code", code.empty() ? nlohmann::json(status) : nlohmann::json(code)}};
+  HttpResponse r;
+  r.status = status;
+  r.body = nlohmann::json({{"error", e}}).dump();
+  return r;
+}
+
+namespace {
+
+class Session;
+
+// Lives as long as someone may still answer; forwards to the session while it exists.
+class SessionResponder : public Responder {
+ public:
+  explicit SessionResponder(std::weak_ptr<Session> s) : session_(std::move(s)) {}
+  void reply(HttpResponse r) override;
+  void start_stream(int status, const std::string& content_type) override;
+  void send(std::string piece) override;
+  void end() override;
+  void on_disconnect(std::function<void()> fn) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!gone_) {
+        on_gone_ = std::move(fn);
+        return;
+      }
+    }
+    fn();
+  }
+  bool disconnected() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gone_;
+  }
+  // Session side.
+  void mark_gone() {
+    std::function<void()> fn;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (gone_ || complete_) return;
+      gone_ = true;
+      fn = std::move(on_gone_);
+    }
+    if (fn) fn();
+  }
+  void mark_complete() {
+    std::lock_guard<std::mutex> lock(mu_);
+    complete_ = true;
+  }
+
+ private:
+  std::weak_ptr<Session> session_;
+  mutable std::mutex mu_;
+  bool gone_ = false, complete_ = false;
+  std::function<void()> on_gone_;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler, std::atomic<int>& open)
+      : stream_(std::move(socket)), opt_(opt), handler_(handler), open_(open) {
+    ++open_;
+  }
+  ~Session() { --open_; }
+
+  void start() { net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); }); }
+
+  // Refuses a connection over the cap with a 503 and closes it.
+  void refuse() {
+    auto self = shared_from_this();
+    net::dispatch(stream_.get_executor(), [self] {
+      self->keep_alive_ = false;
+      self->write_full(json_error(503, "too many open connections; retry later", "server_error"));
+    });
+  }
+
+  // Called through the responder, from any thread.
+  void post_reply(HttpResponse r) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
+      if (self->state_ != State::Handling) return;
+      self->write_full(std::move(r));
+    });
+  }
+  void post_start_stream(int status, std::string ct) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct)] {
+      if (self->state_ != State::Handling) return;
+      self->state_ = State::Streaming;
+      auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status), 11);
+      res->set(http::field::content_type, ct);
+      res->set(http::field::cache_control, "no-cache");
+      res->keep_alive(self->keep_alive_);
+      res->chunked(true);
+      auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+      self->stream_.expires_never();
+      self->writing_ = true;
+      http::async_write_header(self->stream_, *sr, [self, res, sr](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        if (ec) return self->fail();
+        self->pump();
+      });
+    });
+  }
+  void post_send(std::string piece) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), p = std::move(piece)]() mutable {
+      if (self->state_ != State::Streaming || p.empty()) return;
+      self->pending_.push_back(std::move(p));
+      self->pump();
+    });
+  }
+  void post_end() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->state_ != State::Streaming) return;
+      self->end_pending_ = true;
+      self->pump();
+    });
+  }
+
+ private:
+  enum class State { Reading, Handling, Streaming, Closed };
+
+  void read() {
+    state_ = State::Reading;
+    parser_.emplace();
+    parser_->body_limit(opt_.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->on_read(ec);
+    });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset || ec == net::error::eof) {
+      return close();
+    }
+    if (ec == http::error::body_limit) {
+      keep_alive_ = false;
+      state_ = State::Handling;
+      return write_full(json_error(413, "request body larger than " + std::to_string(opt_.max_body_bytes) + " bytes",
+                                   "invalid_request_error"));
+    }
+    if (ec) {
+      keep_alive_ = false;
+      state_ = State::Handling;
+      return write_full(json_error(400, "malformed HTTP request: " + ec.message(), "invalid_request_error"));
+    }
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    r.path = r.target.substr(0, r.target.find('?'));
+    for (auto& f : req) {
+      std::string name(f.name_string());
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers[name] = std::string(f.value());
+    }
+    r.body = std::move(req.body());
+    state_ = State::Handling;
+    responder_ = std::make_shared<SessionResponder>(weak_from_this());
+    stream_.expires_never();
+    watch();
+    try {
+      handler_(r, responder_);
+    } catch (const std::exception& e) {
+      write_full(json_error(500, std::string("internal error: ") + e.what(), "server_error"));
+    }
+  }
+
+  // While a request runs, a 1-byte read notices a client that hangs up.
+  void watch() {
+    watching_ = true;
+    stream_.socket().async_read_some(net::buffer(watch_byte_, 1), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->watching_ = false;
+      if (!ec && n > 0) {
+        // A pipelined request: keep its first byte for the next read.
+        auto b = self->buffer_.prepare(1);
+        std::memcpy(b.data(), self->watch_byte_, 1);
+        self->buffer_.commit(1);
+        if (self->state_ == State::Handling || self->state_ == State::Streaming) return;
+      } else if (ec && ec != net::error::operation_aborted) {
+        self->fail();
+        return;
+      }
+      if (self->state_ == State::Reading && self->read_after_watch_) {
+        self->read_after_watch_ = false;
+        self->read();
+      }
+    });
+  }
+
+  void write_full(HttpResponse r) {
+    if (responder_) responder_->mark_complete();
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
+    res->set(http::field::server, "sandwichd");
+    res->set(http::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res->set(k, v);
+    res->body() = std::move(r.body);
+    res->keep_alive(keep_alive_);
+    res->prepare_payload();
+    writing_ = true;
+    state_ = State::Closed;  // no more answers for this request
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->fail();
+      self->after_response();
+    });
+  }
+
+  void pump() {
+    if (writing_ || state_ != State::Streaming) return;
+    if (!pending_.empty()) {
+      auto piece = std::make_shared<std::string>(std::move(pending_.front()));
+      pending_.pop_front();
+      writing_ = true;
+      net::async_write(stream_, http::make_chunk(net::buffer(*piece)), [self = shared_from_this(), piece](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        if (ec) return self->fail();
+        self->pump();
+      });
+      return;
+    }
+    if (end_pending_) {
+      end_pending_ = false;
+      if (responder_) responder_->mark_complete();
+      writing_ = true;
+      state_ = State::Closed;
+      net::async_write(stream_, http::make_chunk_last(), [self = shared_from_this()](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        if (ec) return self->fail();
+        self->after_response();
+      });
+    }
+  }
+
+  void after_response() {
+    responder_.reset();
+    pending_.clear();
+    if (!keep_alive_) return close();
+    state_ = State::Reading;
+    if (watching_) {
+      read_after_watch_ = true;
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);
+      return;
+    }
+    read();
+  }
+
+  void fail() {
+    if (responder_) responder_->mark_gone();
+    close();
+  }
+
+  void close() {
+    if (state_ == State::Closed && !stream_.socket().is_open()) return;
+    state_ = State::Closed;
+    if (responder_) responder_->mark_gone();
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  const HttpServerOptions& opt_;
+  const Handler& handler_;
+  std::atomic<int>& open_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<SessionResponder> responder_;
+  State state_ = State::Reading;
+  bool keep_alive_ = true, writing_ = false, watching_ = false, read_after_watch_ = false, end_pending_ = false;
+  char watch_byte_[1];
+  std::deque<std::string> pending_;
+};
+
+void SessionResponder::reply(HttpResponse r) {
+  if (auto s = session_.lock()) s->post_reply(std::move(r));
+}
+void SessionResponder::start_stream(int status, const std::string& ct) {
+  if (auto s = session_.lock()) s->post_start_stream(status, ct);
+}
+void SessionResponder::send(std::string piece) {
+  if (auto s = session_.lock()) s->post_send(std::move(piece));
+}
+void SessionResponder::end() {
+  if (auto s = session_.lock()) s->post_end();
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions opt;
+  Handler handler;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  net::signal_set signals{ioc, SIGINT, SIGTERM};
+  std::vector<std::thread> threads;
+  std::atomic<int> open{0};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+      if (!ec) {
+        auto s = std::make_shared<Session>(std::move(socket), opt, handler, open);
+        if (open.load() > opt.max_connections) s->refuse();
+        else s->start();
+      }
+      accept();
+    });
+  }
+};
+
+HttpServer::HttpServer(const HttpServerOptions& options, Handler handler) : impl_(new Impl) {
+  impl_->opt = options;
+  impl_->handler = std::move(handler);
+  beast::error_code ec;
+  auto addr = net::ip::make_address(options.host, ec);
+  if (ec) throw std::runtime_error("invalid --host '" + options.host + "': " + ec.message());
+  tcp::endpoint ep(addr, options.port);
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
+                             ec.message());
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+int HttpServer::open_connections() const { return impl_->open.load(); }
+
+void HttpServer::start() {
+  impl_->work.emplace(impl_->ioc.get_executor());
+  impl_->accept();
+  const int n = std::max(1, impl_->opt.io_threads);
+  for (int i = 0; i < n; ++i)
+    impl_->threads.emplace_back([this, i] {
+      if (!impl_->opt.io_cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(impl_->opt.io_cpus[i % impl_->opt.io_cpus.size()], &set);
+        sched_setaffinity(0, sizeof set, &set);
+      }
+      impl_->ioc.run();
+    });
+}
+
+void HttpServer::post(std::function<void()> fn) { net::post(impl_->ioc, std::move(fn)); }
+
+void HttpServer::on_signal(std::function<void(int)> fn) {
+  auto shared = std::make_shared<std::function<void(int)>>(std::move(fn));
+  auto again = std::make_shared<std::function<void()>>();
+  *again = [this, shared, again] {
+    impl_->signals.async_wait([this, shared, again](beast::error_code ec, int sig) {
+      if (ec) return;
+      (*shared)(sig);
+      (*again)();
+    });
+  };
+  (*again)();
+}
+
+void HttpServer::stop_accepting() {
+  net::post(impl_->ioc, [this] {
+    beast::error_code ignored;
+    impl_->acceptor.close(ignored);
+  });
+}
+
+void HttpServer::stop() {
+  if (impl_->threads.empty()) return;
+  impl_->work.reset();
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace sandwich::server

@@ -1,0 +1,131 @@
+// sandwich-bench engine: prefill and decode throughput of the engine itself, measured the way
+// llama-bench measures pp (a prompt of N tokens in one batch) and tg (M single-token decode
+// steps), so the two tools' figures compare directly on the same GGUF file.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/forward.h"
+#include "engine/model_options.h"
+
+namespace sandwich {
+namespace {
+
+struct Stats {
+  double median, min, max;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {med, v.front(), v.back()};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int bench_engine_main(int argc, char** argv, int first_arg) {
+  LoadOptions load;
+  int prompt_tokens = 512, gen_tokens = 128, threads = 0, reps = 3, warmup = 1;
+  std::optional<std::string> json_path;
+  ArgParser p("sandwich-bench engine",
+              "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
+  add_model_options(p, load);
+  p.add("--prompt-tokens", &prompt_tokens, "prompt length of the prefill test (default 512; 0 skips it)");
+  p.add("--gen-tokens", &gen_tokens, "decode steps of the generation test (default 128; 0 skips it)");
+  p.add("-t,--threads", &threads, "compute threads (default: all cores)");
+  p.add("-r,--reps", &reps, "measured repetitions (default 3)");
+  p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
+  p.add("--json", &json_path, "also write the results as JSON to this file", "F");
+  if (!p.parse(argc, argv, first_arg)) return 0;
+  if (load.model.empty()) throw CliError("--model is required (see --help)");
+  if (prompt_tokens < 0 || gen_tokens < 0 || reps < 1 || warmup < 0 || threads < 0)
+    throw CliError("--prompt-tokens/--gen-tokens/--warmup must be >= 0, --reps >= 1");
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  load.threads = threads;
+  load.require_tokenizer = false;
+
+  auto model = load_model(load);
+  const ModelConfig& c = model->config;
+  if (std::max(prompt_tokens, gen_tokens) > c.max_seq_len)
+    throw CliError("the test lengths exceed the model's context of " + std::to_string(c.max_seq_len));
+  for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
+
+  kernels::ThreadTeam team(threads);
+  KVCache kv(c, KVCache::bytes_for_tokens(c, std::max(prompt_tokens, gen_tokens)));
+  ForwardPass fp(*model, kv, team);
+  std::vector<float> logits(c.vocab_size);
+  // Random ids stand in for a prompt: throughput does not depend on which tokens they are.
+  std::mt19937 rng(1234);
+  std::vector<int32_t> prompt(prompt_tokens);
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size));
+
+  auto run_pp = [&] {
+    std::vector<int32_t> blocks;
+    kv.reserve(blocks, prompt_tokens);
+    const auto t0 = std::chrono::steady_clock::now();
+    BatchEntry e{prompt, 0, blocks, true};
+    fp.run({&e, 1}, logits.data());
+    const double s = seconds_since(t0);
+    kv.release(blocks);
+    return prompt_tokens / s;
+  };
+  auto run_tg = [&] {
+    std::vector<int32_t> blocks;
+    kv.reserve(blocks, gen_tokens);
+    int32_t tok = c.bos_id >= 0 ? c.bos_id : 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < gen_tokens; ++i) {
+      BatchEntry e{std::span<const int32_t>(&tok, 1), i, blocks, true};
+      fp.run({&e, 1}, logits.data());
+      tok = argmax(logits.data(), c.vocab_size);
+    }
+    const double s = seconds_since(t0);
+    kv.release(blocks);
+    return gen_tokens / s;
+  };
+
+  nlohmann::json results = nlohmann::json::array();
+  std::printf("| model | dtype | params | threads | test | t/s (median) | min | max |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  auto report = [&](const char* name, int n, const std::function<double()>& fn) {
+    if (n == 0) return;
+    for (int i = 0; i < warmup; ++i) fn();
+    std::vector<double> v;
+    for (int i = 0; i < reps; ++i) v.push_back(fn());
+    const Stats s = stats(v);
+    const std::string test = std::string(name) + std::to_string(n);
+    std::printf("| %s | %s | %.2fB | %d | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
+                std::string(kernels::dtype_name(model->weights.dtype)).c_str(), c.param_count() / 1e9, threads,
+                test.c_str(), s.median, s.min, s.max);
+    std::fflush(stdout);
+    results.push_back({{"model", c.name}, {"source", model->source}, {"dtype", kernels::dtype_name(model->weights.dtype)},
+                       {"threads", threads}, {"test", test}, {"tokens", n}, {"reps", reps},
+                       {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
+                       {"samples", v}});
+  };
+  report("pp", prompt_tokens, run_pp);
+  report("tg", gen_tokens, run_tg);
+  std::fprintf(stderr, "load: %.2f s, weights %.2f GiB\n", model->load_seconds,
+               static_cast<double>(model->weight_bytes()) / (1 << 30));
+  nlohmann::json doc = {{"load_seconds", model->load_seconds}, {"results", results}};
+  if (json_path) {
+    std::ofstream out(*json_path);
+    if (!out) throw CliError("cannot write " + *json_path);
+    out << doc.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sandwich
