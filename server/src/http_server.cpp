@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <utility>  // Boost 1.74 asio needs it under C++20 before its own headers
+
 #include <boost/asio.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/beast/core.hpp>

@@ -1,0 +1,43 @@
+#pragma once
+// The OpenAI-compatible API over the engine: /v1/completions, /v1/chat/completions (both with
+// SSE streaming), /v1/models, /tokenize, /detokenize, /health, /metrics.
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/model.h"
+#include "engine/scheduler.h"
+#include "server/http_server.h"
+
+namespace sandwich::server {
+
+struct ServiceOptions {
+  std::string served_model_name;          // the id clients put in "model"
+  std::optional<std::string> api_key;     // Bearer key required on /v1/* when set
+  std::optional<std::string> chat_template;  // "llama3", "llama2", "chatml", or a template file
+  int request_timeout_seconds = 600;
+  int max_n = 16;  // largest "n" a request may ask for
+};
+
+class OpenAiService {
+ public:
+  explicit OpenAiService(ServiceOptions options);
+  ~OpenAiService();
+
+  // The model is ready: from now on /health is 200 and the API answers.
+  void attach(const Model& model, Scheduler& scheduler);
+  // Shutting down: new generation requests get 503.
+  void begin_shutdown();
+  // Requests still producing output.
+  int active_requests() const;
+
+  void handle(const HttpRequest& req, std::shared_ptr<Responder> out);
+  std::string metrics_text() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sandwich::server

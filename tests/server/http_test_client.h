@@ -1,0 +1,187 @@
+#pragma once
+// A blocking HTTP/1.1 client for the server tests: whole responses, SSE streams read chunk by
+// chunk, raw bytes, and a process wrapper that starts sandwichd on a free port.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_data.h"
+
+namespace sandwich::test {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using json = nlohmann::json;
+
+struct HttpResult {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+  json j() const { return json::parse(body); }
+};
+
+class Client {
+ public:
+  explicit Client(uint16_t port) : port_(port), stream_(ioc_) { connect(); }
+  void connect() {
+    tcp::resolver r(ioc_);
+    stream_.connect(r.resolve("127.0.0.1", std::to_string(port_)));
+  }
+
+  HttpResult request(const std::string& method, const std::string& target, const std::string& body = {},
+                     const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    for (auto& [k, v] : headers) req.set(k, v);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream_, req);
+    beast::flat_buffer buf;
+    http::response_parser<http::string_body> p;
+    p.body_limit(1 << 30);
+    http::read(stream_, buf, p);
+    auto& res = p.get();
+    return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type])};
+  }
+  HttpResult post(const std::string& target, const json& body,
+                  const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    return request("POST", target, body.dump(), headers);
+  }
+  HttpResult get(const std::string& target) { return request("GET", target); }
+
+  // Sends a streaming request and returns the SSE "data:" payloads in order. If stop_after is
+  // set, closes the connection after that many events (a client that goes away).
+  std::vector<std::string> stream(const std::string& target, const json& body, int* status = nullptr,
+                                  int stop_after = -1) {
+    http::request<http::string_body> req(http::verb::post, target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    req.body() = body.dump();
+    req.prepare_payload();
+    http::write(stream_, req);
+    beast::flat_buffer buf;
+    http::response_parser<http::buffer_body> p;
+    p.body_limit(1 << 30);
+    http::read_header(stream_, buf, p);
+    if (status) *status = static_cast<int>(p.get().result_int());
+    std::string text;
+    std::vector<std::string> events;
+    char tmp[4096];
+    while (!p.is_done()) {
+      p.get().body().data = tmp;
+      p.get().body().size = sizeof tmp;
+      beast::error_code ec;
+      http::read(stream_, buf, p, ec);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) break;
+      text.append(tmp, sizeof tmp - p.get().body().size);
+      for (size_t at; (at = text.find("\n\n")) != std::string::npos;) {
+        std::string ev = text.substr(0, at);
+        text.erase(0, at + 2);
+        if (ev.rfind("data: ", 0) == 0) events.push_back(ev.substr(6));
+        if (stop_after >= 0 && static_cast<int>(events.size()) >= stop_after) {
+          beast::error_code ignored;
+          stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+          stream_.close();
+          return events;
+        }
+      }
+    }
+    return events;
+  }
+
+  void send_raw(const std::string& bytes) { net::write(stream_.socket(), net::buffer(bytes)); }
+  HttpResult read_response() {
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(stream_, buf, res);
+    return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type])};
+  }
+
+ private:
+  uint16_t port_;
+  net::io_context ioc_;
+  beast::tcp_stream stream_;
+};
+
+// sandwichd in a child process, on a port it picks; stopped with SIGTERM.
+class Daemon {
+ public:
+  explicit Daemon(const std::string& args) {
+    log_ = (dir_ / "sandwichd.log").string();
+    const std::string cmd = "exec " + (bin_dir() / "sandwichd").string() + " --port 0 " + args + " 2>" + log_;
+    pid_ = fork();
+    if (pid_ == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    static const std::regex port_re(R"(listening on http://[^:]+:(\d+))");
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string l = log();
+      if (!port_ && std::regex_search(l, m, port_re)) port_ = static_cast<uint16_t>(std::stoi(m[1]));
+      if (l.find("sandwichd: ready") != std::string::npos && port_) return;
+      int st;
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        exited_ = true;
+        exit_status_ = st;
+        ADD_FAILURE() << "sandwichd exited during start-up: " << l;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "sandwichd did not become ready: " << log();
+  }
+  ~Daemon() {
+    if (!exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  uint16_t port() const { return port_; }
+  std::string log() const {
+    std::ifstream in(log_);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  // SIGTERM and wait; returns the exit code (or 128 + signal).
+  int terminate(int timeout_s = 60) {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int st;
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  TempDir dir_;
+  std::string log_;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  bool exited_ = false;
+  int exit_status_ = 0;
+};
+
+}  // namespace sandwich::test

@@ -1,0 +1,313 @@
+// sandwichd end to end on loopback with the real stories260K model.
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "http_test_client.h"
+#include "test_data.h"
+
+namespace sandwich::test {
+namespace {
+
+std::string stories() { return (data_dir() / "models/stories260K").string(); }
+std::string model_args() {
+  return "--model " + stories() + "/stories260K.bin --tokenizer " + stories() + "/tok512.bin --served-model-name stories";
+}
+
+// What sandwich-generate prints for a greedy prompt (without the final newline).
+std::string generate_cli(const std::string& prompt, int n) {
+  TempDir dir;
+  const std::string cmd = (bin_dir() / "sandwich-generate").string() + " " + model_args().substr(0, model_args().find(" --served")) +
+                          " -q --temperature 0 -n " + std::to_string(n) + " --prompt '" + prompt + "' > " + (dir / "o").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(dir / "o");
+  std::string s{std::istreambuf_iterator<char>(in), {}};
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+class Sandwichd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(data_dir())) return;
+    daemon_ = new Daemon(model_args() + " --max-num-seqs 48 --max-body-bytes 65536 --max-waiting 1000");
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  void SetUp() override {
+    SANDWICH_REQUIRE_DATA();
+    ASSERT_NE(daemon_->port(), 0);
+  }
+  Client client() { return Client(daemon_->port()); }
+  static inline Daemon* daemon_ = nullptr;
+};
+
+json completion(const std::string& prompt, int n, bool stream = false) {
+  return {{"model", "stories"}, {"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"stream", stream}};
+}
+
+TEST_F(Sandwichd, GreedyCompletionEqualsSandwichGenerate) {
+  const std::string prompt = "Once upon a time, there was a big dog";
+  auto r = client().post("/v1/completions", completion(prompt, 60));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.j();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], "stories");
+  EXPECT_TRUE(j["id"].get<std::string>().rfind("cmpl-", 0) == 0);
+  EXPECT_TRUE(j["created"].is_number_integer());
+  EXPECT_EQ(j["choices"][0]["text"], generate_cli(prompt, 60));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 60);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 12);  // BOS + 11
+  EXPECT_EQ(j["usage"]["total_tokens"], 72);
+}
+
+TEST_F(Sandwichd, StreamedChunksConcatenateToTheSameText) {
+  const std::string prompt = "Lily went to the park";
+  json body = completion(prompt, 50, true);
+  body["stream_options"] = {{"include_usage", true}};
+  int status = 0;
+  auto events = client().stream("/v1/completions", body, &status);
+  ASSERT_EQ(status, 200);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text, finish;
+  json usage;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json c = json::parse(events[i]);
+    EXPECT_EQ(c["object"], "text_completion");
+    if (c.contains("usage") && !c["usage"].is_null()) usage = c["usage"];
+    if (c["choices"].empty()) continue;
+    text += c["choices"][0]["text"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, generate_cli(prompt, 50));
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(usage["completion_tokens"], 50);
+}
+
+TEST_F(Sandwichd, ChatCompletionAppliesTheTemplate) {
+  json body = {{"model", "stories"},
+               {"messages", {{{"role", "system"}, {"content", "Tell a story."}}, {{"role", "user"}, {"content", "A dog."}}}},
+               {"max_tokens", 20},
+               {"temperature", 0}};
+  auto c = client();
+  auto r = c.post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.j();
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(j["choices"][0]["message"]["content"].is_string());
+  // The prompt is the rendered template: /tokenize with the same messages counts the same tokens,
+  // and that is more than the bare contents.
+  auto t = c.post("/tokenize", {{"model", "stories"}, {"messages", body["messages"]}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(j["usage"]["prompt_tokens"], t.j()["count"]);
+  auto bare = c.post("/tokenize", {{"model", "stories"}, {"prompt", "Tell a story. A dog."}});
+  EXPECT_GT(t.j()["count"].get<int>(), bare.j()["count"].get<int>() + 4);
+  // Streaming chat: role first, then content deltas, finish reason last.
+  body["stream"] = true;
+  auto events = client().stream("/v1/chat/completions", body);
+  ASSERT_GE(events.size(), 3u);
+  json first = json::parse(events[0]);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json ch = json::parse(events[i]);
+    if (ch["choices"][0]["delta"].contains("content")) text += ch["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, j["choices"][0]["message"]["content"]);
+}
+
+TEST_F(Sandwichd, ConcurrentStreamingClientsGetIndependentCorrectOutput) {
+  // Each client streams a different prompt; all of them run in one busy batch. Greedy outputs
+  // must equal what each prompt gives alone.
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat", "Tom and Sue", "One day, a little bird"};
+  std::map<std::string, std::string> alone;
+  for (auto& p : prompts) alone[p] = client().post("/v1/completions", completion(p, 40)).j()["choices"][0]["text"];
+  constexpr int kClients = 32;
+  std::vector<std::string> got(kClients);
+  std::vector<int> statuses(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i)
+    threads.emplace_back([&, i] {
+      Client c(daemon_->port());
+      auto events = c.stream("/v1/completions", completion(prompts[i % prompts.size()], 40, true), &statuses[i]);
+      for (auto& e : events) {
+        if (e == "[DONE]") break;
+        got[i] += json::parse(e)["choices"][0]["text"].get<std::string>();
+      }
+      if (events.empty() || events.back() != "[DONE]") got[i] += "<incomplete>";
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_EQ(statuses[i], 200);
+    EXPECT_EQ(got[i], alone[prompts[i % prompts.size()]]) << "client " << i;
+  }
+}
+
+double metric(Client& c, const std::string& name) {
+  const std::string body = c.get("/metrics").body;
+  const size_t at = body.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(body.substr(at + name.size() + 2));
+}
+
+TEST_F(Sandwichd, DisconnectedClientFreesItsKVAndServingGoesOn) {
+  {
+    Client c(daemon_->port());
+    auto events = c.stream("/v1/completions", completion("Once upon a time", 400, true), nullptr, 3);
+    ASSERT_EQ(events.size(), 3u);
+  }  // the client is gone mid-stream
+  Client m(daemon_->port());
+  double used = -1;
+  for (int i = 0; i < 200; ++i) {
+    used = metric(m, "sandwich:kv_cache_blocks_used");
+    if (used == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(used, 0);
+  EXPECT_GE(metric(m, "sandwich:request_success_total{finished_reason=\"abort\"}"), 1);
+  auto r = m.post("/v1/completions", completion("The cat", 5));
+  EXPECT_EQ(r.status, 200);
+}
+
+void expect_error(const HttpResult& r, int status, const std::string& fragment = {}) {
+  EXPECT_EQ(r.status, status) << r.body;
+  json j;
+  ASSERT_NO_THROW(j = json::parse(r.body)) << r.body;
+  ASSERT_TRUE(j.contains("error")) << r.body;
+  for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << r.body;
+  if (!fragment.empty()) EXPECT_NE(j["error"]["message"].get<std::string>().find(fragment), std::string::npos) << r.body;
+}
+
+TEST_F(Sandwichd, BadRequestsGetOpenAIErrorsAndTheNextRequestWorks) {
+  auto c = client();
+  expect_error(c.request("POST", "/v1/completions", "{not json"), 400, "not valid JSON");
+  expect_error(c.post("/v1/completions", {{"prompt", 5}}), 400, "prompt");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", "ten"}}), 400, "max_tokens");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", -5}}), 400, "max_tokens");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 100000000}}), 400, "max_tokens");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"temperature", -1}}), 400, "temperature");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"top_p", 2}}), 400, "top_p");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"n", 0}}), 400, "'n'");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"stop", 7}}), 400, "stop");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"stream", "yes"}}), 400, "stream");
+  expect_error(c.post("/v1/completions", {{"prompt", {1, 2, 99999}}}), 400, "vocabulary");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"stream_options", {{"include_usage", true}}}}), 400,
+               "stream_options");
+  std::string long_prompt;
+  for (int i = 0; i < 600; ++i) long_prompt += "dog ";
+  expect_error(c.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 10}}), 400, "maximum context length");
+  expect_error(c.post("/v1/chat/completions", {{"messages", json::array()}}), 400, "messages");
+  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400, "role");
+  expect_error(c.post("/v1/completions", {{"model", "gpt-4"}, {"prompt", "hi"}}), 404, "gpt-4");
+  expect_error(c.get("/v1/nothing-here"), 404);
+  expect_error(c.get("/v1/completions"), 405);
+  auto ok = c.post("/v1/completions", completion("The cat", 3));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+TEST_F(Sandwichd, OversizedBodyGets413) {
+  Client c(daemon_->port());
+  expect_error(c.post("/v1/completions", {{"prompt", std::string(70000, 'a')}}), 413);
+  EXPECT_EQ(client().post("/v1/completions", completion("The cat", 3)).status, 200);
+}
+
+TEST_F(Sandwichd, ModelsHealthMetricsTokenize) {
+  auto c = client();
+  auto models = c.get("/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.j()["data"][0]["id"], "stories");
+  EXPECT_EQ(models.j()["data"][0]["max_model_len"], 512);
+  EXPECT_EQ(c.get("/health").status, 200);
+  auto m = c.get("/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.content_type.find("text/plain"), std::string::npos);
+  for (const char* name : {"sandwich:time_to_first_token_seconds_bucket", "sandwich:inter_token_latency_seconds_count",
+                           "sandwich:e2e_request_latency_seconds_sum", "sandwich:num_requests_waiting",
+                           "sandwich:kv_cache_usage_perc", "sandwich:prefill_steps_total", "sandwich:decode_step_seconds_total",
+                           "sandwich:prompt_tokens_total", "sandwich:generation_tokens_total"})
+    EXPECT_NE(m.body.find(name), std::string::npos) << name;
+  auto t = c.post("/tokenize", {{"prompt", "Once upon a time"}});
+  ASSERT_EQ(t.status, 200);
+  auto d = c.post("/detokenize", {{"tokens", t.j()["tokens"]}});
+  ASSERT_EQ(d.status, 200);
+  EXPECT_EQ(d.j()["prompt"], "Once upon a time");
+}
+
+TEST_F(Sandwichd, SamplingFieldsLogprobsStopAndN) {
+  auto c = client();
+  json body = completion("Once upon a time", 30);
+  body["stop"] = {"."};
+  auto r = c.post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string text = r.j()["choices"][0]["text"];
+  EXPECT_EQ(text.find('.'), std::string::npos);
+  EXPECT_EQ(r.j()["choices"][0]["finish_reason"], "stop");
+  body = completion("Once upon a time", 5);
+  body["logprobs"] = 3;
+  r = c.post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json lp = r.j()["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 5u);
+  ASSERT_EQ(lp["top_logprobs"][0].size(), 3u);
+  EXPECT_LE(lp["token_logprobs"][0].get<double>(), 0.0);
+  body = {{"prompt", {"The cat", "The dog"}}, {"n", 2}, {"max_tokens", 8}, {"temperature", 0.8}, {"seed", 7}};
+  r = c.post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["choices"].size(), 4u);
+  EXPECT_EQ(r.j()["usage"]["completion_tokens"], 32);
+  auto again = c.post("/v1/completions", body);
+  EXPECT_EQ(again.j()["choices"], r.j()["choices"]);  // seeded
+}
+
+TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --api-key secret");
+  Client c(d.port());
+  expect_error(c.post("/v1/completions", completion("hi", 2)), 401);
+  expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer wrong"}}), 401);
+  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer secret"}}).status, 200);
+  EXPECT_EQ(c.get("/health").status, 200);  // health stays open, as in vLLM
+  EXPECT_EQ(d.terminate(), 0);
+}
+
+TEST(SandwichdShutdown, SigtermFinishesRunningRequestsAndExitsZero) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args());
+  std::atomic<int> status{0};
+  std::string text;
+  std::thread t([&] {
+    Client c(d.port());
+    auto r = c.post("/v1/completions", completion("Once upon a time", 300));
+    status = r.status;
+    if (r.status == 200) text = r.j()["choices"][0]["text"];
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(d.terminate(), 0) << d.log();
+  t.join();
+  EXPECT_EQ(status.load(), 200);
+  EXPECT_FALSE(text.empty());
+}
+
+TEST(SandwichdStartup, BadModelExitsWithOneLine) {
+  TempDir dir;
+  const std::string cmd = (bin_dir() / "sandwichd").string() + " --port 0 --model /nonexistent.gguf 2>" + (dir / "e").string();
+  const int st = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  std::ifstream in(dir / "e");
+  std::string err{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(err.find("sandwichd: error:"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace sandwich::test
