@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -48,6 +50,18 @@ FileFormat detect_format(const fs::path& path) {
 }
 
 ModelConfig read_config_only(const fs::path& path) {
+  if (path.extension() == ".json" && fs::is_regular_file(path)) {
+    std::ifstream in(path);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(path.string() + ": invalid JSON (" + e.what() + ")");
+    }
+    ModelConfig c = config_from_hf_json(j, path.string());
+    c.name = path.stem().string();
+    return c;
+  }
   switch (detect_format(path)) {
     case FileFormat::GGUF: return read_gguf_config(path);
     case FileFormat::SafetensorsFolder: return read_hf_config(path);

@@ -397,8 +397,10 @@ struct OpenAiService::Impl {
       }
       msgs.push_back({role == "developer" ? "system" : role, content});
     }
-    const std::string text = render_chat(chat_format, msgs, true);
-    return model->tokenizer->encode(text, false, true);
+    const Tokenizer& tok = *model->tokenizer;
+    const std::string bos = tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string();
+    const std::string eos = tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string();
+    return tok.encode(render_chat(chat_format, msgs, true, bos, eos), false, true);
   }
 
   EngineRequest sampling_request(const Fields& f, bool chat) const {

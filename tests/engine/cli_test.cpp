@@ -12,12 +12,12 @@
 namespace sandwich {
 namespace {
 
-struct Run {
+struct CmdResult {
   int code;
   std::string out, err;
 };
 
-Run run(const std::string& args) {
+CmdResult run_cmd(const std::string& args) {
   test::TempDir dir;
   const std::string cmd = args + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
   const int status = std::system(cmd.c_str());
@@ -43,7 +43,7 @@ std::string expected_greedy() {
 
 TEST(Cli, GenerateReproducesTheReferenceGreedyOutput) {
   SANDWICH_REQUIRE_DATA();
-  Run r = run(generate() + " -n 200 --temperature 0");
+  CmdResult r = run_cmd(generate() + " -n 200 --temperature 0");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, expected_greedy());
   EXPECT_NE(r.err.find("tok/s"), std::string::npos);  // statistics go to stderr
@@ -51,7 +51,7 @@ TEST(Cli, GenerateReproducesTheReferenceGreedyOutput) {
 
 TEST(Cli, GenerateOnTheReferencePathToo) {
   SANDWICH_REQUIRE_DATA();
-  Run r = run(generate() + " -n 200 --temperature 0 --reference -t 1");
+  CmdResult r = run_cmd(generate() + " -n 200 --temperature 0 --reference -t 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, expected_greedy());
 }
@@ -66,14 +66,14 @@ constexpr const char* kRunCContinuation =
 
 TEST(Cli, PromptContinuesLikeTheReferenceImplementation) {
   SANDWICH_REQUIRE_DATA();
-  Run r = run(generate() + " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
+  CmdResult r = run_cmd(generate() + " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, std::string(kRunCContinuation));
 }
 
 TEST(Cli, OutputIdsPrintsTokenIds) {
   SANDWICH_REQUIRE_DATA();
-  Run r = run(generate() + " -n 5 --temperature 0 --output-ids");
+  CmdResult r = run_cmd(generate() + " -n 5 --temperature 0 --output-ids");
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream ids(r.out);
   int n = 0;
@@ -83,13 +83,13 @@ TEST(Cli, OutputIdsPrintsTokenIds) {
 
 TEST(Cli, SeededSamplingIsReproducible) {
   SANDWICH_REQUIRE_DATA();
-  Run a = run(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
-  Run b = run(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
+  CmdResult a = run_cmd(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
+  CmdResult b = run_cmd(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
 }
 
-void expect_one_line_error(const Run& r, const std::string& fragment) {
+void expect_one_line_error(const CmdResult& r, const std::string& fragment) {
   EXPECT_NE(r.code, 0);
   EXPECT_LT(r.code, 128) << "crashed: " << r.err;  // not a signal
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -100,33 +100,33 @@ void expect_one_line_error(const Run& r, const std::string& fragment) {
 TEST(Cli, BadInputGivesOneLineAndNonZeroExit) {
   SANDWICH_REQUIRE_DATA();
   test::TempDir dir;
-  expect_one_line_error(run(bin("sandwich-generate")), "--model is required");
-  expect_one_line_error(run(bin("sandwich-generate") + " --model /nonexistent/model.gguf"), "not found");
-  expect_one_line_error(run(generate() + " --temperature -1"), "temperature");
-  expect_one_line_error(run(generate() + " -n abc"), "expects an integer");
-  expect_one_line_error(run(generate() + " --bogus"), "unknown option --bogus");
+  expect_one_line_error(run_cmd(bin("sandwich-generate")), "--model is required");
+  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model /nonexistent/model.gguf"), "not found");
+  expect_one_line_error(run_cmd(generate() + " --temperature -1"), "temperature");
+  expect_one_line_error(run_cmd(generate() + " -n abc"), "expects an integer");
+  expect_one_line_error(run_cmd(generate() + " --bogus"), "unknown option --bogus");
   std::ofstream(dir / "junk.gguf") << "GGUF but then nothing sensible";
-  expect_one_line_error(run(bin("sandwich-generate") + " --model " + (dir / "junk.gguf").string()), "junk.gguf");
-  expect_one_line_error(run(bin("sandwich-generate") + " --model " + stories() + "/stories260K.bin"), "--tokenizer");
+  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model " + (dir / "junk.gguf").string()), "junk.gguf");
+  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model " + stories() + "/stories260K.bin"), "--tokenizer");
   std::string long_prompt;
   for (int i = 0; i < 700; ++i) long_prompt += "dog ";
-  expect_one_line_error(run(generate() + " --prompt '" + long_prompt + "'"), "context");
-  expect_one_line_error(run(bin("sandwich-model") + " make --preset nope -o " + (dir / "x.gguf").string()),
+  expect_one_line_error(run_cmd(generate() + " --prompt '" + long_prompt + "'"), "context");
+  expect_one_line_error(run_cmd(bin("sandwich-model") + " make --preset nope -o " + (dir / "x.gguf").string()),
                         "unknown model preset 'nope'");
-  expect_one_line_error(run(bin("sandwich-model") + " frobnicate"), "unknown command");
-  expect_one_line_error(run(bin("sandwich-model") + " detokenize --tokenizer " + stories() + "/tok512.bin --ids '1 99999'"),
+  expect_one_line_error(run_cmd(bin("sandwich-model") + " frobnicate"), "unknown command");
+  expect_one_line_error(run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() + "/tok512.bin --ids '1 99999'"),
                         "outside the vocabulary");
 }
 
 TEST(Cli, ModelInfoAndTokenizerCommands) {
   SANDWICH_REQUIRE_DATA();
-  Run info = run(bin("sandwich-model") + " info " + stories() + "/stories260K.bin");
+  CmdResult info = run_cmd(bin("sandwich-model") + " info " + stories() + "/stories260K.bin");
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("layers:        5"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("f32 x"), std::string::npos) << info.out;
-  Run tok = run(bin("sandwich-model") + " tokenize --tokenizer " + stories() + "/tok512.bin --text 'Once upon a time'");
+  CmdResult tok = run_cmd(bin("sandwich-model") + " tokenize --tokenizer " + stories() + "/tok512.bin --text 'Once upon a time'");
   ASSERT_EQ(tok.code, 0) << tok.err;
-  Run back = run(bin("sandwich-model") + " detokenize --tokenizer " + stories() + "/tok512.bin --ids '" + tok.out.substr(0, tok.out.size() - 1) + "'");
+  CmdResult back = run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() + "/tok512.bin --ids '" + tok.out.substr(0, tok.out.size() - 1) + "'");
   ASSERT_EQ(back.code, 0) << back.err;
   EXPECT_EQ(back.out, "Once upon a time\n");
 }
@@ -137,15 +137,15 @@ TEST(Cli, MakeWritesAGgufThatLoads) {
   std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
     "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000,
     "max_position_embeddings":256,"tokenizer_family":"llama2-spm"})";
-  Run make = run(bin("sandwich-model") + " make --preset " + (dir / "config.json").string() + " --dtype bf16 -o " + out);
+  CmdResult make = run_cmd(bin("sandwich-model") + " make --preset " + (dir / "config.json").string() + " --dtype bf16 -o " + out);
   ASSERT_EQ(make.code, 0) << make.err;
-  Run info = run(bin("sandwich-model") + " info " + out);
+  CmdResult info = run_cmd(bin("sandwich-model") + " info " + out);
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("bf16 x"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("tokenizer:     1000 tokens"), std::string::npos) << info.out;
   // Dummy weights given as a file and as --load-format dummy with the same seed: same greedy ids.
-  Run a = run(bin("sandwich-generate") + " --model " + out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
-  Run b = run(bin("sandwich-generate") + " --model " + dir.path().string() + " --load-format dummy --dtype bf16 "
+  CmdResult a = run_cmd(bin("sandwich-generate") + " --model " + out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
+  CmdResult b = run_cmd(bin("sandwich-generate") + " --model " + dir.path().string() + " --load-format dummy --dtype bf16 "
               "--tokenizer " + out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
   ASSERT_EQ(a.code, 0) << a.err;
   ASSERT_EQ(b.code, 0) << b.err;

@@ -92,11 +92,12 @@ TEST(Gguf, RejectsBadFilesWithClearErrors) {
   expect_error(dir / "version.gguf", "version");
 
   // Every truncation point fails cleanly (header, metadata, tensor infos, data).
-  for (size_t cut : {size_t{3}, size_t{10}, size_t{30}, size_t{80}, good.size() / 2, good.size() - 1}) {
+  for (size_t cut : {size_t{3}, size_t{10}, size_t{30}, size_t{80}, good.size() / 2, good.size() - 25}) {
     spit(dir / "cut.gguf", std::vector<uint8_t>(good.begin(), good.begin() + cut));
     expect_error(dir / "cut.gguf", "");
   }
-  spit(dir / "trunc.gguf", std::vector<uint8_t>(good.begin(), good.end() - 4));
+  // The last tensor (10 bytes) is followed by padding to 32: cut into its data.
+  spit(dir / "trunc.gguf", std::vector<uint8_t>(good.begin(), good.end() - 25));
   expect_error(dir / "trunc.gguf", "truncated");
 
   // Huge counts in the header must not allocate or loop forever.

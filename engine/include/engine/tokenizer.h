@@ -14,6 +14,7 @@ namespace sandwich {
 
 namespace gguf {
 class Reader;
+class Writer;
 }
 
 // GGUF token types (tokenizer.ggml.token_type).
@@ -26,6 +27,7 @@ struct Vocab {
   enum class Kind { SentencePiece, ByteLevelBPE };
   Kind kind = Kind::SentencePiece;
   std::string pre = "default";  // byte-level pre-tokenizer name ("llama-bpe" for Llama-3)
+  std::string pre_regex;        // explicit pre-tokenizer pattern (tokenizer.json); overrides pre
   std::vector<std::string> tokens;
   std::vector<float> scores;     // SPM merge priority (higher first); may be empty for BPE
   std::vector<TokenType> types;  // empty means all Normal
@@ -65,6 +67,7 @@ class Tokenizer {
   // Tokens that end generation (EOS, end-of-turn, ...).
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   const std::string& chat_template() const { return chat_template_; }
+  void set_chat_template(std::string t) { chat_template_ = std::move(t); }
 
  protected:
   int32_t bos_id_ = -1;
@@ -80,8 +83,14 @@ class Tokenizer {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
 std::unique_ptr<Tokenizer> make_tokenizer(Vocab vocab);
 Vocab vocab_from_gguf(const gguf::Reader& file);
-// Writes the tokenizer.ggml.* metadata of a vocabulary into a GGUF writer's key/values.
-// (Declared in gguf.h's namespace to keep this header free of the writer.)
+// The vocabulary of any tokenizer file load_tokenizer accepts (to embed it in a GGUF).
+Vocab vocab_from_tokenizer_file(const std::filesystem::path& path);
+// Writes the tokenizer.ggml.* keys the way llama.cpp's converters do, so llama.cpp loads the file.
+void vocab_to_gguf(const Vocab& vocab, gguf::Writer& out);
+// A deterministic, valid vocabulary of exactly n_tokens entries for dummy-weight models: SPM
+// with byte fallback, or byte-level BPE with Llama-3's special tokens. Any UTF-8 text
+// round-trips through it.
+Vocab make_synthetic_vocab(Vocab::Kind kind, int32_t n_tokens);
 
 // Turns a stream of generated ids into text pieces that are always valid UTF-8: an incomplete
 // multi-byte sequence is held back until it completes, bytes that can never be valid become

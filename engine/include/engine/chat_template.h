@@ -1,0 +1,28 @@
+#pragma once
+// Chat formats: Llama-3, Llama-2 and ChatML, recognised from a model's Jinja chat template and
+// rendered to the text the model was trained on (special tokens as text, to be encoded with
+// parse_special = true).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandwich {
+
+enum class ChatFormat { Llama3, Llama2, ChatML };
+
+struct ChatMessage {
+  std::string role;  // system, user, assistant
+  std::string content;
+};
+
+// Which of the known formats a Jinja template implements, if any.
+std::optional<ChatFormat> detect_chat_format(std::string_view jinja_template);
+const char* chat_format_name(ChatFormat f);
+
+// bos/eos: the tokenizer's BOS and EOS texts (Llama-2 writes them; empty to leave them out).
+// Llama-3 writes <|begin_of_text|> when bos is not empty.
+std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const std::string& bos, const std::string& eos);
+
+}  // namespace sandwich

@@ -1,0 +1,16 @@
+#pragma once
+// Readers of tokenizer files into vocabularies (private to engine/).
+#include <filesystem>
+
+#include "engine/tokenizer.h"
+
+namespace sandwich {
+
+bool looks_like_tiktoken(const std::filesystem::path& path);
+Vocab vocab_from_llama2c(const std::filesystem::path& path);
+// with_merges derives the merges list (needed to write a GGUF llama.cpp reads; slow-ish).
+Vocab vocab_from_tiktoken(const std::filesystem::path& path, bool with_merges);
+Vocab vocab_from_tokenizer_json(const std::filesystem::path& path);
+Vocab vocab_from_sentencepiece(const std::filesystem::path& path);
+
+}  // namespace sandwich
