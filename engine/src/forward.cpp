@@ -7,6 +7,7 @@
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/microkernel.h"
 
 namespace sandwich {
 
@@ -28,8 +29,20 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
   if (R > 1 && !collective) throw std::invalid_argument("a rank view of several ranks needs a collective");
   const int r = view.rank;
   kv_heads_ = {int64_t{c.n_kv_heads} * r / R, int64_t{c.n_kv_heads} * (r + 1) / R};
-  ffn_cols_ = {int64_t{c.ffn_dim} * r / R, int64_t{c.ffn_dim} * (r + 1) / R};
-  vocab_cols_ = {int64_t{c.vocab_size} * r / R, int64_t{c.vocab_size} * (r + 1) / R};
+  // Column shards start on the GEMM's 64-column panels.
+  auto panel_split = [&](int64_t n) -> Range {
+    const int64_t panels = (n + kernels::kPanel - 1) / kernels::kPanel;
+    return {panels * r / R * kernels::kPanel, std::min(n, panels * (r + 1) / R * kernels::kPanel)};
+  };
+  ffn_cols_ = panel_split(c.ffn_dim);
+  vocab_cols_ = panel_split(c.vocab_size);
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  if (R > 1 && ((kv_heads_.size() * c.head_dim) % kernels::kPanel != 0 ||
+                (kv_heads_.size() * group * c.head_dim) % kernels::kPanel != 0 || ffn_cols_.size() == 0))
+    throw std::invalid_argument("splitting this model over " + std::to_string(R) +
+                                " ranks gives shards that are not whole 64-column panels (head size " +
+                                std::to_string(c.head_dim) + ", " + std::to_string(kv_heads_.size()) +
+                                " KV heads per rank); use fewer ranks");
 }
 
 void ForwardPass::ensure_scratch(int64_t tokens) {

@@ -192,13 +192,16 @@ class ModelBuilder {
     kernels::PackedWeight pw = kernels::plan_packed_weight(n, k, storage_);
     pw.data = m_.region_.allocate(pw.bytes, 4096);
     if (!src_) {
-      std::vector<uint8_t> tmp(static_cast<size_t>(n * k) * kernels::dtype_size(storage_));
-      team_.parallel_for((n + 63) / 64, [&](int64_t b, int64_t e, int) {
-        const int64_t r0 = b * 64, r1 = std::min(n, e * 64);
-        fill_dummy_tensor(name, n, k, storage_, seed_, r0, r1,
-                          tmp.data() + static_cast<size_t>(r0 * k) * kernels::dtype_size(storage_));
+      // Generated and packed a block of rows at a time, each thread its own block.
+      const int64_t block = pw.panel * 16;
+      team_.run([&](int tid, int nt) {
+        std::vector<uint8_t> tmp(static_cast<size_t>(block * k) * kernels::dtype_size(storage_));
+        for (int64_t r0 = block * tid; r0 < n; r0 += block * nt) {
+          const int64_t r1 = std::min(n, r0 + block);
+          fill_dummy_tensor(name, n, k, storage_, seed_, r0, r1, tmp.data());
+          kernels::pack_weight_rows(pw, tmp.data(), storage_, k, r0, r1);
+        }
       });
-      kernels::pack_weight(pw, tmp.data(), storage_, k, nullptr, &team_);
       return pw;
     }
     const SourceTensor& t = find(name, {n, k});

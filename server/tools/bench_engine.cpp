@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/forward.h"
+#include "engine/sampler.h"
 #include "engine/model_options.h"
 
 namespace sandwich {
@@ -117,7 +118,7 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   };
   report("pp", prompt_tokens, run_pp);
   report("tg", gen_tokens, run_tg);
-  std::fprintf(stderr, "load: %.2f s, weights %.2f GiB\n", model->load_seconds,
+  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB\n", model->load_seconds,
                static_cast<double>(model->weight_bytes()) / (1 << 30));
   nlohmann::json doc = {{"load_seconds", model->load_seconds}, {"results", results}};
   if (json_path) {

@@ -18,9 +18,12 @@ using test::TempDir;
 
 // A small model with every feature that matters: GQA, several layers, head size not a multiple
 // of 16, odd FFN and vocabulary sizes.
-std::unique_ptr<Model> tiny_model(const TempDir& dir, WeightDType dtype, int kv_heads = 2, int vocab = 301) {
-  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":72,"num_hidden_layers":3,
-    "num_attention_heads":4,"num_key_value_heads":)" << kv_heads << R"(,"intermediate_size":97,"vocab_size":)" << vocab
+std::unique_ptr<Model> tiny_model(const TempDir& dir, WeightDType dtype, int dim = 72, int heads = 4, int kv_heads = 2,
+                                  int ffn = 97, int vocab = 301) {
+  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":)" << dim
+                                     << R"(,"num_hidden_layers":3,"num_attention_heads":)" << heads
+                                     << R"(,"num_key_value_heads":)" << kv_heads << R"(,"intermediate_size":)" << ffn
+                                     << R"(,"vocab_size":)" << vocab
                                      << R"(,"max_position_embeddings":300,"rms_norm_eps":1e-5,"rope_theta":10000.0})";
   LoadOptions o;
   o.model = dir.path().string();
@@ -171,7 +174,8 @@ class ThreadCollective : public Collective {
 
 TEST(Forward, TwoRankViewsEqualOneRank) {
   TempDir dir;
-  auto m = tiny_model(dir, WeightDType::F32);
+  // Head size 64 and 2 KV heads: each rank's shard is whole 64-column panels.
+  auto m = tiny_model(dir, WeightDType::F32, 256, 4, 2, 200, 301);
   const int V = m->config.vocab_size;
   auto prompt = some_tokens(21, V, 4);
   std::vector<float> want(V);
@@ -222,6 +226,9 @@ TEST(Forward, RejectsBadBatches) {
   e = {std::span<const int32_t>(ok).subspan(0, 2), 299, blocks, true};
   EXPECT_THROW(fp.run({&e, 1}, logits.data()), std::invalid_argument);
   EXPECT_THROW(ForwardPass(*m, kv, team, RankView{0, 3}, nullptr), std::invalid_argument);
+  Exchange x(1);
+  ThreadCollective coll(x, 0);
+  EXPECT_THROW(ForwardPass(*m, kv, team, RankView{0, 2}, &coll), std::invalid_argument);  // shards off the panels
 }
 
 TEST(Forward, KVCacheAllocatesAndFreesBlocks) {

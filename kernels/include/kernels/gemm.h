@@ -1,12 +1,21 @@
 #pragma once
 // Weight matrices packed once at load, and the GEMM that multiplies activations by them.
 // A weight W has n output features (rows) and k input features (columns), as in a Linear layer:
-// y[m x n] = x[m x k] * W^T. The packed layout is private to kernels/; callers see only
-// PackedWeight and the calls below.
+// y[m x n] = x[m x k] * W^T.
+//
+// Packed layout: W is cut into panels of kPanel (64) output columns; each panel holds K in
+// order, one 256-byte row (four cache lines) per step:
+//   F32:  panel p, k      -> 64 floats W[64p + c][k]                            (c = 0..63)
+//   BF16: panel p, pair j -> 64 (W[64p + c][2j], W[64p + c][2j + 1]) pairs      (the operand
+//         order of vdpbf16ps, so one load feeds 16 columns x 2 k)
+// K is padded to even (BF16) and N to whole panels with zeros. A panel is one contiguous
+// stream, and a K range of it is a contiguous sub-range: tensor-parallel ranks use shards of
+// one packed matrix by column range (multiples of 64) or K range (even offsets).
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/dtype.h"
+#include "kernels/schedule.h"
 #include "kernels/thread_team.h"
 
 namespace sandwich::kernels {
@@ -15,13 +24,18 @@ struct PackedWeight {
   DType dtype = DType::F32;  // storage type: F32 or BF16
   int64_t n = 0;             // rows (output features)
   int64_t k = 0;             // columns (input features)
-  int32_t panel = 0;         // columns of the packed panels (0: plain row-major)
+  int32_t panel = 0;         // columns of a packed panel
   size_t bytes = 0;          // size of the packed buffer
   void* data = nullptr;      // set by the owner (usually the shared-memory weight region)
+
+  int64_t panels() const { return (n + panel - 1) / panel; }
+  int64_t k_padded() const { return dtype == DType::BF16 ? (k + 1) / 2 * 2 : k; }
+  // Bytes of one panel (all of K).
+  size_t panel_bytes() const { return static_cast<size_t>(panel) * static_cast<size_t>(k_padded()) * dtype_size(dtype); }
 };
 
 // Decides the packed layout of an n x k weight stored as `storage` (F32 or BF16) and fills every
-// field but data. The owner allocates `bytes` (64-byte aligned) and sets data.
+// field but data. The owner allocates `bytes` (64-byte aligned; 2 MiB for huge pages) and sets data.
 PackedWeight plan_packed_weight(int64_t n, int64_t k, DType storage);
 
 // Packs a row-major source (n x k elements of src_type, rows src_stride elements apart) into
@@ -29,6 +43,10 @@ PackedWeight plan_packed_weight(int64_t n, int64_t k, DType storage);
 // row_map[r] (used to reorder q/k rows for RoPE). Parallel over the team if one is given.
 void pack_weight(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride,
                  const int64_t* row_map = nullptr, ThreadTeam* team = nullptr);
+// Packs rows [row0, row1) only, from src pointing at row0; row0 must be a multiple of the panel
+// and row1 one too (or n). Lets a loader stream a matrix through a small buffer.
+void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride, int64_t row0,
+                      int64_t row1, ThreadTeam* team = nullptr);
 
 // Unpacks row r (k values) as f32: the embedding lookup and the reference path use it.
 void unpack_row(const PackedWeight& w, int64_t r, float* out);
@@ -45,18 +63,23 @@ struct GemmArgs {
   float* y = nullptr;  // m rows of (n1 - n0) outputs, row stride ldy
   int64_t ldy = 0;
   // Output columns [n0, n1) and input columns [k0, k1) of W: a tensor-parallel rank's shard.
-  // x holds only the k1 - k0 columns of the shard. n1/k1 < 0 mean "to the end".
+  // x holds only the k1 - k0 columns of the shard. n1/k1 < 0 mean "to the end". n0 must be a
+  // multiple of the panel (64) and k0 even.
   int64_t n0 = 0, n1 = -1;
   int64_t k0 = 0, k1 = -1;
   Epilogue epilogue = Epilogue::Store;
 };
 
-// y = x W^T over the team's threads.
-void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team);
+// y = x W^T over the team's threads, under `schedule` or the cost model's default.
+void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team, const Schedule* schedule = nullptr);
 
-// out[m x (n1-n0)] = silu(x Wg^T) * (x Wu^T): the SwiGLU gate/up pair in one pass, so the
+// out[m x (n1-n0)] = silu(x Wg^T) * (x Wu^T): the SwiGLU gate/up pair in one pass over x, so the
 // intermediate activations never leave the cache. a.y/a.ldy is the output.
-void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a,
-                   ThreadTeam& team);
+void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a, ThreadTeam& team,
+                   const Schedule* schedule = nullptr);
+
+// Plain reference: y[m][n] = sum_k x[m][k] * W[n][k] on the unpacked matrix, in double.
+void gemm_ref(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t m, int64_t n, int64_t k, float* y,
+              int64_t ldy);
 
 }  // namespace sandwich::kernels

@@ -1,0 +1,15 @@
+#pragma once
+// Which instruction sets this CPU offers; kernels pick their variant from it at run time.
+#include <string_view>
+
+namespace sandwich::kernels {
+
+enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
+
+std::string_view isa_name(Isa isa);
+// The best ISA of this CPU (cached). SANDWICH_ISA=scalar|avx2|avx512|avx512bf16 caps it, for
+// tests and comparisons.
+Isa cpu_isa();
+bool cpu_has(Isa isa);
+
+}  // namespace sandwich::kernels
