@@ -1,6 +1,7 @@
 #include "engine/dummy_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -28,6 +29,23 @@ bool is_norm(const std::string& name) { return name.find("norm") != std::string:
 
 }  // namespace
 
+namespace {
+
+// Writes one row of uniform(-a, a) values in the element type T (f32 or a 16-bit pattern).
+template <class Store>
+void fill_row(uint64_t state, int64_t width, float a, Store store) {
+  for (int64_t c = 0; c < width; c += 2) {
+    const uint64_t bits = splitmix64(state);
+    // Two 23-bit mantissas per draw: 1.m is uniform in [1, 2).
+    const float u0 = std::bit_cast<float>(0x3f800000u | static_cast<uint32_t>(bits >> 41)) - 1.5f;
+    const float u1 = std::bit_cast<float>(0x3f800000u | static_cast<uint32_t>((bits >> 9) & 0x7fffffu)) - 1.5f;
+    store(c, 2.0f * a * u0);
+    if (c + 1 < width) store(c + 1, 2.0f * a * u1);
+  }
+}
+
+}  // namespace
+
 void fill_dummy_tensor(const std::string& name, int64_t rows, int64_t cols, kernels::DType dtype,
                        uint64_t seed, int64_t r0, int64_t r1, void* dst) {
   const int64_t width = cols > 0 ? cols : 1;
@@ -43,15 +61,18 @@ void fill_dummy_tensor(const std::string& name, int64_t rows, int64_t cols, kern
   const float a = embedding ? std::sqrt(3.0f) : std::sqrt(3.0f / static_cast<float>(width));
   const uint64_t base = fnv1a(name) ^ (seed * 0x9e3779b97f4a7c15ull);
   for (int64_t r = r0; r < r1; ++r) {
-    uint64_t state = base + static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull;
-    auto* row = static_cast<uint8_t*>(dst) + static_cast<size_t>((r - r0) * width) * es;
-    for (int64_t c = 0; c < width; c += 2) {
-      const uint64_t bits = splitmix64(state);
-      // Two 24-bit uniforms per draw.
-      const float u0 = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
-      const float u1 = static_cast<float>((bits >> 16) & 0xffffff) * (1.0f / 16777216.0f);
-      kernels::store_from_f32(row, static_cast<size_t>(c), dtype, (2.0f * u0 - 1.0f) * a);
-      if (c + 1 < width) kernels::store_from_f32(row, static_cast<size_t>(c + 1), dtype, (2.0f * u1 - 1.0f) * a);
+    const uint64_t state = base + static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull;
+    uint8_t* row = static_cast<uint8_t*>(dst) + static_cast<size_t>((r - r0) * width) * es;
+    switch (dtype) {
+      case kernels::DType::F32:
+        fill_row(state, width, a, [&](int64_t c, float v) { reinterpret_cast<float*>(row)[c] = v; });
+        break;
+      case kernels::DType::BF16:
+        fill_row(state, width, a, [&](int64_t c, float v) { reinterpret_cast<uint16_t*>(row)[c] = kernels::f32_to_bf16(v); });
+        break;
+      case kernels::DType::F16:
+        fill_row(state, width, a, [&](int64_t c, float v) { reinterpret_cast<uint16_t*>(row)[c] = kernels::f32_to_f16(v); });
+        break;
     }
   }
 }

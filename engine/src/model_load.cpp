@@ -139,7 +139,7 @@ class ModelBuilder {
              (mat_bytes(c.q_dim(), c.dim) + 2 * mat_bytes(c.kv_dim(), c.dim) + mat_bytes(c.dim, c.q_dim()) +
               2 * mat_bytes(c.ffn_dim, c.dim) + mat_bytes(c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64));
     bytes += c.dim * 4 + 64;
-    m_.region_ = SharedRegion("sandwich-weights", bytes);
+    m_.region_ = SharedRegion("sandwich-weights", bytes, SharedRegion::Kind::Fork);
 
     ModelWeights& w = m_.weights;
     w.dtype = storage_;

@@ -19,8 +19,16 @@ std::string gib(size_t b) {
 }
 }  // namespace
 
-SharedRegion::SharedRegion(const std::string& name, size_t bytes) {
+SharedRegion::SharedRegion(const std::string& name, size_t bytes, Kind kind) {
   size_ = (std::max<size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
+  if (kind == Kind::Fork) {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::runtime_error("cannot reserve " + gib(bytes) + " of memory for " + name + ": " + std::strerror(errno));
+    data_ = static_cast<uint8_t*>(p);
+    ::madvise(data_, size_, MADV_HUGEPAGE);
+    return;
+  }
   fd_ = ::memfd_create(name.c_str(), MFD_CLOEXEC);
   if (fd_ < 0) throw std::runtime_error("memfd_create failed: " + std::string(std::strerror(errno)));
   if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
