@@ -1,4 +1,5 @@
 #include "kernels/allreduce.h"
+#include "kernels/cpu_features.h"
 
 #include <sched.h>
 
@@ -30,6 +31,60 @@ inline float to_f32(bf16_t v) { return bf16_to_f32(v); }
 inline void from_f32(float& d, float v) { d = v; }
 inline void from_f32(bf16_t& d, float v) { d = f32_to_bf16(v); }
 
+// out[i] = src[0][i] + src[1][i] + ... in that order, for i in [0, n); FP32 sums. Blocks of
+// 16 lanes so the compiler keeps it in vector registers; BF16 converts exactly as the scalar
+// helpers do (round to nearest even).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
+void sum_f32_512(const float* const* src, int R, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 s = _mm512_loadu_ps(src[0] + i);
+    for (int q = 1; q < R; ++q) s = _mm512_add_ps(s, _mm512_loadu_ps(src[q] + i));
+    _mm512_storeu_ps(out + i, s);
+  }
+  for (; i < n; ++i) {
+    float s = src[0][i];
+    for (int q = 1; q < R; ++q) s += src[q][i];
+    out[i] = s;
+  }
+}
+void sum_bf16_512(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
+  auto widen = [](const bf16_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+  };
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 s = widen(src[0] + i);
+    for (int q = 1; q < R; ++q) s = _mm512_add_ps(s, widen(src[q] + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), (__m256i)_mm512_cvtneps_pbh(s));
+  }
+  for (; i < n; ++i) {
+    float s = bf16_to_f32(src[0][i]);
+    for (int q = 1; q < R; ++q) s += bf16_to_f32(src[q][i]);
+    out[i] = f32_to_bf16(s);
+  }
+}
+#pragma GCC pop_options
+
+template <class T>
+void sum_scalar(const T* const* src, int R, size_t n, T* out) {
+  for (size_t i = 0; i < n; ++i) {
+    float s = to_f32(src[0][i]);
+    for (int q = 1; q < R; ++q) s += to_f32(src[q][i]);
+    from_f32(out[i], s);
+  }
+}
+
+void sum_slots(const float* const* src, int R, size_t n, float* out) {
+  if (cpu_has(Isa::Avx512)) return sum_f32_512(src, R, n, out);
+  sum_scalar(src, R, n, out);
+}
+void sum_slots(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
+  if (cpu_has(Isa::Avx512Bf16)) return sum_bf16_512(src, R, n, out);
+  sum_scalar(src, R, n, out);
+}
+
 // Chunk c of n elements split into `parts`, in multiples of a cache line of T.
 template <class T>
 std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
@@ -43,12 +98,14 @@ std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
 
 size_t ShmAllReduce::region_bytes(int ranks, size_t capacity_bytes) {
   const size_t cap = round_up(capacity_bytes, kLine);
-  return flag_count(ranks) * kLine + 2 * static_cast<size_t>(ranks) * cap + 2 * cap;
+  return flag_count(ranks) * kLine + static_cast<size_t>(ranks) * cap + 2 * static_cast<size_t>(ranks) * kOnePhaseBytes +
+         2 * cap;
 }
 
 ShmAllReduce::ShmAllReduce(void* region, int ranks, int rank, size_t capacity_bytes)
     : base_(static_cast<uint8_t*>(region)), ranks_(ranks), rank_(rank), capacity_(round_up(capacity_bytes, kLine)) {
-  if (ranks < 1 || rank < 0 || rank >= ranks) throw std::invalid_argument("all-reduce: invalid rank " + std::to_string(rank));
+  if (ranks < 1 || ranks > 64 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument("all-reduce: invalid rank " + std::to_string(rank) + " of " + std::to_string(ranks));
   if (reinterpret_cast<uintptr_t>(region) % kLine) throw std::invalid_argument("all-reduce: region must be 64-byte aligned");
 }
 
@@ -56,12 +113,64 @@ std::atomic<uint64_t>& ShmAllReduce::flag(size_t index) const {
   return *reinterpret_cast<std::atomic<uint64_t>*>(base_ + index * kLine);
 }
 
-uint8_t* ShmAllReduce::slot(int set, int r) const {
-  return base_ + flag_count(ranks_) * kLine + (static_cast<size_t>(set) * ranks_ + r) * capacity_;
+uint8_t* ShmAllReduce::slot(int r) const { return base_ + flag_count(ranks_) * kLine + static_cast<size_t>(r) * capacity_; }
+
+uint8_t* ShmAllReduce::small_slot(int set, int r) const {
+  return base_ + flag_count(ranks_) * kLine + static_cast<size_t>(ranks_) * capacity_ +
+         (static_cast<size_t>(set) * ranks_ + r) * kOnePhaseBytes;
 }
 
-uint8_t* ShmAllReduce::result(int set) const {
-  return base_ + flag_count(ranks_) * kLine + 2 * static_cast<size_t>(ranks_) * capacity_ + set * capacity_;
+uint8_t* ShmAllReduce::naive_result(int set) const {
+  return base_ + flag_count(ranks_) * kLine + static_cast<size_t>(ranks_) * capacity_ +
+         2 * static_cast<size_t>(ranks_) * kOnePhaseBytes + static_cast<size_t>(set) * capacity_;
+}
+
+// Rank r sums chunk r of every buffer and writes it back into all of them; then it waits until
+// every chunk is done. A buffer is only read by the owner of each chunk, and rewritten only by
+// it, so nothing else needs ordering.
+template <class T>
+void ShmAllReduce::reduce_in_place(size_t n) {
+  const uint64_t k = ++op_;
+  const int R = ranks_, r = rank_;
+  ready(r).store(k, std::memory_order_release);
+  const auto [b, e] = chunk<T>(n, R, r);
+  if (b < e) {
+    const T* src[64];
+    for (int i = 0; i < R; ++i) {
+      const int q = (r + i) % R;  // wait in shifted order; sum in rank order below
+      wait_at_least(ready(q), k);
+    }
+    for (int q = 0; q < R; ++q) src[q] = reinterpret_cast<const T*>(slot(q)) + b;
+    // In blocks that stay in L1: sum once into this rank's buffer, then copy to the others.
+    constexpr size_t kBlock = 4096 / sizeof(T);
+    T* mine = reinterpret_cast<T*>(slot(r));
+    for (size_t o = b; o < e; o += kBlock) {
+      const size_t len = std::min(kBlock, e - o);
+      const T* at[64];
+      for (int q = 0; q < R; ++q) at[q] = src[q] + (o - b);
+      sum_slots(at, R, len, mine + o);
+      for (int i = 1; i < R; ++i) {
+        const int q = (r + i) % R;
+        std::memcpy(reinterpret_cast<T*>(slot(q)) + o, mine + o, len * sizeof(T));
+      }
+    }
+  }
+  reduced(r).store(k, std::memory_order_release);
+  for (int i = 1; i < R; ++i) wait_at_least(reduced((r + i) % R), k);
+}
+
+// Every rank publishes its data in a scratch slot and sums all of them; the two scratch sets
+// alternate, so a rank never overwrites a slot another may still be reading.
+template <class T>
+void ShmAllReduce::reduce_one_phase(T* data, size_t n) {
+  const uint64_t k = ++small_ops_;
+  const int set = static_cast<int>(k & 1), R = ranks_, r = rank_;
+  std::memcpy(small_slot(set, r), data, n * sizeof(T));
+  small_ready(r).store(k, std::memory_order_release);
+  const T* src[64];
+  for (int i = 0; i < R; ++i) wait_at_least(small_ready((r + i) % R), k);
+  for (int q = 0; q < R; ++q) src[q] = reinterpret_cast<const T*>(small_slot(set, q));
+  sum_slots(src, R, n, data);
 }
 
 template <class T>
@@ -70,49 +179,12 @@ void ShmAllReduce::reduce(T* data, size_t n) {
     throw std::length_error("all-reduce of " + std::to_string(n * sizeof(T)) + " bytes exceeds the segment's " +
                             std::to_string(capacity_));
   if (ranks_ == 1 || n == 0) return;
-  const uint64_t k = ++op_;
-  const int set = static_cast<int>(k & 1), R = ranks_, r = rank_;
-  auto src = [&](int q) { return reinterpret_cast<const T*>(slot(set, q)); };
-  auto sum_range = [&](size_t b, size_t e, T* out) {
-    for (size_t i = b; i < e; ++i) {
-      float s = 0.0f;
-      for (int q = 0; q < R; ++q) s += to_f32(src(q)[i]);
-      from_f32(out[i], s);
-    }
-  };
-  T* mine = reinterpret_cast<T*>(slot(set, r));
-  if (n * sizeof(T) <= kOnePhaseBytes) {
-    std::memcpy(mine, data, n * sizeof(T));
-    ready(r).store(k, std::memory_order_release);
-    for (int q = 0; q < R; ++q) wait_at_least(ready(q), k);
-    for (int i = 0; i < R; ++i) {
-      const auto [b, e] = chunk<T>(n, R, (r + i) % R);
-      sum_range(b, e, data);
-    }
-    return;
-  }
-  // Reduce-scatter: publish the chunks others own first, in an order shifted by rank.
-  for (int i = 1; i <= R; ++i) {
-    const int c = (r + i) % R;
-    const auto [b, e] = chunk<T>(n, R, c);
-    std::memcpy(mine + b, data + b, (e - b) * sizeof(T));
-    chunk_ready(r, c).store(k, std::memory_order_release);
-  }
-  {
-    const auto [b, e] = chunk<T>(n, R, r);
-    for (int i = 0; i < R; ++i) wait_at_least(chunk_ready((r + i) % R, r), k);
-    T* res = reinterpret_cast<T*>(result(set));
-    sum_range(b, e, res);
-    std::memcpy(data + b, res + b, (e - b) * sizeof(T));
-    reduced(r).store(k, std::memory_order_release);
-  }
-  // All-gather, starting with the chunk after this rank's.
-  for (int i = 1; i < R; ++i) {
-    const int c = (r + i) % R;
-    const auto [b, e] = chunk<T>(n, R, c);
-    wait_at_least(reduced(c), k);
-    std::memcpy(data + b, reinterpret_cast<const T*>(result(set)) + b, (e - b) * sizeof(T));
-  }
+  T* mine = reinterpret_cast<T*>(slot(rank_));
+  if (data == mine) return reduce_in_place<T>(n);
+  if (n * sizeof(T) <= kOnePhaseBytes) return reduce_one_phase(data, n);
+  std::memcpy(mine, data, n * sizeof(T));
+  reduce_in_place<T>(n);
+  std::memcpy(data, mine, n * sizeof(T));
 }
 
 template <class T>
@@ -123,7 +195,7 @@ void ShmAllReduce::reduce_naive(T* data, size_t n) {
   const int set = static_cast<int>(k & 1), R = ranks_;
   // turn runs from (k-1)R to kR during call k: rank q adds its data when it reaches (k-1)R + q.
   const uint64_t base = (k - 1) * static_cast<uint64_t>(R);
-  T* res = reinterpret_cast<T*>(result(set));
+  T* res = reinterpret_cast<T*>(naive_result(set));
   wait_at_least(turn(), base + rank_);
   if (rank_ == 0) {
     std::memcpy(res, data, n * sizeof(T));

@@ -46,18 +46,19 @@ float value(int rank, size_t i, int call) {
 }
 
 template <class T>
-bool check_sizes(int rank, ShmAllReduce& ar, int ranks, bool naive) {
+bool check_sizes(int rank, ShmAllReduce& ar, int ranks, bool naive, bool in_place = false) {
   int call = 0;
   // One-phase sizes, two-phase sizes, odd sizes and tails, repeated so the slot sets alternate.
   for (size_t n : {size_t{1}, size_t{7}, size_t{1000}, size_t{16384}, size_t{70001}, size_t{262144}, size_t{5}, size_t{100003}}) {
     ++call;
-    std::vector<T> d(n);
+    std::vector<T> storage(in_place ? 0 : n);
+    T* d = in_place ? ar.buffer<T>() : storage.data();
     for (size_t i = 0; i < n; ++i) {
       if constexpr (sizeof(T) == 4) d[i] = value(rank, i, call);
       else d[i] = f32_to_bf16(value(rank, i, call));
     }
-    if (naive) ar.all_reduce_naive(d.data(), n);
-    else ar.all_reduce(d.data(), n);
+    if (naive) ar.all_reduce_naive(d, n);
+    else ar.all_reduce(d, n);
     for (size_t i = 0; i < n; ++i) {
       // The sum in rank order, as every rank computes it.
       float s = 0.0f;
@@ -91,6 +92,12 @@ TEST_P(AllReduceRanks, Fp32SumsExactlyInRankOrder) {
 TEST_P(AllReduceRanks, Bf16SumsInFp32) {
   const int R = GetParam();
   EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, false); }), 0);
+}
+
+TEST_P(AllReduceRanks, InPlaceInTheSharedBuffer) {
+  const int R = GetParam();
+  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false, true); }), 0);
+  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, false, true); }), 0);
 }
 
 TEST_P(AllReduceRanks, NaiveBaselineAgrees) {
