@@ -12,6 +12,28 @@
 namespace sandwich {
 
 namespace {
+
+// y = x W[n0:n1]^T for any column range: the GEMM takes ranges that start on its 64-column
+// panels, so a head shard that does not (small head sizes) is computed panel-aligned into
+// scratch and copied out.
+void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::ThreadTeam& team,
+                  std::vector<float>& scratch) {
+  const int64_t n0 = a.n0, n1 = a.n1 < 0 ? w.n : a.n1;
+  if (n0 % kernels::kPanel == 0) return kernels::gemm(w, a, team);
+  const int64_t b0 = n0 / kernels::kPanel * kernels::kPanel;
+  const int64_t b1 = std::min(w.n, (n1 + kernels::kPanel - 1) / kernels::kPanel * kernels::kPanel);
+  scratch.resize(static_cast<size_t>(a.m * (b1 - b0)));
+  kernels::GemmArgs t = a;
+  t.y = scratch.data();
+  t.ldy = b1 - b0;
+  t.n0 = b0;
+  t.n1 = b1;
+  t.epilogue = kernels::Epilogue::Store;
+  kernels::gemm(w, t, team);
+  for (int64_t i = 0; i < a.m; ++i)
+    std::copy(scratch.begin() + i * (b1 - b0) + (n0 - b0), scratch.begin() + i * (b1 - b0) + (n1 - b0), a.y + i * a.ldy);
+}
+
 // Query tokens per attention work item: small enough to balance long prefill chunks over the
 // team, large enough that each item amortises its pass over the KV blocks.
 constexpr int32_t kAttentionChunk = 32;
@@ -36,13 +58,8 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
   };
   ffn_cols_ = panel_split(c.ffn_dim);
   vocab_cols_ = panel_split(c.vocab_size);
-  const int64_t group = c.n_heads / c.n_kv_heads;
-  if (R > 1 && ((kv_heads_.size() * c.head_dim) % kernels::kPanel != 0 ||
-                (kv_heads_.size() * group * c.head_dim) % kernels::kPanel != 0 || ffn_cols_.size() == 0))
-    throw std::invalid_argument("splitting this model over " + std::to_string(R) +
-                                " ranks gives shards that are not whole 64-column panels (head size " +
-                                std::to_string(c.head_dim) + ", " + std::to_string(kv_heads_.size()) +
-                                " KV heads per rank); use fewer ranks");
+  if (ffn_cols_.size() == 0 || vocab_cols_.size() == 0)
+    throw std::invalid_argument("the model is too small to split over " + std::to_string(R) + " ranks");
 }
 
 void ForwardPass::ensure_scratch(int64_t tokens) {
@@ -100,7 +117,10 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
       }
   }
 
-  float* x = x_.data();
+  // With several ranks the residual stream lives in the collective's shared buffer, where it is
+  // all-reduced in place.
+  float* x = view_.n_ranks > 1 && collective_ ? collective_->reduce_buffer(static_cast<size_t>(T * dim)) : nullptr;
+  if (!x) x = x_.data();
   float* xb = xb_.data();
   team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) kernels::unpack_row(W.embedding, tok_id[i], x + i * dim);
@@ -152,14 +172,14 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
     a.ldy = q_local;
     a.n0 = kvh0 * group * hd;
     a.n1 = kvh1 * group * hd;
-    kernels::gemm(L.wq, a, team_);
+    gemm_columns(L.wq, a, team_, shard_scratch_);
     a.y = k_.data();
     a.ldy = kv_local;
     a.n0 = kvh0 * hd;
     a.n1 = kvh1 * hd;
-    kernels::gemm(L.wk, a, team_);
+    gemm_columns(L.wk, a, team_, shard_scratch_);
     a.y = v_.data();
-    kernels::gemm(L.wv, a, team_);
+    gemm_columns(L.wv, a, team_, shard_scratch_);
 
     team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
       for (int64_t i = b; i < e; ++i) {

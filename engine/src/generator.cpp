@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/executor.h"
 #include "engine/forward.h"
 #include "engine/kv_cache.h"
 #include "engine/stop_strings.h"
@@ -19,16 +20,26 @@ constexpr int32_t kPrefillChunk = 512;
 struct Generator::Impl {
   const Model& model;
   ForwardKind kind;
-  std::unique_ptr<kernels::ThreadTeam> team;
+  // One KV cache for the model's whole context, shared by both phases' executors (their rank
+  // processes map it when they start).
+  std::unique_ptr<KVCache> kv;
+  std::unique_ptr<Executor> prefill, decode;
 };
 
-Generator::Generator(const Model& model, int threads, ForwardKind kind, bool pin)
-    : impl_(new Impl{model, kind, nullptr}) {
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<int> cpus;
-  if (pin)
-    for (int i = 0; i < threads; ++i) cpus.push_back(i);
-  impl_->team = std::make_unique<kernels::ThreadTeam>(threads, cpus);
+Generator::Generator(const Model& model, int threads, ForwardKind kind)
+    : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt}) {}
+
+Generator::Generator(const Model& model, const GeneratorOptions& o) : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
+  if (o.kind == ForwardKind::Reference) return;
+  const ModelConfig& c = model.config;
+  impl_->kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, c.max_seq_len));
+  const ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
+  const ServiceConfig dc = o.decode.value_or(o.prefill.value_or(single_rank_config(o.threads)));
+  ExecutorLimits limits;
+  limits.max_tokens = kPrefillChunk;
+  limits.max_entries = 1;
+  impl_->prefill = make_executor(model, *impl_->kv, pc, limits);
+  impl_->decode = pc == dc ? nullptr : make_executor(model, *impl_->kv, dc, limits);
 }
 
 Generator::~Generator() = default;
@@ -67,22 +78,28 @@ GenerationResult Generator::generate(const GenerationRequest& req,
     if (on_text) on_text(s);
   };
 
-  std::unique_ptr<KVCache> kv;
-  std::unique_ptr<ForwardPass> fast;
   std::unique_ptr<ReferenceForward> ref;
   std::vector<int32_t> blocks;
-  if (impl_->kind == ForwardKind::Fast) {
-    kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, total));
+  KVCache* kv = impl_->kv.get();
+  struct Release {
+    KVCache* kv;
+    std::vector<int32_t>& blocks;
+    ~Release() {
+      if (kv) kv->release(blocks);
+    }
+  } release{kv, blocks};
+  if (kv) {
     if (!kv->reserve(blocks, total)) throw std::logic_error("KV cache sized too small");
-    fast = std::make_unique<ForwardPass>(m, *kv, *impl_->team);
   } else {
     ref = std::make_unique<ReferenceForward>(m);
   }
+  bool prefilling = true;
 
   auto forward = [&](std::span<const int32_t> toks, int32_t start, bool want) {
-    if (fast) {
+    if (kv) {
       BatchEntry e{toks, start, blocks, want};
-      fast->run({&e, 1}, logits.data());
+      Executor& ex = prefilling || !impl_->decode ? *impl_->prefill : *impl_->decode;
+      ex.run({&e, 1}, logits.data());
     } else {
       for (size_t i = 0; i < toks.size(); ++i) {
         auto l = ref->step(toks[i]);
@@ -97,6 +114,7 @@ GenerationResult Generator::generate(const GenerationRequest& req,
     forward(std::span<const int32_t>(req.prompt).subspan(s, n), static_cast<int32_t>(s), s + n == n_prompt);
   }
   auto t1 = std::chrono::steady_clock::now();
+  prefilling = false;
   bool first = true;
   for (int64_t pos = n_prompt;; ++pos) {
     const int32_t next = sampler.sample(logits.data(), req.prompt, res.tokens);

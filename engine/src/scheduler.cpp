@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "engine/executor.h"
 #include "engine/forward.h"
 #include "engine/kv_cache.h"
 #include "engine/stop_strings.h"
@@ -44,9 +45,7 @@ struct Scheduler::Impl {
   const Model& model;
   SchedulerOptions opt;
   std::unique_ptr<KVCache> kv;
-  std::unique_ptr<kernels::ThreadTeam> prefill_team, decode_team_own;
-  kernels::ThreadTeam* decode_team = nullptr;
-  std::unique_ptr<ForwardPass> prefill_fp, decode_fp;
+  std::unique_ptr<Executor> prefill_ex, decode_ex;  // decode_ex null when both phases share one
   std::vector<int32_t> stop_ids;
 
   Histogram ttft{latency_buckets()};
@@ -99,24 +98,13 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options) : impl
     throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
                                 " bytes) cannot hold one sequence of max_model_len " +
                                 std::to_string(I.opt.max_model_len) + " tokens; raise it or lower max_model_len");
-  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int pt = I.opt.prefill_threads > 0 ? I.opt.prefill_threads : all;
-  const int dt = I.opt.decode_threads > 0 ? I.opt.decode_threads : all;
-  auto cpus = [&](int n) {
-    std::vector<int> v;
-    if (I.opt.pin_threads)
-      for (int i = 0; i < n; ++i) v.push_back(i % all);
-    return v;
-  };
-  I.prefill_team = std::make_unique<kernels::ThreadTeam>(pt, cpus(pt));
-  if (dt == pt) {
-    I.decode_team = I.prefill_team.get();
-  } else {
-    I.decode_team_own = std::make_unique<kernels::ThreadTeam>(dt, cpus(dt));
-    I.decode_team = I.decode_team_own.get();
-  }
-  I.prefill_fp = std::make_unique<ForwardPass>(model, *I.kv, *I.prefill_team);
-  I.decode_fp = std::make_unique<ForwardPass>(model, *I.kv, *I.decode_team);
+  const ServiceConfig pc = I.opt.prefill_config.value_or(single_rank_config(0));
+  const ServiceConfig dc = I.opt.decode_config.value_or(pc);
+  ExecutorLimits limits;
+  limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
+  limits.max_entries = I.opt.max_num_seqs;
+  I.prefill_ex = make_executor(model, *I.kv, pc, limits);
+  if (!(dc == pc)) I.decode_ex = make_executor(model, *I.kv, dc, limits);
   I.stop_ids = model.tokenizer->stop_ids();
   I.st.kv_blocks_total = I.kv->num_blocks();
   I.thread = std::thread([this] { impl_->loop(); });
@@ -298,7 +286,7 @@ void Scheduler::Impl::prefill_step() {
   }
   logits.resize(static_cast<size_t>(std::max(n_logits, 1)) * model.config.vocab_size);
   const auto t0 = Clock::now();
-  prefill_fp->run(batch, logits.data());
+  prefill_ex->run(batch, logits.data());
   {
     std::lock_guard<std::mutex> lock(mu);
     ++st.prefill_steps;
@@ -334,7 +322,7 @@ void Scheduler::Impl::decode_step() {
   if (batch.empty()) return;
   logits.resize(batch.size() * static_cast<size_t>(model.config.vocab_size));
   const auto t0 = Clock::now();
-  decode_fp->run(batch, logits.data());
+  (decode_ex ? *decode_ex : *prefill_ex).run(batch, logits.data());
   {
     std::lock_guard<std::mutex> lock(mu);
     ++st.decode_steps;

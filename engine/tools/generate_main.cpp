@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
     p.add_flag("--output-ids", &output_ids, "print the generated token ids instead of text");
     p.add_flag("--reference", &reference, "use the scalar reference forward pass (slow; for checking)");
     p.add_flag("-q,--quiet", &quiet, "no statistics on stderr");
+    std::optional<std::string> prefill_config, decode_config, plan;
+    p.add("--prefill-config", &prefill_config, "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
+    p.add("--decode-config", &decode_config, "service configuration of decode: RxT or JSON", "C");
+    p.add("--plan", &plan, "plan file holding both configurations", "F");
     p.option("--weights-seed", "N", "seed of dummy weights (default 0)",
              [&](const std::string& v) { load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v)); });
     if (!p.parse(argc, argv)) return 0;
@@ -60,7 +64,17 @@ int main(int argc, char** argv) {
     if (req.prompt.empty())
       throw CliError("the prompt is empty and this tokenizer adds no BOS token: give --prompt");
 
-    Generator gen(*model, threads, reference ? ForwardKind::Reference : ForwardKind::Fast);
+    GeneratorOptions go;
+    go.threads = threads;
+    go.kind = reference ? ForwardKind::Reference : ForwardKind::Fast;
+    if (plan) {
+      const Plan pl = load_plan(*plan);
+      go.prefill = pl.prefill;
+      go.decode = pl.decode;
+    }
+    if (prefill_config) go.prefill = parse_service_config(*prefill_config);
+    if (decode_config) go.decode = parse_service_config(*decode_config);
+    Generator gen(*model, go);
     GenerationResult r;
     if (output_ids) {
       r = gen.generate(req);

@@ -1,3 +1,4 @@
+// The table of every compiled micro-kernel, and lookups into it.
 #include <vector>
 
 #include "kernels/microkernel.h"
@@ -31,20 +32,12 @@ const MicroKernel* find_microkernel(Isa isa, DType weights, int um, int un) {
   return nullptr;
 }
 
-const MicroKernel* best_microkernel(Isa isa, DType weights, int max_um) {
-  const MicroKernel* best = nullptr;
-  if (!cpu_has(isa)) return nullptr;
-  for (const auto& k : microkernel_table()) {
-    if (k.isa != isa || k.weights != weights || k.um > max_um) continue;
-    if (!best || k.un > best->un || (k.un == best->un && k.um > best->um)) best = &k;
-  }
-  return best;
-}
-
 Isa gemm_isa(DType weights) {
   const Isa cpu = cpu_isa();
   if (cpu == Isa::Avx512Bf16) return weights == DType::BF16 ? Isa::Avx512Bf16 : Isa::Avx512;
-  if (cpu == Isa::Avx512) return weights == DType::BF16 ? Isa::Avx2 : Isa::Avx512;  // no vdpbf16ps
+  // AVX-512 without vdpbf16ps: the AVX2 kernels widen BF16 (an AVX-512 widening variant would
+  // be faster; no such CPU is a target today).
+  if (cpu == Isa::Avx512) return weights == DType::BF16 ? Isa::Avx2 : Isa::Avx512;
   return cpu;
 }
 

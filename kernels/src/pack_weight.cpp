@@ -23,39 +23,45 @@ PackedWeight plan_packed_weight(int64_t n, int64_t k, DType storage) {
 
 namespace {
 
-// Packs panels [p0, p1); src points at row 64 * p0.
+// K elements per block while packing: the destination block (64 columns x kBlock) stays in L1
+// while the 64 source rows are scattered into it.
+constexpr int64_t kPackBlock = 128;
+
+// Packs panels [p0, p1); row r of the source is at src + (r - row_base) * src_stride elements.
 void pack_panels(const PackedWeight& w, const uint8_t* src, DType src_type, int64_t src_stride,
                  const int64_t* row_map, int64_t row_base, int64_t p0, int64_t p1) {
   const size_t es = dtype_size(src_type);
   const int64_t kp = w.k_padded();
-  // One source row in the destination type (zero-padded), then scattered into the panel.
-  std::vector<uint8_t> row(static_cast<size_t>(kp) * dtype_size(w.dtype), 0);
+  // One block of a source row in the destination type, zero-padded past k.
+  float f32_row[kPackBlock];
+  bf16_t bf16_row[kPackBlock];
   for (int64_t p = p0; p < p1; ++p) {
     uint8_t* panel = static_cast<uint8_t*>(w.data) + static_cast<size_t>(p) * w.panel_bytes();
-    for (int c = 0; c < kPanel; ++c) {
-      const int64_t r = p * kPanel + c;
-      std::fill(row.begin(), row.end(), 0);
-      if (r < w.n) {
-        const int64_t sr = row_map ? row_map[r] : r;
-        const uint8_t* s = src + static_cast<size_t>((sr - row_base) * src_stride) * es;
-        if (src_type == w.dtype) {
-          std::memcpy(row.data(), s, static_cast<size_t>(w.k) * es);
+    for (int64_t k0 = 0; k0 < kp; k0 += kPackBlock) {
+      const int64_t kb = std::min(kPackBlock, kp - k0);
+      for (int c = 0; c < kPanel; ++c) {
+        const int64_t r = p * kPanel + c;
+        const uint8_t* s = nullptr;
+        if (r < w.n) s = src + static_cast<size_t>(((row_map ? row_map[r] : r) - row_base) * src_stride) * es;
+        for (int64_t j = 0; j < kb; ++j) {
+          const int64_t col = k0 + j;
+          const float v = s && col < w.k ? load_as_f32(s, static_cast<size_t>(col), src_type) : 0.0f;
+          if (w.dtype == DType::BF16)
+            bf16_row[j] = src_type == DType::BF16 && s && col < w.k ? reinterpret_cast<const bf16_t*>(s)[col]
+                                                                      : f32_to_bf16(v);
+          else
+            f32_row[j] = v;
+        }
+        if (w.dtype == DType::BF16) {
+          auto* d = reinterpret_cast<bf16_t*>(panel) + k0 * kPanel + 2 * c;
+          for (int64_t j = 0; j < kb; j += 2) {
+            d[j * kPanel] = bf16_row[j];
+            d[j * kPanel + 1] = bf16_row[j + 1];
+          }
         } else {
-          for (int64_t j = 0; j < w.k; ++j)
-            store_from_f32(row.data(), static_cast<size_t>(j), w.dtype, load_as_f32(s, static_cast<size_t>(j), src_type));
+          auto* d = reinterpret_cast<float*>(panel) + k0 * kPanel + c;
+          for (int64_t j = 0; j < kb; ++j) d[j * kPanel] = f32_row[j];
         }
-      }
-      if (w.dtype == DType::BF16) {
-        const auto* in = reinterpret_cast<const bf16_t*>(row.data());
-        auto* d = reinterpret_cast<bf16_t*>(panel) + 2 * c;
-        for (int64_t j = 0; j < kp; j += 2) {
-          d[j * kPanel] = in[j];
-          d[j * kPanel + 1] = in[j + 1];
-        }
-      } else {
-        const auto* in = reinterpret_cast<const float*>(row.data());
-        auto* d = reinterpret_cast<float*>(panel) + c;
-        for (int64_t j = 0; j < kp; ++j) d[j * kPanel] = in[j];
       }
     }
   }
@@ -100,16 +106,6 @@ void unpack_row(const PackedWeight& w, int64_t r, float* out) {
     const auto* d = reinterpret_cast<const float*>(panel);
     for (int64_t j = 0; j < w.k; ++j) out[j] = d[j * w.panel + c];
   }
-}
-
-void gemm_ref(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t m, int64_t n, int64_t k, float* y,
-              int64_t ldy) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (int64_t t = 0; t < k; ++t) s += static_cast<double>(x[i * ldx + t]) * w[j * ldw + t];
-      y[i * ldy + j] = static_cast<float>(s);
-    }
 }
 
 }  // namespace sandwich::kernels

@@ -8,10 +8,12 @@
 #include <iostream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/executor.h"
 #include "engine/forward.h"
 #include "engine/sampler.h"
 #include "engine/model_options.h"
@@ -39,7 +41,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int bench_engine_main(int argc, char** argv, int first_arg) {
   LoadOptions load;
   int prompt_tokens = 512, gen_tokens = 128, threads = 0, reps = 3, warmup = 1;
-  std::optional<std::string> json_path;
+  std::optional<std::string> json_path, configs_text;
   ArgParser p("sandwich-bench engine",
               "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
   add_model_options(p, load);
@@ -49,6 +51,10 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   p.add("-r,--reps", &reps, "measured repetitions (default 3)");
   p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
   p.add("--json", &json_path, "also write the results as JSON to this file", "F");
+  p.add("--configs", &configs_text,
+        "service configurations to compare, comma-separated: RxT for both phases or PREFILL/DECODE, e.g. "
+        "1x2,2x1,1x2/2x1 (default: 1 rank of --threads cores)",
+        "LIST");
   if (!p.parse(argc, argv, first_arg)) return 0;
   if (load.model.empty()) throw CliError("--model is required (see --help)");
   if (prompt_tokens < 0 || gen_tokens < 0 || reps < 1 || warmup < 0 || threads < 0)
@@ -63,21 +69,42 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
     throw CliError("the test lengths exceed the model's context of " + std::to_string(c.max_seq_len));
   for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
 
-  kernels::ThreadTeam team(threads);
+  // Every configuration's executors start before any measurement (rank processes fork here).
+  struct Setup {
+    std::string name;
+    std::unique_ptr<Executor> prefill, decode;
+  };
   KVCache kv(c, KVCache::bytes_for_tokens(c, std::max(prompt_tokens, gen_tokens)));
-  ForwardPass fp(*model, kv, team);
+  ExecutorLimits limits;
+  limits.max_tokens = std::max(prompt_tokens, 1);
+  limits.max_entries = 1;
+  std::vector<Setup> setups;
+  std::vector<std::string> items;
+  if (configs_text) {
+    std::stringstream ss(*configs_text);
+    for (std::string item; std::getline(ss, item, ',');) items.push_back(item);
+  } else {
+    items.push_back(std::to_string(1) + "x" + std::to_string(threads));
+  }
+  for (const auto& item : items) {
+    const size_t slash = item.find('/');
+    const ServiceConfig pc = parse_service_config(item.substr(0, slash));
+    const ServiceConfig dc = slash == std::string::npos ? pc : parse_service_config(item.substr(slash + 1));
+    setups.push_back({item, make_executor(*model, kv, pc, limits), make_executor(*model, kv, dc, limits)});
+  }
   std::vector<float> logits(c.vocab_size);
   // Random ids stand in for a prompt: throughput does not depend on which tokens they are.
   std::mt19937 rng(1234);
   std::vector<int32_t> prompt(prompt_tokens);
   for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size));
 
+  Setup* cur = nullptr;
   auto run_pp = [&] {
     std::vector<int32_t> blocks;
     kv.reserve(blocks, prompt_tokens);
     const auto t0 = std::chrono::steady_clock::now();
     BatchEntry e{prompt, 0, blocks, true};
-    fp.run({&e, 1}, logits.data());
+    cur->prefill->run({&e, 1}, logits.data());
     const double s = seconds_since(t0);
     kv.release(blocks);
     return prompt_tokens / s;
@@ -89,7 +116,7 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < gen_tokens; ++i) {
       BatchEntry e{std::span<const int32_t>(&tok, 1), i, blocks, true};
-      fp.run({&e, 1}, logits.data());
+      cur->decode->run({&e, 1}, logits.data());
       tok = argmax(logits.data(), c.vocab_size);
     }
     const double s = seconds_since(t0);
@@ -98,7 +125,7 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   };
 
   nlohmann::json results = nlohmann::json::array();
-  std::printf("| model | dtype | params | threads | test | t/s (median) | min | max |\n");
+  std::printf("| model | dtype | params | config | test | t/s (median) | min | max |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   auto report = [&](const char* name, int n, const std::function<double()>& fn) {
     if (n == 0) return;
@@ -107,17 +134,21 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
     for (int i = 0; i < reps; ++i) v.push_back(fn());
     const Stats s = stats(v);
     const std::string test = std::string(name) + std::to_string(n);
-    std::printf("| %s | %s | %.2fB | %d | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
-                std::string(kernels::dtype_name(model->weights.dtype)).c_str(), c.param_count() / 1e9, threads,
-                test.c_str(), s.median, s.min, s.max);
+    const ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
+    std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
+                std::string(kernels::dtype_name(model->weights.dtype)).c_str(), c.param_count() / 1e9,
+                sc.to_string().c_str(), test.c_str(), s.median, s.min, s.max);
     std::fflush(stdout);
     results.push_back({{"model", c.name}, {"source", model->source}, {"dtype", kernels::dtype_name(model->weights.dtype)},
-                       {"threads", threads}, {"test", test}, {"tokens", n}, {"reps", reps},
+                       {"configs", cur->name}, {"config", sc.to_json()}, {"test", test}, {"tokens", n}, {"reps", reps},
                        {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
                        {"samples", v}});
   };
-  report("pp", prompt_tokens, run_pp);
-  report("tg", gen_tokens, run_tg);
+  for (auto& setup : setups) {
+    cur = &setup;
+    report("pp", prompt_tokens, run_pp);
+    report("tg", gen_tokens, run_tg);
+  }
   std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB\n", model->load_seconds,
                static_cast<double>(model->weight_bytes()) / (1 << 30));
   nlohmann::json doc = {{"load_seconds", model->load_seconds}, {"results", results}};

@@ -15,6 +15,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"engine", "prefill and decode tokens/s of the engine (like llama-bench)", sandwich::bench_engine_main},
+    {"serve", "TTFT/TPOT/SLO attainment/goodput of OpenAI-compatible servers (like vLLM's serving benchmark)",
+     sandwich::bench::bench_serve_main},
 };
 
 void usage(std::ostream& os) {

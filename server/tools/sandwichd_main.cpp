@@ -63,9 +63,11 @@ int main(int argc, char** argv) {
     p.option("--kv-cache-memory", "BYTES", "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
              [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes(v); });
     p.add("--max-waiting", &sched.max_waiting, "waiting-queue bound; beyond it requests get 429 (default 256)");
-    p.add("-t,--threads", &threads, "compute threads of both phases (default: all cores)");
-    p.add("--prefill-threads", &sched.prefill_threads, "compute threads of the prefill plan (default --threads)");
-    p.add("--decode-threads", &sched.decode_threads, "compute threads of the decode plan (default --threads)");
+    std::optional<std::string> plan, prefill_config, decode_config;
+    p.add("-t,--threads", &threads, "compute threads of one rank when no configuration is given (default: all cores)");
+    p.add("--plan", &plan, "plan file with the prefill and decode service configurations", "F");
+    p.add("--prefill-config", &prefill_config, "prefill service configuration: RxT (R ranks of T cores) or JSON", "C");
+    p.add("--decode-config", &decode_config, "decode service configuration: RxT or JSON", "C");
     p.add("--io-threads", &http.io_threads, "HTTP I/O threads (default 1)");
     p.option("--max-body-bytes", "N", "request body limit (default 8 MiB)",
              [&](const std::string& v) { http.max_body_bytes = parse_bytes(v); });
@@ -80,8 +82,14 @@ int main(int argc, char** argv) {
     if (threads < 0 || sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
         http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 || shutdown_timeout < 0)
       throw CliError("thread counts, limits and timeouts must be positive");
-    if (sched.prefill_threads == 0) sched.prefill_threads = threads;
-    if (sched.decode_threads == 0) sched.decode_threads = threads;
+    if (plan) {
+      const Plan pl = load_plan(*plan);
+      sched.prefill_config = pl.prefill;
+      sched.decode_config = pl.decode;
+    }
+    if (prefill_config) sched.prefill_config = parse_service_config(*prefill_config);
+    if (decode_config) sched.decode_config = parse_service_config(*decode_config);
+    if (!sched.prefill_config) sched.prefill_config = single_rank_config(threads);
     load.threads = threads;
     svc.served_model_name = served_name.value_or(load.model);
     svc.api_key = api_key;
@@ -114,9 +122,10 @@ int main(int argc, char** argv) {
       server.stop();
       throw;
     }
-    std::fprintf(stderr, "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d\n",
+    std::fprintf(stderr, "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, prefill %s, decode %s\n",
                  model->source.c_str(), static_cast<double>(model->weight_bytes()) / (1 << 30), model->load_seconds,
-                 scheduler->max_model_len());
+                 scheduler->max_model_len(), sched.prefill_config->to_string().c_str(),
+                 sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
 
     {
       std::unique_lock<std::mutex> lock(mu);

@@ -174,8 +174,8 @@ class ThreadCollective : public Collective {
 
 TEST(Forward, TwoRankViewsEqualOneRank) {
   TempDir dir;
-  // Head size 64 and 2 KV heads: each rank's shard is whole 64-column panels.
-  auto m = tiny_model(dir, WeightDType::F32, 256, 4, 2, 200, 301);
+  // Head size 18: head shards do not start on the GEMM's 64-column panels.
+  auto m = tiny_model(dir, WeightDType::F32);
   const int V = m->config.vocab_size;
   auto prompt = some_tokens(21, V, 4);
   std::vector<float> want(V);
@@ -226,9 +226,7 @@ TEST(Forward, RejectsBadBatches) {
   e = {std::span<const int32_t>(ok).subspan(0, 2), 299, blocks, true};
   EXPECT_THROW(fp.run({&e, 1}, logits.data()), std::invalid_argument);
   EXPECT_THROW(ForwardPass(*m, kv, team, RankView{0, 3}, nullptr), std::invalid_argument);
-  Exchange x(1);
-  ThreadCollective coll(x, 0);
-  EXPECT_THROW(ForwardPass(*m, kv, team, RankView{0, 2}, &coll), std::invalid_argument);  // shards off the panels
+
 }
 
 TEST(Forward, KVCacheAllocatesAndFreesBlocks) {

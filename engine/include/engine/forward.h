@@ -35,6 +35,9 @@ class Collective {
   // afterwards every rank holds all of it in `full` (row stride n_total).
   virtual void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset,
                                   float* full, int64_t n_total) = 0;
+  // Where to keep data that will be all-reduced so the reduction needs no copy (n floats), or
+  // nullptr.
+  virtual float* reduce_buffer(size_t n) { return nullptr; }
 };
 
 class ForwardPass {
@@ -63,7 +66,7 @@ class ForwardPass {
   Collective* collective_;
   Range kv_heads_, ffn_cols_, vocab_cols_;
   int64_t capacity_ = 0;
-  std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_;
+  std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_, shard_scratch_;
 };
 
 // A plain, single-sequence forward pass written for clarity, not speed: weights unpacked to f32,

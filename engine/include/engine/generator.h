@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/model.h"
 #include "engine/sampler.h"
+#include "engine/service_config.h"
 
 namespace sandwich {
 
@@ -31,10 +33,17 @@ struct GenerationResult {
 
 enum class ForwardKind { Fast, Reference };
 
+struct GeneratorOptions {
+  int threads = 0;  // one rank on CPUs 0..threads-1 when no configuration is given (0: all cores)
+  ForwardKind kind = ForwardKind::Fast;
+  // Service configurations of the two phases (multi-rank ones run in forked rank processes).
+  std::optional<ServiceConfig> prefill, decode;
+};
+
 class Generator {
  public:
-  // threads: size of the compute team (0 = all cores); pinned to CPUs 0..threads-1 if pin.
-  Generator(const Model& model, int threads, ForwardKind kind = ForwardKind::Fast, bool pin = false);
+  Generator(const Model& model, int threads, ForwardKind kind = ForwardKind::Fast);
+  Generator(const Model& model, const GeneratorOptions& options);
   ~Generator();
 
   // Throws std::invalid_argument for an empty prompt, a prompt that fills the context, or bad

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "engine/metrics.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
+#include "engine/service_config.h"
 
 namespace sandwich {
 
@@ -25,9 +27,9 @@ struct SchedulerOptions {
   int32_t max_model_len = 0;         // prompt + output limit; 0 = the model's context
   size_t kv_cache_bytes = 0;         // 0 = enough for max_num_seqs sequences of max_model_len, capped at 4 GiB
   int32_t max_waiting = 256;         // bounded waiting queue
-  int prefill_threads = 0;           // compute threads of each phase's plan; 0 = all cores
-  int decode_threads = 0;
-  bool pin_threads = false;          // pin plan threads to CPUs 0..n-1
+  // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
+  // in rank processes forked when the scheduler starts.
+  std::optional<ServiceConfig> prefill_config, decode_config;
 };
 
 struct TokenLogprob {

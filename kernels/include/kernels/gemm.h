@@ -4,17 +4,22 @@
 // y[m x n] = x[m x k] * W^T.
 //
 // Packed layout: W is cut into panels of kPanel (64) output columns; each panel holds K in
-// order, one 256-byte row (four cache lines) per step:
+// order, one 256-byte row (four cache lines) per K step:
 //   F32:  panel p, k      -> 64 floats W[64p + c][k]                            (c = 0..63)
 //   BF16: panel p, pair j -> 64 (W[64p + c][2j], W[64p + c][2j + 1]) pairs      (the operand
-//         order of vdpbf16ps, so one load feeds 16 columns x 2 k)
-// K is padded to even (BF16) and N to whole panels with zeros. A panel is one contiguous
-// stream, and a K range of it is a contiguous sub-range: tensor-parallel ranks use shards of
-// one packed matrix by column range (multiples of 64) or K range (even offsets).
+//         order of vdpbf16ps, so one 64-byte load feeds 16 columns x 2 k)
+// K is padded to whole steps (even, for BF16) and N to whole panels, with zeros. Panels follow
+// each other, so a thread's run of panels is one sequential stream, and a K range of a panel
+// is a contiguous sub-range: tensor-parallel ranks use shards of one packed matrix by column
+// range (multiples of shard_granularity_n) or K range (starting on shard_granularity_k).
+// Buffers: 64-byte alignment is required; 2 MiB alignment with transparent huge pages
+// (madvise MADV_HUGEPAGE) is recommended, since decode streams every byte once per token and
+// 4 KiB pages add a TLB miss per page.
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/dtype.h"
+#include "kernels/microkernel.h"
 #include "kernels/schedule.h"
 #include "kernels/thread_team.h"
 
@@ -48,6 +53,12 @@ void pack_weight(const PackedWeight& w, const void* src, DType src_type, int64_t
 void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride, int64_t row0,
                       int64_t row1, ThreadTeam* team = nullptr);
 
+// Output columns a shard may start at: multiples of the panel (64).
+int64_t shard_granularity_n(const PackedWeight& w);
+// Input columns a K shard may start at: multiples of the K step (2 for BF16, 1 for F32). Any
+// width works: columns past k1 are multiplied by zeros.
+int64_t shard_granularity_k(const PackedWeight& w);
+
 // Unpacks row r (k values) as f32: the embedding lookup and the reference path use it.
 void unpack_row(const PackedWeight& w, int64_t r, float* out);
 
@@ -64,7 +75,7 @@ struct GemmArgs {
   int64_t ldy = 0;
   // Output columns [n0, n1) and input columns [k0, k1) of W: a tensor-parallel rank's shard.
   // x holds only the k1 - k0 columns of the shard. n1/k1 < 0 mean "to the end". n0 must be a
-  // multiple of the panel (64) and k0 even.
+  // multiple of shard_granularity_n (64) and k0 of shard_granularity_k (2 for BF16).
   int64_t n0 = 0, n1 = -1;
   int64_t k0 = 0, k1 = -1;
   Epilogue epilogue = Epilogue::Store;

@@ -1,7 +1,7 @@
 #pragma once
 // A GEMM schedule: which micro-kernel, the computation slice each thread works through, and
 // how the threads split the work (polymerization). The cost model proposes one for any shape;
-// the tuner may search for better ones and store them in a plan.
+// the tuner may search for better ones and store them in a plan (to_string / parse_schedule).
 #include <cstdint>
 #include <string>
 
@@ -13,37 +13,49 @@ namespace sandwich::kernels {
 struct Schedule {
   Isa isa = Isa::Scalar;
   int um = 1, un = 64;  // micro-kernel tile
-  // Computation slice: rows of A kept in L2 (bm), columns of B per slice (bn, a multiple of the
-  // 64-column panel) and the K block whose B panel chunk stays in L1 (bk, even).
+  // Computation slice of one thread: bm rows (a multiple of um; the A block bm x bk stays in
+  // L2), bn columns (a multiple of the 64-column panel; the C slice bm x bn stays in L2) and
+  // bk K elements per block (a multiple of the kernel's K step, 2 for BF16; the B chunk
+  // bk x un stays in L1 while the tiles sweep down the bm rows).
   int64_t bm = 1, bn = 64, bk = 256;
-  // Threads along M, N and K (tk > 1 is split-k, with a reduction); tm * tn * tk = threads.
+  // Threads along M, N and K: tm * tn * tk = threads. tk > 1 is split-k: each K share sums into
+  // its own partial C, reduced at the end.
   int tm = 1, tn = 1, tk = 1;
+  // The tiles of each B chunk prefetch the thread's next chunk into L2 (see gemm_driver.cpp);
+  // off only to measure what it is worth.
+  bool prefetch = true;
 
-  std::string to_string() const;  // "avx512bf16 6x64 slice 96x256x256 threads 1x2x1"
+  // "avx512bf16 6x64 slice 96x256x256 threads 1x2x1" (+ " noprefetch").
+  std::string to_string() const;
   bool operator==(const Schedule&) const = default;
 };
+
+// Parses Schedule::to_string()'s format; throws std::invalid_argument naming the bad part.
+Schedule parse_schedule(const std::string& text);
 
 struct GemmShape {
   int64_t m, n, k;
   DType weights;
   int threads;
+  bool pair = false;  // the gate/up pair of gemm_silu_mul: two weights per output column
 };
 
 // Predicted seconds of a schedule on this machine's roofline: compute at the micro-kernel's
-// efficiency, weight and activation traffic at DRAM / cache bandwidth, thread imbalance.
+// step cost, weight and activation traffic at DRAM bandwidth, thread imbalance, overheads.
 double predict_seconds(const GemmShape& s, const Schedule& sched);
-// The cost model's choice for a shape (cached per shape).
+// The cost model's choice for a shape (cached per shape: cheap after the first call).
 Schedule default_schedule(const GemmShape& s);
 // Throws std::invalid_argument naming what is wrong (unknown kernel, bad split, ...).
 void validate_schedule(const GemmShape& s, const Schedule& sched);
 
-// Roofline parameters of one core of this machine; measured values can be set by a tuner.
+// Roofline parameters of this machine; measured values can be set by a tuner before the first
+// default_schedule() call (the cache is not invalidated).
 struct MachineModel {
+  double clock_hz = 3.5e9;
   double dram_bytes_per_s_per_core = 38e9;
   double dram_bytes_per_s_total = 78e9;
-  double l2_bytes_per_s = 200e9;
-  double peak_bf16_flops_per_core = 448e9;
-  double peak_f32_flops_per_core = 224e9;
+  double l1_bytes = 48 * 1024;
+  double l2_bytes = 1024 * 1024;
   double region_overhead_s = 2e-6;  // starting a parallel region and its barriers
 };
 MachineModel& machine_model();

@@ -1,0 +1,49 @@
+#pragma once
+// Request lengths for the serving benchmark: (prompt tokens, output tokens) pairs from a trace
+// or a model of one. Every server under comparison gets the same pairs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sandwich::bench {
+
+struct LengthPair {
+  int input = 0, output = 0;
+  bool operator==(const LengthPair&) const = default;
+};
+
+// LMSYS-Chat-1M's published per-turn averages (Zheng et al., 2023, Table 1).
+inline constexpr double kLmsysMeanPrompt = 69.5;
+inline constexpr double kLmsysMeanResponse = 214.5;
+
+struct DatasetSpec {
+  enum class Kind { ShareGpt, Lmsys, Fixed, Csv };
+  Kind kind = Kind::ShareGpt;
+  int fixed_input = 0, fixed_output = 0;  // Fixed
+  std::string path;                       // Csv
+  std::string describe() const;
+};
+
+// "sharegpt", "lmsys", "fixed:IN,OUT" or "csv:PATH"; throws std::invalid_argument.
+DatasetSpec parse_dataset_spec(const std::string& text);
+
+// $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv, else ../shared/data/... next to the
+// repository holding this executable (or the working directory).
+std::string default_sharegpt_path();
+
+// A CSV with a header naming input_tokens and output_tokens (or two unnamed numeric columns).
+// Throws std::runtime_error naming the file and line.
+std::vector<LengthPair> read_lengths_csv(const std::string& path);
+
+// n pairs with input + output <= max_model_len:
+// - ShareGPT: the trace shuffled by the seed, then taken in order, skipping pairs with fewer
+//   than 4 input or output tokens or that do not fit the context (vLLM's sampling filter);
+// - LMSYS: a model of the data, not the data: lengths drawn from geometric distributions on
+//   {1, 2, ...} with the published means (the maximum-entropy choice when only the mean is
+//   known), redrawn while the pair does not fit the context;
+// - fixed: n copies; CSV: its rows in file order, cycled.
+// Throws std::invalid_argument when the request cannot be met.
+std::vector<LengthPair> sample_lengths(const DatasetSpec& spec, int n, uint64_t seed,
+                                       int max_model_len, const std::string& sharegpt_path = {});
+
+}  // namespace sandwich::bench

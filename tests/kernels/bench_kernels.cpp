@@ -1,0 +1,452 @@
+// bench_kernels: our GEMM beside oneDNN (BF16 matmul, weights pre-reordered to its blocked
+// layout, reorder not timed) and OpenBLAS (SGEMM), on the paper's shapes and Llama-3-8B's
+// projections, with a BF16 peak loop and a DRAM read stream in the same run, so every ratio
+// compares like with like. Ends with a summary of the ratios (medians when repeated).
+//
+//   build/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build/bin/bench_kernels --benchmark_filter='/M:1/|dram|peak'      (a subset)
+//
+// Weights that fit in the last-level cache would flatter the memory-bound shapes, so every peer
+// rotates over enough copies of its weights to read at least kRotateBytes per round.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include "kernels/gemm.h"
+#include "kernels/microkernel.h"
+
+#ifdef SANDWICH_BENCH_ONEDNN
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+#ifdef SANDWICH_BENCH_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+namespace sk = sandwich::kernels;
+
+namespace {
+
+constexpr size_t kRotateBytes = size_t{512} << 20;
+constexpr size_t kStreamBytes = size_t{1} << 30;
+
+// Huge-page-backed memory, as the engine's weight region is.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes) : n_((std::max<size_t>(bytes, 1) + (2u << 20) - 1) / (2u << 20) * (2u << 20)) {
+    p_ = mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p_ == MAP_FAILED) throw std::bad_alloc();
+    madvise(p_, n_, MADV_HUGEPAGE);
+  }
+  ~Buffer() { munmap(p_, n_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  size_t n_;
+  void* p_;
+};
+
+// Uniform values in [-1, 1): splitmix64 is fast enough for the 117M-element matrices.
+void fill_random(float* v, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    v[i] = static_cast<float>((z ^ (z >> 31)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  }
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  fill_random(v.data(), n, seed);
+  return v;
+}
+
+int copies_for(size_t bytes) { return static_cast<int>(std::max<size_t>(1, (kRotateBytes + bytes - 1) / bytes)); }
+
+// Unpinned, like the peers' thread pools.
+sk::ThreadTeam& team(int threads) {
+  static std::map<int, std::unique_ptr<sk::ThreadTeam>> teams;
+  auto& t = teams[threads];
+  if (!t) t = std::make_unique<sk::ThreadTeam>(threads);
+  return *t;
+}
+
+// The source matrix W (n x k, row-major) of the current shape, shared by the peers' packers.
+const std::vector<float>& source_weights(int64_t n, int64_t k) {
+  static std::pair<int64_t, int64_t> key{0, 0};
+  static std::vector<float> w;
+  if (key != std::pair{n, k}) {
+    w.clear();
+    w.shrink_to_fit();
+    w = random_floats(static_cast<size_t>(n * k), 1);
+    key = {n, k};
+  }
+  return w;
+}
+
+// Per peer, the weights of the current shape only (big shapes take 0.5-1 GB a peer).
+template <class T>
+T& current_shape(int64_t n, int64_t k, std::function<void(T&)> build) {
+  static std::pair<int64_t, int64_t> key{0, 0};
+  static std::unique_ptr<T> value;
+  if (!value || key != std::pair{n, k}) {
+    value.reset();
+    value = std::make_unique<T>();
+    build(*value);
+    key = {n, k};
+  }
+  return *value;
+}
+
+void set_counters(benchmark::State& st, int64_t m, int64_t n, int64_t k, double weight_bytes, int copies) {
+  st.counters["FLOPS"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["weight_B/s"] = benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["copies"] = copies;
+}
+
+struct OurWeights {
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<sk::PackedWeight> w;
+};
+
+void bench_ours(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
+  OurWeights& ow = current_shape<OurWeights>(n, k, [&](OurWeights& o) {
+    const sk::PackedWeight plan = sk::plan_packed_weight(n, k, sk::DType::BF16);
+    const auto& src = source_weights(n, k);
+    for (int c = 0; c < copies_for(plan.bytes); ++c) {
+      o.bufs.push_back(std::make_unique<Buffer>(plan.bytes));
+      o.w.push_back(plan);
+      o.w.back().data = o.bufs.back()->get();
+      sk::pack_weight(o.w.back(), src.data(), sk::DType::F32, k, nullptr, &team(2));
+    }
+  });
+  auto x = random_floats(static_cast<size_t>(m * k), 2);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  const sk::GemmArgs a{x.data(), k, m, y.data(), n};
+  sk::ThreadTeam& t = team(threads);
+  st.SetLabel(sk::default_schedule({m, n, k, sk::DType::BF16, threads}).to_string());
+  size_t i = 0;
+  for (auto _ : st) sk::gemm(ow.w[i++ % ow.w.size()], a, t);
+  set_counters(st, m, n, k, 2.0 * n * k, static_cast<int>(ow.w.size()));
+}
+
+#ifdef SANDWICH_BENCH_ONEDNN
+struct DnnlWeights {
+  std::unique_ptr<Buffer> plain;  // k x n BF16 in "ba" order (W row-major), reordered per M
+};
+
+void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
+  using namespace dnnl;
+  using dt = memory::data_type;
+  using tag = memory::format_tag;
+  omp_set_num_threads(threads);
+  static engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  DnnlWeights& dw = current_shape<DnnlWeights>(n, k, [&](DnnlWeights& d) {
+    const auto& src = source_weights(n, k);
+    d.plain = std::make_unique<Buffer>(static_cast<size_t>(n * k) * 2);
+    auto* p = static_cast<uint16_t*>(d.plain->get());
+    for (size_t i = 0; i < src.size(); ++i) p[i] = sk::f32_to_bf16(src[i]);
+  });
+  const memory::desc a_md({m, k}, dt::bf16, tag::ab), b_md({k, n}, dt::bf16, tag::any), c_md({m, n}, dt::f32, tag::ab);
+  const matmul::primitive_desc pd(matmul::desc(a_md, b_md, c_md), eng);
+  // Weights reordered once into the layout oneDNN prefers for this shape (not timed).
+  memory b_user({{k, n}, dt::bf16, tag::ba}, eng, dw.plain->get());
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<memory> bs;
+  for (int c = 0; c < copies_for(pd.weights_desc().get_size()); ++c) {
+    bufs.push_back(std::make_unique<Buffer>(pd.weights_desc().get_size()));
+    bs.emplace_back(pd.weights_desc(), eng, bufs.back()->get());
+    reorder(b_user, bs.back()).execute(s, b_user, bs.back());
+  }
+  s.wait();
+  memory a(pd.src_desc(), eng), c(pd.dst_desc(), eng);
+  {
+    auto* p = static_cast<uint16_t*>(a.get_data_handle());
+    const auto x = random_floats(static_cast<size_t>(m * k), 2);
+    for (size_t i = 0; i < x.size(); ++i) p[i] = sk::f32_to_bf16(x[i]);
+  }
+  const matmul prim(pd);
+  st.SetLabel(pd.impl_info_str());
+  size_t i = 0;
+  for (auto _ : st) {
+    prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bs[i++ % bs.size()]}, {DNNL_ARG_DST, c}});
+    s.wait();
+  }
+  set_counters(st, m, n, k, 2.0 * n * k, static_cast<int>(bs.size()));
+}
+#endif
+
+#ifdef SANDWICH_BENCH_OPENBLAS
+struct BlasWeights {
+  std::vector<std::unique_ptr<Buffer>> bufs;  // n x k F32 copies
+};
+
+void bench_openblas(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
+  openblas_set_num_threads(threads);
+  BlasWeights& bw = current_shape<BlasWeights>(n, k, [&](BlasWeights& b) {
+    const auto& src = source_weights(n, k);
+    for (int c = 0; c < copies_for(src.size() * 4); ++c) {
+      b.bufs.push_back(std::make_unique<Buffer>(src.size() * 4));
+      std::memcpy(b.bufs.back()->get(), src.data(), src.size() * 4);
+    }
+  });
+  auto x = random_floats(static_cast<size_t>(m * k), 2);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  size_t i = 0;
+  for (auto _ : st) {
+    const auto* w = static_cast<const float*>(bw.bufs[i++ % bw.bufs.size()]->get());
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                1.0f, x.data(), static_cast<int>(k), w, static_cast<int>(k), 0.0f, y.data(), static_cast<int>(n));
+  }
+  set_counters(st, m, n, k, 4.0 * n * k, static_cast<int>(bw.bufs.size()));
+}
+#endif
+
+// Sequential reads of a buffer far larger than the caches, each thread its half, four 64-byte
+// loads per step (hardware prefetch only: software prefetch measured slower here).
+__attribute__((target("avx512f"))) __m512i read_range(const char* p, size_t bytes) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 256 <= bytes; i += 256) {
+    a0 = _mm512_xor_si512(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_xor_si512(a1, _mm512_load_si512(p + i + 64));
+    a2 = _mm512_xor_si512(a2, _mm512_load_si512(p + i + 128));
+    a3 = _mm512_xor_si512(a3, _mm512_load_si512(p + i + 192));
+  }
+  return _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+}
+
+void bench_dram_read(benchmark::State& st, int threads) {
+  static Buffer buf(kStreamBytes);
+  static bool filled = false;
+  if (!filled) {
+    std::memset(buf.get(), 1, kStreamBytes);
+    filled = true;
+  }
+  sk::ThreadTeam& t = team(threads);
+  const char* p = static_cast<const char*>(buf.get());
+  for (auto _ : st) {
+    t.run([&](int tid, int nt) {
+      const size_t share = kStreamBytes / nt / 256 * 256;
+      benchmark::DoNotOptimize(read_range(p + share * tid, share));
+    });
+  }
+  st.counters["read_B/s"] = benchmark::Counter(static_cast<double>(kStreamBytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// vdpbf16ps on registers only, 24 independent accumulators a thread: the BF16 peak.
+__attribute__((target("avx512f,avx512bf16"), noinline)) float bf16_peak_loop(int64_t iters) {
+  __m512 acc[24];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512bh b = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 24
+    for (int j = 0; j < 24; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], b, b);
+  }
+  // (Not _mm512_reduce_add_ps: GCC 12's header trips -Wuninitialized on it.)
+  for (int j = 1; j < 24; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  float lanes[16];
+  _mm512_storeu_ps(lanes, acc[0]);
+  return lanes[0];
+}
+
+void bench_bf16_peak(benchmark::State& st, int threads) {
+  if (!sk::cpu_has(sk::Isa::Avx512Bf16)) {
+    st.SkipWithError("no AVX512_BF16 on this CPU");
+    return;
+  }
+  constexpr int64_t kIters = 1 << 20;
+  sk::ThreadTeam& t = team(threads);
+  for (auto _ : st) t.run([&](int, int) { benchmark::DoNotOptimize(bf16_peak_loop(kIters)); });
+  st.counters["FLOPS"] =
+      benchmark::Counter(static_cast<double>(kIters) * 24 * 64 * threads, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- summary of ratios -------------------------------------------------------------------
+
+struct Key {
+  std::string peer;
+  int64_t m, n, k;
+  int threads;
+  auto operator<=>(const Key&) const = default;
+};
+
+// Collects each benchmark's median (or its only run) and prints the must-show ratios at the end.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
+      if (!median && !single) continue;
+      const double secs = r.GetAdjustedRealTime() / multiplier(r.time_unit);
+      seconds_[r.run_name.function_name] = secs;
+    }
+  }
+
+  static void add(const std::string& name, Key key) { keys().emplace(name, key); }
+  static void add_stream(const std::string& name, const std::string& gemm_name) { stream_of()[gemm_name] = name; }
+  static void add_peak(int threads, const std::string& name) { peaks()[threads] = name; }
+
+  void print_summary() const {
+    std::map<Key, double> t;
+    for (const auto& [name, key] : keys())
+      if (auto it = seconds_.find(name); it != seconds_.end()) t[key] = it->second;
+    if (t.empty()) return;
+    std::printf("\n== summary (medians of this run) ==\n");
+    std::printf("%7s %6s %6s %2s | %9s %9s %9s | %6s %6s\n", "M", "N", "K", "t", "ours", "oneDNN", "OpenBLAS",
+                "/dnnl", "/blas");
+    std::map<int, std::vector<double>> skinny;  // threads -> ratios to oneDNN for M in 2..64
+    for (const auto& [key, secs] : t) {
+      if (key.peer != "sandwich") continue;
+      const double flops = 2.0 * key.m * key.n * key.k;
+      auto peer = [&](const char* p) {
+        auto it = t.find(Key{p, key.m, key.n, key.k, key.threads});
+        return it == t.end() ? 0.0 : it->second;
+      };
+      const double d = peer("onednn"), b = peer("openblas");
+      std::printf("%7lld %6lld %6lld %2d | %7.1f GF %7.1f GF %7.1f GF | %6.2f %6.2f\n", static_cast<long long>(key.m),
+                  static_cast<long long>(key.n), static_cast<long long>(key.k), key.threads, flops / secs / 1e9,
+                  d > 0 ? flops / d / 1e9 : 0.0, b > 0 ? flops / b / 1e9 : 0.0, d > 0 ? d / secs : 0.0,
+                  b > 0 ? b / secs : 0.0);
+      if (key.m >= 2 && key.m <= 64 && d > 0) skinny[key.threads].push_back(d / secs);
+    }
+    std::printf("\n-- must-show 1: BF16 GEMM with M >= 128, fraction of the measured peak, and vs oneDNN --\n");
+    for (const auto& [key, secs] : t) {
+      if (key.peer != "sandwich" || key.m < 128) continue;
+      const double gf = 2.0 * key.m * key.n * key.k / secs / 1e9;
+      double peak = 0;
+      if (auto p = peaks().find(key.threads); p != peaks().end())
+        if (auto it = seconds_.find(p->second); it != seconds_.end()) peak = 24.0 * 64 * (1 << 20) * key.threads / it->second / 1e9;
+      auto it = t.find(Key{"onednn", key.m, key.n, key.k, key.threads});
+      std::printf("M %4lld N %5lld K %5lld t %d: %6.1f GFLOPS = %5.1f%% of peak %6.1f, %5.2fx oneDNN\n",
+                  static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
+                  key.threads, gf, peak > 0 ? 100 * gf / peak : 0.0, peak,
+                  it != t.end() ? it->second / secs : 0.0);
+    }
+    std::printf("\n-- must-show 2: skinny M (2..64), mean speedup over oneDNN --\n");
+    for (const auto& [threads, r] : skinny) {
+      double sum = 0, logsum = 0;
+      for (double v : r) sum += v, logsum += std::log(v);
+      std::printf("threads %d: arithmetic mean %.2fx, geometric mean %.2fx over %zu shapes\n", threads, sum / r.size(),
+                  std::exp(logsum / r.size()), r.size());
+    }
+    std::printf("\n-- must-show 3: M = 1, weight bytes read per second vs the DRAM stream measured beside it --\n");
+    for (const auto& [key, secs] : t) {
+      if (key.peer != "sandwich" || key.m != 1) continue;
+      const double gbs = 2.0 * key.n * key.k / secs / 1e9;
+      double stream = 0;
+      for (const auto& [name, k2] : keys())
+        if (k2 == key)
+          if (auto s = stream_of().find(name); s != stream_of().end())
+            if (auto it = seconds_.find(s->second); it != seconds_.end()) stream = kStreamBytes / it->second / 1e9;
+      std::printf("N %5lld K %5lld t %d: %5.1f GB/s = %5.1f%% of the stream's %5.1f GB/s\n", static_cast<long long>(key.n),
+                  static_cast<long long>(key.k), key.threads, gbs, stream > 0 ? 100 * gbs / stream : 0.0, stream);
+    }
+  }
+
+ private:
+  static double multiplier(benchmark::TimeUnit u) {
+    switch (u) {
+      case benchmark::kNanosecond: return 1e9;
+      case benchmark::kMicrosecond: return 1e6;
+      case benchmark::kMillisecond: return 1e3;
+      case benchmark::kSecond: return 1;
+    }
+    return 1;
+  }
+  static std::map<std::string, Key>& keys() {
+    static std::map<std::string, Key> k;
+    return k;
+  }
+  static std::map<std::string, std::string>& stream_of() {
+    static std::map<std::string, std::string> s;
+    return s;
+  }
+  static std::map<int, std::string>& peaks() {
+    static std::map<int, std::string> p;
+    return p;
+  }
+  std::map<std::string, double> seconds_;
+};
+
+// Shape-major order, peers side by side: each peer keeps one shape's weights at a time, and a
+// DRAM stream runs right before each shape's M = 1 group so the decode ratio is taken under
+// the same memory conditions.
+void register_all() {
+  struct Shape {
+    int64_t n, k;
+    std::vector<int64_t> ms;
+  };
+  const std::vector<int64_t> ms = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  const std::vector<Shape> shapes = {{1152, 2304, {128}},  {768, 1024, {512}},  {6144, 4096, ms},
+                                     {4096, 4096, ms},     {28672, 4096, ms},   {4096, 14336, ms}};
+  using Fn = void (*)(benchmark::State&, int64_t, int64_t, int64_t, int);
+  std::vector<std::pair<std::string, Fn>> peers = {{"sandwich", bench_ours}};
+#ifdef SANDWICH_BENCH_ONEDNN
+  peers.emplace_back("onednn", bench_onednn);
+#endif
+#ifdef SANDWICH_BENCH_OPENBLAS
+  peers.emplace_back("openblas", bench_openblas);
+#endif
+  for (int threads : {1, 2}) {
+    const std::string ts = "/threads:" + std::to_string(threads);
+    const std::string peak = "peak/bf16" + ts;
+    benchmark::RegisterBenchmark(peak.c_str(), bench_bf16_peak, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+    SummaryReporter::add_peak(threads, peak);
+    for (const Shape& s : shapes)
+      for (int64_t m : s.ms) {
+        const std::string shape = "/M:" + std::to_string(m) + "/N:" + std::to_string(s.n) + "/K:" + std::to_string(s.k) + ts;
+        std::string stream;
+        if (m == 1) {
+          stream = "dram_read/before_N:" + std::to_string(s.n) + "_K:" + std::to_string(s.k) + ts;
+          benchmark::RegisterBenchmark(stream.c_str(), bench_dram_read, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+        }
+        for (const auto& [peer, fn] : peers) {
+          const std::string name = "gemm/" + peer + shape;
+          benchmark::RegisterBenchmark(name.c_str(), fn, m, s.n, s.k, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+          SummaryReporter::add(name, Key{peer, m, s.n, s.k, threads});
+          if (m == 1 && peer == "sandwich") SummaryReporter::add_stream(stream, name);
+        }
+      }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Idle peer threads must not keep spinning into the next benchmark longer than ours do
+  // (about 0.3 ms): OpenBLAS's default is 2^28 cycles. Its timeout is read when the library
+  // loads, so set it and start again.
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
+    execv("/proc/self/exe", argv);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_summary();
+  benchmark::Shutdown();
+  return 0;
+}

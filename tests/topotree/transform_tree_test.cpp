@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "topotree/hwloc_loader.h"
+#include "topotree/merkle_hash.h"
+#include "topotree/service_config.h"
+#include "topotree/transform_tree.h"
+#include "topotree_fixtures.h"
+
+namespace sandwich::topo {
+namespace {
+
+TEST(TransformTree, GroupClosureVisitsEachTreeOnce) {
+  // 8 cores: shapes 8 | 2x4 | 4x2 | 2x2x2 -> 4 trees (structure), strides deduplicated.
+  const TopoTree t = load_topology("pack:1 core:8 pu:1").tree;
+  std::set<uint64_t> seen;
+  ExploreOptions o;
+  o.removes = false;
+  const ExploreStats st = explore_transforms(t, o, [&](const TopoTree& tree, const VisitInfo& v) {
+    EXPECT_TRUE(v.all_cores);
+    EXPECT_TRUE(seen.insert(tree_hash(tree, HashMode::Structure)).second) << "visited twice: " << tree.history_string();
+    return 1.0;
+  });
+  EXPECT_EQ(st.group_trees, 4);
+  EXPECT_EQ(st.remove_trees, 0);
+  EXPECT_GT(st.deduplicated, 0);
+  EXPECT_EQ(st.explored(), 4);
+}
+
+TEST(TransformTree, PlacementHashKeepsStridedGroupings) {
+  const TopoTree t = load_topology("pack:1 core:8 pu:1").tree;
+  ExploreOptions o;
+  o.removes = false;
+  o.hash = HashMode::Placement;
+  const ExploreStats st = explore_transforms(t, o, [](const TopoTree&, const VisitInfo&) { return 1.0; });
+  EXPECT_GT(st.group_trees, 4);
+}
+
+TEST(TransformTree, RemovesAreVisitedAfterEveryTreeTheyComeFrom) {
+  const TopoTree t = load_topology("pack:2 core:6 pu:1").tree;
+  std::vector<int64_t> leaves;
+  const ExploreStats st = explore_transforms(t, {}, [&](const TopoTree& tree, const VisitInfo& v) {
+    if (!v.all_cores) leaves.push_back(tree.leaf_count());
+    return static_cast<double>(tree.leaf_count());  // every remove "improves": nothing pruned
+  });
+  EXPECT_EQ(st.pruned, 0);
+  EXPECT_TRUE(std::is_sorted(leaves.rbegin(), leaves.rend())) << "more PUs first";
+  // 2x6 -> group trees 2x6, 2x2x3, 2x3x2; removes reach every (packages, cores) combination.
+  EXPECT_EQ(st.group_trees, 3);
+  EXPECT_GT(st.remove_trees, 10);
+}
+
+TEST(TransformTree, ARemoveThatDoesNotImprovePrunesItsDescendants) {
+  const TopoTree t = load_topology("pack:1 core:8 pu:1").tree;
+  ExploreOptions o;
+  o.max_group_levels = 0;  // the fundamental tree only: removes give 7, 6, ..., 1 cores
+  std::vector<int64_t> visited;
+  // Scores best at 6 cores: 8 -> 7 -> 6 improve, 5 does not.
+  auto score = [](int64_t cores) { return std::abs(static_cast<double>(cores) - 6.0); };
+  const ExploreStats st = explore_transforms(t, o, [&](const TopoTree& tree, const VisitInfo&) {
+    visited.push_back(tree.leaf_count());
+    return score(tree.leaf_count());
+  });
+  // From 8 every remove(n) is generated at once (7..1 cores), so all are visited; only 7 and 6
+  // improve on every tree they come from and get expanded (their children are duplicates).
+  EXPECT_EQ(st.group_trees, 1);
+  EXPECT_EQ(st.remove_trees, 7);
+  EXPECT_EQ(st.pruned, 5);
+  EXPECT_EQ(visited.front(), 8);
+}
+
+TEST(TransformTree, PruningStopsADeepChain) {
+  // Two levels: removes of packages and of cores; score only likes more packages.
+  const TopoTree t = load_topology("pack:4 core:2 pu:1").tree;
+  ExploreOptions o;
+  o.max_group_levels = 0;
+  int visits = 0;
+  const ExploreStats st = explore_transforms(t, o, [&](const TopoTree& tree, const VisitInfo&) {
+    ++visits;
+    return -static_cast<double>(tree.nodes_at(1));  // fewer packages is worse; fewer cores per package is no better
+  });
+  EXPECT_EQ(st.pruned, st.remove_trees);  // no remove ever improves
+  EXPECT_EQ(st.remove_trees, 4);           // only the fundamental tree's own children: 3 package removes + 1 core remove
+  EXPECT_EQ(visits, 5);
+}
+
+TEST(TransformTree, KunpengExploresQuickly) {
+  const TopoTree t = test::shipped_tree("kunpeng920-4s");
+  int64_t n = 0;
+  const ExploreStats st = explore_transforms(t, {}, [&](const TopoTree& tree, const VisitInfo&) {
+    ++n;
+    return -static_cast<double>(tree.leaf_count());  // more cores is better: only group trees expand
+  });
+  EXPECT_EQ(st.explored(), n);
+  EXPECT_EQ(st.group_trees, 40);  // 2 shapes above the dies x 20 ordered factorizations of 24
+  EXPECT_EQ(st.pruned, st.remove_trees);
+}
+
+}  // namespace
+}  // namespace sandwich::topo

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/calibration.h"
+
+namespace sandwich::tuner {
+namespace {
+
+TEST(Calibration, ProbesMeasureSomethingPlausible) {
+  const double bw = probe_read_bandwidth_gbs({0}, 32u << 20, 1);
+  EXPECT_GT(bw, 0.5);
+  EXPECT_LT(bw, 1000);
+  const double fma = probe_fma_f32_gflops(0.01);
+  EXPECT_GE(fma, 0);
+  EXPECT_LT(fma, 2000);
+  const double gemm = probe_gemm_gflops(16, 256, 256, 0, 0.01);
+  EXPECT_GT(gemm, 0.1);
+  EXPECT_GT(probe_team_region_us({0}, 200), 0);
+}
+
+// What params() makes of a record: measured figures where probes exist, fits for GEMM
+// efficiency and contention.
+TEST(Calibration, ParamsFromARecord) {
+  Calibration c;
+  c.cpu = "test CPU";
+  c.cpus = {0, 1, 2, 3};
+  c.read_gbs = {20, 38, 50, 45};  // peak at 3 cores, less at 4: contention
+  c.fma_f32_gflops = 100;
+  c.bf16_gflops = 200;
+  c.gemm_m_small = 4;
+  c.gemm_m_large = 128;
+  // eff(m) = 0.8 m / (m + 4): 0.4 at m=4, 0.7758 at m=128.
+  c.gemm_gflops_small = 200 * 0.8 * 4 / 8;
+  c.gemm_gflops_large = 200 * 0.8 * 128 / 132;
+  c.team_region_us = {0.1, 0.5, 0.7, 0.9};
+  const MachineParams p = c.params();
+  EXPECT_DOUBLE_EQ(p.core_gflops, 200);
+  EXPECT_DOUBLE_EQ(p.core_f32_gflops, 100);
+  EXPECT_NEAR(p.gemm_efficiency, 0.8, 1e-9);
+  EXPECT_NEAR(p.gemm_m_half, 4, 1e-9);
+  EXPECT_DOUBLE_EQ(p.core_bw_gbs, 20);
+  EXPECT_DOUBLE_EQ(p.numa_bw_gbs, 50);
+  // 4 cores want 80 of 50 GB/s and got 45: 50 / (1 + g (80/50 - 1)) = 45.
+  EXPECT_NEAR(p.contention_gamma, (50.0 / 45 - 1) / (80.0 / 50 - 1), 1e-9);
+  EXPECT_DOUBLE_EQ(p.team_sync_us, 0.1);
+  EXPECT_NEAR(p.team_sync_log2_us, 0.4, 1e-9);
+  EXPECT_NO_THROW(p.validate());
+  // A record survives its JSON round trip.
+  const Calibration back = Calibration::from_json(c.to_json());
+  EXPECT_EQ(back.read_gbs, c.read_gbs);
+  EXPECT_EQ(back.cpu, c.cpu);
+}
+
+TEST(Calibration, NoContentionWhenBandwidthOnlyGrows) {
+  Calibration c;
+  c.read_gbs = {20, 35};
+  c.fma_f32_gflops = 50;
+  c.gemm_gflops_small = 10;
+  c.gemm_gflops_large = 30;
+  c.team_region_us = {0.2};
+  const MachineParams p = c.params();
+  EXPECT_DOUBLE_EQ(p.contention_gamma, MachineParams{}.contention_gamma);
+  EXPECT_DOUBLE_EQ(p.numa_bw_gbs, 35);
+  EXPECT_DOUBLE_EQ(p.core_gflops, 50) << "no BF16: the FP32 rate";
+}
+
+TEST(MachineParams, JsonRoundTripAndTypos) {
+  MachineParams p;
+  p.level_bw_gbs["L3"] = 25.6;
+  p.core_bw_gbs = 12.5;
+  const MachineParams q = MachineParams::from_json(p.to_json(), "test");
+  EXPECT_EQ(q.level_bw_gbs, p.level_bw_gbs);
+  EXPECT_DOUBLE_EQ(q.core_bw_gbs, 12.5);
+  EXPECT_THROW(MachineParams::from_json({{"core_bw_gb", 3}}, "test"), std::invalid_argument);
+  EXPECT_THROW(MachineParams::from_json({{"core_bw_gbs", -3}}, "test"), std::invalid_argument);
+  EXPECT_THROW(MachineParams::from_json({{"gemm_efficiency", 1.5}}, "test"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sandwich::tuner

@@ -1,0 +1,27 @@
+#pragma once
+// The fundamental TopoTree of a machine, read with hwloc: this machine, an hwloc synthetic
+// description ("pack:2 [numa] l3:16 l2:4 core:1 pu:2") or an hwloc XML file (lstopo file.xml).
+//
+// Levels where every node has a single child are merged into one ("L2+L1d+Core+PU"): they add
+// no choice to a cut. An asymmetric machine (a package with fewer cores, hybrid cores) is cut
+// down to its largest symmetric part, and a note says what was left out.
+#include <string>
+#include <vector>
+
+#include "topotree/topo_tree.h"
+
+namespace sandwich::topo {
+
+struct LoadedTopology {
+  TopoTree tree;
+  std::string source;              // "this machine", "synthetic: ...", "XML: file.xml"
+  std::vector<std::string> notes;  // things a user should know (asymmetry, missing NUMA info)
+  int pus_total = 0;               // PUs hwloc reported, before any symmetric cut
+};
+
+// spec: "" = this machine; an existing file = hwloc XML; anything else = a synthetic
+// description. Throws std::invalid_argument with hwloc's complaint and an example if the
+// description is not valid.
+LoadedTopology load_topology(const std::string& spec);
+
+}  // namespace sandwich::topo

@@ -1,0 +1,138 @@
+// Reading a machine's topology with hwloc into a RawNode tree, then a TopoTree.
+#include "topotree/hwloc_loader.h"
+
+#include <hwloc.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "raw_tree.h"
+
+namespace sandwich::topo {
+namespace {
+
+using detail::RawNode;
+
+struct TopologyDeleter {
+  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
+// hwloc explains a rejected synthetic string on stderr; catch that line so the error the user
+// sees is one line holding the reason.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    saved_ = dup(2);
+    if (file_ && saved_ >= 0) dup2(fileno(file_), 2);
+  }
+  ~StderrCapture() { restore(); if (file_) std::fclose(file_); }
+  std::string text() {
+    restore();
+    if (!file_) return {};
+    std::string out;
+    std::rewind(file_);
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, file_)) out += buf;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    for (char& c : out)
+      if (c == '\n') c = ';';
+    return out;
+  }
+
+ private:
+  void restore() {
+    if (saved_ >= 0) {
+      std::fflush(stderr);
+      dup2(saved_, 2);
+      close(saved_);
+      saved_ = -1;
+    }
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+std::string type_name(hwloc_obj_t obj) {
+  if (obj->type == HWLOC_OBJ_GROUP) {
+    if (obj->subtype && *obj->subtype) return obj->subtype;
+    return "Group";
+  }
+  char buf[64];
+  hwloc_obj_type_snprintf(buf, sizeof buf, obj, 0);
+  return buf;
+}
+
+RawNode read_object(hwloc_obj_t obj, bool& missing_numa) {
+  RawNode n;
+  n.type = type_name(obj);
+  if (hwloc_obj_type_is_cache(obj->type)) n.cache_bytes = obj->attr->cache.size;
+  n.numa_memory = obj->memory_arity > 0;
+  if (obj->type == HWLOC_OBJ_PU) {
+    n.cpu = static_cast<int>(obj->os_index);
+    const int first = obj->nodeset ? hwloc_bitmap_first(obj->nodeset) : -1;
+    if (first < 0) missing_numa = true;
+    n.numa = first < 0 ? 0 : first;
+    return n;
+  }
+  for (unsigned i = 0; i < obj->arity; ++i) n.children.push_back(read_object(obj->children[i], missing_numa));
+  return n;
+}
+
+bool looks_like_xml_file(const std::string& spec) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(spec, ec);
+}
+
+}  // namespace
+
+LoadedTopology load_topology(const std::string& spec) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) throw std::runtime_error("hwloc_topology_init failed");
+  TopologyPtr topo(raw);
+  std::string source;
+  if (spec.empty()) {
+    source = "this machine";
+  } else if (looks_like_xml_file(spec)) {
+    source = "XML: " + spec;
+    StderrCapture capture;
+    const int rc = hwloc_topology_set_xml(raw, spec.c_str());
+    const std::string why = capture.text();
+    if (rc != 0)
+      throw std::invalid_argument("cannot use '" + spec + "' as an hwloc XML topology" +
+                                  (why.empty() ? std::string() : " (" + why + ")") +
+                                  "; write one with: lstopo file.xml");
+  } else {
+    source = "synthetic: " + spec;
+    StderrCapture capture;
+    const int rc = hwloc_topology_set_synthetic(raw, spec.c_str());
+    const std::string why = capture.text();
+    if (rc != 0)
+      throw std::invalid_argument("invalid topology '" + spec + "': not an XML file and not a valid hwloc synthetic description" +
+                                  (why.empty() ? std::string() : " (hwloc: " + why + ")") +
+                                  "; example: \"pack:2 [numa] l3:16 core:4 pu:2\"");
+  }
+  {
+    StderrCapture capture;
+    const int rc = hwloc_topology_load(raw);
+    const std::string why = capture.text();
+    if (rc != 0)
+      throw std::invalid_argument("hwloc could not load the topology from " + source +
+                                  (why.empty() ? std::string() : " (" + why + ")"));
+  }
+  bool missing_numa = false;
+  RawNode root = read_object(hwloc_get_root_obj(raw), missing_numa);
+  std::vector<std::string> notes;
+  if (missing_numa) notes.push_back("hwloc gave no NUMA node for some PUs; they are taken as NUMA node 0");
+  const int pus = hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PU);
+  TopoTree tree = detail::raw_to_topo_tree(std::move(root), notes);
+  return LoadedTopology{std::move(tree), source, std::move(notes), pus};
+}
+
+}  // namespace sandwich::topo

@@ -1,0 +1,88 @@
+#pragma once
+// A roofline latency simulator for service configurations.
+//
+// Every rank of a configuration runs the same tensor-parallel shard of each step at once. A
+// rank's GEMMs take max(FLOPs / (its cores' peak x efficiency(m)), bytes / its bandwidth); its
+// bandwidth is what its cores get when every active core of the configuration streams at the
+// same time: a core draws at most core_bw, and each shared resource of the machine (a NUMA
+// node's memory, optionally an L3 domain's link) splits its capacity, degraded when
+// oversubscribed, among the active cores under it. A rank spanning NUMA nodes reads part of
+// its memory remotely. Ranks meet in two all-reduces per layer (and a logits all-gather).
+// Contention comes from the fundamental tree (the real resources); group levels a transform
+// invented carry none.
+//
+// Prefill figure: mean latency to prefill one trace request on its own, in chunks. Decode
+// figure: one decode step of decode_batch sequences at the trace's mean decode context, i.e.
+// the time per output token.
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "topotree/topo_tree.h"
+#include "tuner/evaluator.h"
+#include "tuner/machine_params.h"
+#include "tuner/trace_sampler.h"
+
+namespace sandwich::tuner {
+
+struct WorkloadOptions {
+  int decode_batch = 1;          // sequences decoding together
+  int prefill_chunk = 512;       // tokens of one prefill step
+  double weight_bytes = 2;       // BF16 matrices
+  double kv_bytes = 4;           // the engine's KV cache is f32
+  double activation_bytes = 4;   // all-reduce payload elements (f32)
+};
+
+// The speed of one rank of a configuration, with every rank running.
+struct RankSpeed {
+  int threads = 0;
+  double gemm_gflops = 0;   // peak on the weight type, summed over its PUs
+  double f32_gflops = 0;
+  double bandwidth_gbs = 0;
+  int numa_nodes = 1;       // NUMA nodes its CPUs span
+  bool operator==(const RankSpeed&) const = default;
+};
+
+class LatencySimulator : public ConfigEvaluator {
+ public:
+  // machine: the fundamental tree (its resources); every CPU of a configuration must be in it.
+  LatencySimulator(const topo::TopoTree& machine, MachineParams params, ModelConfig model, RequestTrace trace,
+                   WorkloadOptions workload = {});
+
+  std::string name() const override { return "latency simulator"; }
+  Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
+  bool cheap() const override { return true; }
+
+  std::vector<RankSpeed> rank_speeds(const topo::ServiceConfig& config) const;
+  // One forward step: `tokens` new tokens over `seqs` sequences, attention over `attn_ctx`
+  // cached+new positions per token on average (prefill passes the exact sums below).
+  struct Step {
+    int64_t tokens = 1, seqs = 1;
+    double attn_flops = 0;   // whole model, one layer
+    double kv_bytes = 0;     // whole model, one layer
+  };
+  Prediction step_time(const topo::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
+                       const Step& step) const;
+
+  const MachineParams& params() const { return params_; }
+  const WorkloadOptions& workload() const { return workload_; }
+
+ private:
+  struct CpuInfo {
+    int core = 0;                 // physical core id
+    int numa = 0;
+    std::vector<int> capped;      // node index at each capped level
+  };
+  MachineParams params_;
+  ModelConfig model_;
+  RequestTrace trace_;
+  WorkloadOptions workload_;
+  std::unordered_map<int, CpuInfo> cpus_;
+  std::vector<double> capped_gbs_;  // capacity of a node of each capped level
+  int n_cores_ = 0, n_numa_ = 0;
+  std::vector<int> capped_nodes_;   // nodes per capped level
+};
+
+}  // namespace sandwich::tuner

@@ -1,0 +1,31 @@
+#pragma once
+// What `--topology` names: nothing (this machine), a shipped topology (configs/topologies/
+// <name>.json: an hwloc synthetic string or XML file plus the machine's published speeds), a
+// descriptor file, an hwloc XML file or an hwloc synthetic string.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topotree/topo_tree.h"
+#include "tuner/machine_params.h"
+
+namespace sandwich::tuner {
+
+struct MachineDescription {
+  std::string name;         // the shipped name, "this machine", or the spec as given
+  std::string description;  // one line for people
+  topo::TopoTree tree;
+  std::string source;                  // how hwloc read it
+  std::vector<std::string> notes;      // asymmetry and the like
+  std::optional<MachineParams> params; // from a descriptor; none for raw hwloc input
+  bool local = false;                  // this machine: calibration and measurement apply
+};
+
+// Throws std::invalid_argument with a one-line reason (and the shipped names) on bad input.
+MachineDescription load_machine(const std::string& spec);
+
+std::filesystem::path topologies_dir();  // configs/topologies under the engine's configs_dir()
+std::vector<std::string> shipped_topology_names();
+
+}  // namespace sandwich::tuner

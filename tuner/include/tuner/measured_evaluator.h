@@ -1,0 +1,48 @@
+#pragma once
+// The measured evaluator: runs real engine steps (make_executor, dummy BF16 weights with the
+// model's shapes) under each configuration on this machine and times them, for the same
+// figures the simulator predicts: mean prefill latency of the trace's requests (in chunks) and
+// the time of one decode step of decode_batch sequences at the trace's mean decode context.
+// Multi-rank configurations fork their rank processes per evaluation.
+#include <memory>
+#include <string>
+
+#include "engine/model_config.h"
+#include "tuner/evaluator.h"
+#include "tuner/latency_simulator.h"
+#include "tuner/trace_sampler.h"
+
+namespace sandwich {
+class Model;
+class KVCache;
+}  // namespace sandwich
+
+namespace sandwich::tuner {
+
+struct MeasureOptions {
+  int warmup = 1;                 // untimed runs before each measurement
+  int decode_steps = 8;           // timed decode steps (the median counts)
+  int max_prefill_requests = 8;   // trace requests prefilled per evaluation (0: all)
+};
+
+class MeasuredEvaluator : public ConfigEvaluator {
+ public:
+  // model: a preset name or a model path (its shapes; the weights are dummy).
+  MeasuredEvaluator(const std::string& model, RequestTrace trace, WorkloadOptions workload,
+                    MeasureOptions options = {});
+  ~MeasuredEvaluator() override;
+
+  std::string name() const override { return "measured (engine steps on this machine)"; }
+  Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
+  const ModelConfig& model_config() const;
+
+ private:
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<KVCache> kv_;
+  RequestTrace trace_;
+  WorkloadOptions workload_;
+  MeasureOptions options_;
+  int32_t decode_context_ = 0;
+};
+
+}  // namespace sandwich::tuner

@@ -1,0 +1,29 @@
+#pragma once
+// How `sandwich-tune configs` shows a search: text for people, JSON for scripts and plans.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tuner/config_search.h"
+#include "tuner/machine_description.h"
+
+namespace sandwich::tuner {
+
+struct ReportContext {
+  const MachineDescription* machine = nullptr;
+  const ModelConfig* model = nullptr;
+  std::string evaluator;     // "latency simulator"
+  std::string params_source; // where the machine parameters come from
+  std::string trace;         // one line about the trace and workload
+  std::vector<std::string> notes;
+};
+
+std::string report_header(const ReportContext& ctx);
+std::string report_text(const SearchResult& r);
+// One line: "40 trees explored (...), ...; 0.05 s".
+std::string stats_line(const SearchStats& s);
+nlohmann::json report_json(const ReportContext& ctx, const std::vector<SearchResult>& results,
+                           const nlohmann::json& params);
+
+}  // namespace sandwich::tuner

@@ -1,0 +1,157 @@
+// Calibration of the latency simulator on this machine (probes in calibration_probes.cpp).
+#include "tuner/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace sandwich::tuner {
+namespace fs = std::filesystem;
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+// One PU of each core of the first NUMA node, in tree order.
+std::vector<int> probe_cpus(const topo::TopoTree& t, int max_threads) {
+  const int cd = topo::core_depth(t);
+  const int first_numa = t.leaf_numa()[0];
+  std::vector<int> out;
+  for (int64_t c = 0; c < t.nodes_at(cd); ++c) {
+    const auto cpus = t.node_cpus(cd, c);
+    if (t.node_numa(cd, c) != first_numa) continue;
+    out.push_back(cpus[0]);
+    if (max_threads > 0 && static_cast<int>(out.size()) >= max_threads) break;
+  }
+  return out;
+}
+
+fs::path cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "sandwich";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "sandwich";
+  return fs::temp_directory_path() / "sandwich";
+}
+
+}  // namespace
+
+nlohmann::json Calibration::to_json() const {
+  return {{"cpu", cpu},
+          {"cpus", cpus},
+          {"read_gbs", read_gbs},
+          {"fma_f32_gflops", fma_f32_gflops},
+          {"bf16_gflops", bf16_gflops},
+          {"gemm_m_small", gemm_m_small},
+          {"gemm_m_large", gemm_m_large},
+          {"gemm_gflops_small", gemm_gflops_small},
+          {"gemm_gflops_large", gemm_gflops_large},
+          {"team_region_us", team_region_us},
+          {"seconds", seconds}};
+}
+
+Calibration Calibration::from_json(const nlohmann::json& j) {
+  Calibration c;
+  c.cpu = j.at("cpu").get<std::string>();
+  c.cpus = j.at("cpus").get<std::vector<int>>();
+  c.read_gbs = j.at("read_gbs").get<std::vector<double>>();
+  c.fma_f32_gflops = j.at("fma_f32_gflops").get<double>();
+  c.bf16_gflops = j.at("bf16_gflops").get<double>();
+  c.gemm_m_small = j.at("gemm_m_small").get<int>();
+  c.gemm_m_large = j.at("gemm_m_large").get<int>();
+  c.gemm_gflops_small = j.at("gemm_gflops_small").get<double>();
+  c.gemm_gflops_large = j.at("gemm_gflops_large").get<double>();
+  c.team_region_us = j.at("team_region_us").get<std::vector<double>>();
+  c.seconds = j.value("seconds", 0.0);
+  if (c.read_gbs.empty() || c.team_region_us.empty() || c.fma_f32_gflops <= 0)
+    throw std::invalid_argument("incomplete calibration record");
+  return c;
+}
+
+MachineParams Calibration::params() const {
+  MachineParams p;  // defaults stand where no probe measures the figure (see MachineParams)
+  p.core_f32_gflops = fma_f32_gflops;
+  p.core_gflops = bf16_gflops > 0 ? bf16_gflops : fma_f32_gflops;
+  // eff(m) = E m / (m + h) through the two GEMM points.
+  const double e1 = gemm_gflops_small / p.core_gflops, e2 = gemm_gflops_large / p.core_gflops;
+  const double m1 = gemm_m_small, m2 = gemm_m_large, r = e2 > 0 ? e1 / e2 : 1;
+  double h = r * m2 - m1 > 0 ? m1 * m2 * (1 - r) / (r * m2 - m1) : 0;
+  h = std::clamp(h, 0.0, 64.0);
+  p.gemm_m_half = h;
+  p.gemm_efficiency = std::clamp(e2 * (m2 + h) / m2, 0.05, 1.0);
+  // Bandwidth: one core alone; the node is at least what all probed cores drew together.
+  p.core_bw_gbs = read_gbs.front();
+  const auto peak = std::max_element(read_gbs.begin(), read_gbs.end());
+  p.numa_bw_gbs = *peak;
+  // If more cores drew less than fewer did, the drop measures the contention penalty.
+  const double n_last = static_cast<double>(read_gbs.size()), last = read_gbs.back();
+  const double demand = n_last * p.core_bw_gbs;
+  if (last < *peak * 0.98 && demand > *peak)
+    p.contention_gamma = std::clamp((*peak / last - 1) / (demand / *peak - 1), 0.0, 1.0);
+  p.team_sync_us = team_region_us.front();
+  if (team_region_us.size() >= 2)
+    p.team_sync_log2_us = std::max(0.0, (team_region_us.back() - team_region_us.front()) /
+                                            std::log2(static_cast<double>(team_region_us.size())));
+  p.source = "calibrated on this machine (" + cpu + ")";
+  return p;
+}
+
+Calibration calibrate_this_machine(const topo::TopoTree& local, const CalibrationOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Calibration c;
+  c.cpu = cpu_model_name();
+  c.cpus = probe_cpus(local, o.max_threads);
+  for (size_t n = 1; n <= c.cpus.size(); ++n) {
+    const std::vector<int> use(c.cpus.begin(), c.cpus.begin() + static_cast<long>(n));
+    c.read_gbs.push_back(probe_read_bandwidth_gbs(use, o.bytes_per_thread));
+    c.team_region_us.push_back(probe_team_region_us(use));
+  }
+  c.fma_f32_gflops = probe_fma_f32_gflops(o.seconds_per_probe);
+  c.bf16_gflops = probe_bf16_dot_gflops(o.seconds_per_probe);
+  c.gemm_gflops_small = probe_gemm_gflops(c.gemm_m_small, 1024, 1024, c.cpus[0], o.seconds_per_probe);
+  c.gemm_gflops_large = probe_gemm_gflops(c.gemm_m_large, 1024, 1024, c.cpus[0], o.seconds_per_probe);
+  if (c.fma_f32_gflops <= 0) {
+    // No AVX2/AVX-512: the GEMM itself is the best measure of the core's rate.
+    c.fma_f32_gflops = c.gemm_gflops_large;
+  }
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, fs::path* cache_file) {
+  const std::string cpu = cpu_model_name();
+  std::string key = cpu + "|" + topo::format_cpu_list(local.cpus());
+  const fs::path file = cache_dir() / ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
+  if (cache_file) *cache_file = file;
+  if (!recalibrate) {
+    std::ifstream in(file);
+    if (in) {
+      try {
+        return Calibration::from_json(nlohmann::json::parse(in));
+      } catch (const std::exception&) {
+        // A stale or damaged cache is simply measured again.
+      }
+    }
+  }
+  Calibration c = calibrate_this_machine(local);
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  std::ofstream out(file);
+  if (out) out << c.to_json().dump(2) << "\n";
+  return c;
+}
+
+}  // namespace sandwich::tuner

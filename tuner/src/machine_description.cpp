@@ -1,0 +1,110 @@
+#include "tuner/machine_description.h"
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model_config.h"
+#include "topotree/hwloc_loader.h"
+
+namespace sandwich::tuner {
+namespace fs = std::filesystem;
+namespace {
+
+std::string names_list() {
+  std::string s;
+  for (const auto& n : shipped_topology_names()) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none found in " + topologies_dir().string() : s;
+}
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument("cannot read topology descriptor " + file.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(file.string() + ": invalid JSON (" + std::string(e.what()) + ")");
+  }
+}
+
+MachineParams params_of(const nlohmann::json& j, const fs::path& file, int depth) {
+  if (j.contains("params")) {
+    MachineParams p = MachineParams::from_json(j["params"], file.string());
+    if (p.source == "generic defaults") p.source = "published specs (" + file.filename().string() + ")";
+    return p;
+  }
+  if (j.contains("params_from") && depth < 4) {
+    const fs::path other = file.parent_path() / (j["params_from"].get<std::string>() + ".json");
+    return params_of(read_json(other), other, depth + 1);
+  }
+  throw std::invalid_argument(file.string() + ": a topology descriptor needs \"params\" or \"params_from\"");
+}
+
+MachineDescription from_descriptor(const fs::path& file) {
+  const nlohmann::json j = read_json(file);
+  if (!j.contains("topology") || !j["topology"].is_string())
+    throw std::invalid_argument(file.string() + ": a topology descriptor needs a \"topology\" string");
+  std::string spec = j["topology"].get<std::string>();
+  if (spec.ends_with(".xml")) spec = (file.parent_path() / spec).string();
+  topo::LoadedTopology l = topo::load_topology(spec);
+  MachineDescription m{.name = j.value("name", file.stem().string()),
+                       .description = j.value("description", ""),
+                       .tree = std::move(l.tree),
+                       .source = std::move(l.source),
+                       .notes = std::move(l.notes),
+                       .params = params_of(j, file, 0),
+                       .local = false};
+  return m;
+}
+
+}  // namespace
+
+fs::path topologies_dir() { return configs_dir() / "topologies"; }
+
+std::vector<std::string> shipped_topology_names() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(topologies_dir(), ec))
+    if (e.path().extension() == ".json") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+MachineDescription load_machine(const std::string& spec) {
+  if (spec.empty()) {
+    topo::LoadedTopology l = topo::load_topology("");
+    return MachineDescription{.name = "this machine",
+                              .description = "",
+                              .tree = std::move(l.tree),
+                              .source = std::move(l.source),
+                              .notes = std::move(l.notes),
+                              .params = std::nullopt,
+                              .local = true};
+  }
+  std::error_code ec;
+  if (spec.ends_with(".json") && fs::is_regular_file(spec, ec)) return from_descriptor(spec);
+  const bool name_like = spec.find_first_of(" :/[") == std::string::npos;
+  if (name_like) {
+    const fs::path shipped = topologies_dir() / (spec + ".json");
+    if (fs::is_regular_file(shipped, ec)) return from_descriptor(shipped);
+  }
+  try {
+    topo::LoadedTopology l = topo::load_topology(spec);
+    return MachineDescription{.name = spec,
+                              .description = l.source,
+                              .tree = std::move(l.tree),
+                              .source = std::move(l.source),
+                              .notes = std::move(l.notes),
+                              .params = std::nullopt,
+                              .local = false};
+  } catch (const std::invalid_argument& e) {
+    if (name_like)
+      throw std::invalid_argument("unknown topology '" + spec + "': not a shipped topology (" + names_list() +
+                                  "), not a file and not an hwloc synthetic description");
+    throw;
+  }
+}
+
+}  // namespace sandwich::tuner

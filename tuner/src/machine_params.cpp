@@ -1,0 +1,91 @@
+#include "tuner/machine_params.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace sandwich::tuner {
+namespace {
+
+// Every scalar field once, so to_json and from_json cannot drift apart.
+template <class F>
+void for_each_scalar(MachineParams& p, F&& f) {
+  f("core_gflops", p.core_gflops);
+  f("core_f32_gflops", p.core_f32_gflops);
+  f("gemm_efficiency", p.gemm_efficiency);
+  f("gemm_m_half", p.gemm_m_half);
+  f("attention_efficiency", p.attention_efficiency);
+  f("smt_gain", p.smt_gain);
+  f("core_bw_gbs", p.core_bw_gbs);
+  f("numa_bw_gbs", p.numa_bw_gbs);
+  f("remote_bw_factor", p.remote_bw_factor);
+  f("interconnect_gbs", p.interconnect_gbs);
+  f("contention_gamma", p.contention_gamma);
+  f("team_sync_us", p.team_sync_us);
+  f("team_sync_log2_us", p.team_sync_log2_us);
+  f("allreduce_alpha_us", p.allreduce_alpha_us);
+  f("allreduce_gbs", p.allreduce_gbs);
+}
+
+}  // namespace
+
+nlohmann::json MachineParams::to_json() const {
+  nlohmann::json j;
+  MachineParams copy = *this;
+  for_each_scalar(copy, [&j](const char* name, double& v) { j[name] = v; });
+  j["level_bw_gbs"] = level_bw_gbs;
+  j["source"] = source;
+  return j;
+}
+
+MachineParams MachineParams::from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw std::invalid_argument(where + ": machine parameters must be a JSON object");
+  MachineParams p;
+  std::map<std::string, double*> fields;
+  for_each_scalar(p, [&fields](const char* name, double& v) { fields[name] = &v; });
+  for (const auto& [key, value] : j.items()) {
+    if (key == "source") {
+      p.source = value.get<std::string>();
+    } else if (key == "level_bw_gbs") {
+      if (!value.is_object()) throw std::invalid_argument(where + ": level_bw_gbs must map level names to GB/s");
+      for (const auto& [level, gbs] : value.items()) {
+        if (!gbs.is_number()) throw std::invalid_argument(where + ": level_bw_gbs." + level + " must be a number");
+        p.level_bw_gbs[level] = gbs.get<double>();
+      }
+    } else if (auto it = fields.find(key); it != fields.end()) {
+      if (!value.is_number()) throw std::invalid_argument(where + ": " + key + " must be a number");
+      *it->second = value.get<double>();
+    } else {
+      throw std::invalid_argument(where + ": unknown machine parameter '" + key + "'");
+    }
+  }
+  p.validate();
+  return p;
+}
+
+void MachineParams::validate() const {
+  MachineParams copy = *this;
+  for_each_scalar(copy, [](const char* name, double& v) {
+    if (!std::isfinite(v) || v < 0) throw std::invalid_argument(std::string("machine parameter ") + name + " must be >= 0");
+  });
+  auto positive = [](const char* name, double v) {
+    if (v <= 0) throw std::invalid_argument(std::string("machine parameter ") + name + " must be > 0");
+  };
+  positive("core_gflops", core_gflops);
+  positive("core_f32_gflops", core_f32_gflops);
+  positive("gemm_efficiency", gemm_efficiency);
+  positive("attention_efficiency", attention_efficiency);
+  positive("core_bw_gbs", core_bw_gbs);
+  positive("numa_bw_gbs", numa_bw_gbs);
+  positive("remote_bw_factor", remote_bw_factor);
+  positive("allreduce_gbs", allreduce_gbs);
+  positive("interconnect_gbs", interconnect_gbs);
+  positive("smt_gain", smt_gain);
+  if (gemm_efficiency > 1 || attention_efficiency > 1)
+    throw std::invalid_argument("machine parameters gemm_efficiency and attention_efficiency are fractions of peak (<= 1)");
+  for (const auto& [level, gbs] : level_bw_gbs)
+    if (!(gbs > 0)) throw std::invalid_argument("level_bw_gbs." + level + " must be > 0");
+}
+
+}  // namespace sandwich::tuner

@@ -1,0 +1,106 @@
+#include "tuner/measured_evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+
+#include "engine/executor.h"
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "tuner/engine_config.h"
+
+namespace sandwich::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trace, WorkloadOptions workload,
+                                     MeasureOptions options)
+    : trace_(std::move(trace)), workload_(workload), options_(options) {
+  if (trace_.requests.empty()) throw std::invalid_argument("the measured evaluator needs a non-empty request trace");
+  if (options_.max_prefill_requests > 0 && static_cast<int>(trace_.requests.size()) > options_.max_prefill_requests)
+    trace_.requests.resize(static_cast<size_t>(options_.max_prefill_requests));
+  LoadOptions lo;
+  lo.model = model;
+  lo.load_format = LoadFormat::Dummy;
+  lo.dtype = workload_.weight_bytes == 4 ? WeightDType::F32 : WeightDType::BF16;
+  lo.require_tokenizer = false;
+  model_ = load_model(lo);
+  const ModelConfig& c = model_->config;
+  decode_context_ = std::clamp(static_cast<int32_t>(trace_.mean_decode_context()), 1, c.max_seq_len - 2);
+  int64_t longest = 1;
+  for (const auto& r : trace_.requests) longest = std::max<int64_t>(longest, std::min(r.input, c.max_seq_len));
+  const int64_t per_seq_blocks = KVCache::blocks_for(decode_context_ + 1);
+  const int64_t tokens = std::max(longest, per_seq_blocks * kernels::kKVBlock * workload_.decode_batch);
+  kv_ = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, tokens) + KVCache::block_bytes(c) * (workload_.decode_batch + 1));
+}
+
+MeasuredEvaluator::~MeasuredEvaluator() = default;
+
+const ModelConfig& MeasuredEvaluator::model_config() const { return model_->config; }
+
+Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
+  const ModelConfig& c = model_->config;
+  ExecutorLimits limits;
+  limits.max_tokens = workload_.prefill_chunk;
+  limits.max_entries = std::max(1, workload_.decode_batch);
+  auto ex = make_executor(*model_, *kv_, to_engine_config(config), limits);
+  // Token ids do not change the time a step takes; any valid ones do.
+  std::mt19937 rng(7);
+  auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size)); };
+  Prediction p;
+  if (phase == Phase::Prefill) {
+    std::vector<float> logits(static_cast<size_t>(c.vocab_size));
+    auto prefill = [&](const RequestLengths& r) {
+      const int32_t n = std::min(r.input, c.max_seq_len - 1);
+      std::vector<int32_t> tokens(static_cast<size_t>(n)), table;
+      for (auto& t : tokens) t = token();
+      if (!kv_->reserve(table, n)) throw std::runtime_error("the measured evaluator's KV cache is too small");
+      const auto t0 = Clock::now();
+      for (int32_t done = 0; done < n;) {
+        const int32_t chunk = std::min(workload_.prefill_chunk, n - done);
+        BatchEntry e{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(done), static_cast<size_t>(chunk)), done,
+                     table, done + chunk == n};
+        ex->run({&e, 1}, logits.data());
+        done += chunk;
+      }
+      const double ms = ms_since(t0);
+      kv_->release(table);
+      return ms;
+    };
+    for (int i = 0; i < options_.warmup; ++i) prefill(trace_.requests.front());
+    double total = 0;
+    for (const auto& r : trace_.requests) total += prefill(r);
+    p.ms = total / static_cast<double>(trace_.requests.size());
+    return p;
+  }
+  const int b = workload_.decode_batch;
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(b));
+  std::vector<int32_t> tokens(static_cast<size_t>(b));
+  for (auto& t : tables)
+    if (!kv_->reserve(t, decode_context_ + 1)) throw std::runtime_error("the measured evaluator's KV cache is too small");
+  std::vector<BatchEntry> batch;
+  for (int i = 0; i < b; ++i) {
+    tokens[static_cast<size_t>(i)] = token();
+    batch.push_back({std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1), decode_context_,
+                     tables[static_cast<size_t>(i)], true});
+  }
+  std::vector<float> logits(static_cast<size_t>(c.vocab_size) * static_cast<size_t>(b));
+  for (int i = 0; i < options_.warmup; ++i) ex->run(batch, logits.data());
+  std::vector<double> steps;
+  for (int i = 0; i < std::max(1, options_.decode_steps); ++i) {
+    const auto t0 = Clock::now();
+    ex->run(batch, logits.data());
+    steps.push_back(ms_since(t0));
+  }
+  for (auto& t : tables) kv_->release(t);
+  std::nth_element(steps.begin(), steps.begin() + static_cast<long>(steps.size() / 2), steps.end());
+  p.ms = steps[steps.size() / 2];
+  return p;
+}
+
+}  // namespace sandwich::tuner
