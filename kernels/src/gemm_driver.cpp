@@ -153,15 +153,8 @@ void thread_body(const Job& j, int tid, float* y, int64_t ldy, bool add) {
   thread_local std::vector<std::pair<int64_t, int64_t>> slices;
   slices.clear();
   const int64_t np = j.p1 - j.p0;
-  static const int64_t kGroup = getenv("INTERLEAVE") ? atoi(getenv("INTERLEAVE")) : 0;
-  if (kGroup > 0) {
-    for (int64_t g0 = j.p0 + kGroup * in; g0 < j.p1; g0 += kGroup * s.tn)
-      for (int64_t pp = g0; pp < std::min(j.p1, g0 + kGroup); pp += bn_panels)
-        slices.emplace_back(pp, std::min(bn_panels, std::min(j.p1, g0 + kGroup) - pp));
-  } else {
-    const int64_t plo = j.p0 + np * in / s.tn, phi = j.p0 + np * (in + 1) / s.tn;
-    for (int64_t pp = plo; pp < phi; pp += bn_panels) slices.emplace_back(pp, std::min(bn_panels, phi - pp));
-  }
+  const int64_t plo = j.p0 + np * in / s.tn, phi = j.p0 + np * (in + 1) / s.tn;
+  for (int64_t pp = plo; pp < phi; pp += bn_panels) slices.emplace_back(pp, std::min(bn_panels, phi - pp));
   if (slices.empty()) return;
   int64_t widest = 0;
   for (auto& sl : slices) widest = std::max(widest, sl.second);
