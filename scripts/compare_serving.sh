@@ -12,7 +12,8 @@
 #   --max-model-len L    sandwichd's context limit (the dataset is filtered to it too)
 #   --port P             sandwichd's port (default 8000)
 #   --sandwichd-arg A    any other sandwichd argument (repeatable)
-#   --real-weights       load the model's weights instead of --load-format dummy
+#   --real-weights       load the model's weights instead of --load-format dummy (the default
+#                        for a preset name; a model file or folder is always loaded as it is)
 #   --no-sandwichd       only benchmark the --endpoint servers
 #   --endpoint L=URL     another server to compare (repeatable), e.g. llama.cpp=http://127.0.0.1:8080
 #   --out DIR            where results go (default out/serve-<model>-<date>, git-ignored)
@@ -95,7 +96,8 @@ if [ $run_sandwichd -eq 1 ]; then
   [ -x "$bin/sandwichd" ] || die "no $bin/sandwichd; build first (scripts/setup.sh) or pass --bin"
   [ "$(health "$port")" = "" ] || [ "$(health "$port")" = "000" ] || die "something already answers on port $port (use --port)"
   args=(--model "$model" --host 127.0.0.1 --port "$port")
-  [ $dummy -eq 1 ] && args+=(--load-format dummy)
+  # A file or folder is what a peer loads too (the same GGUF): serve exactly that.
+  [ $dummy -eq 1 ] && [ ! -e "$model" ] && args+=(--load-format dummy)
   args+=("${sandwichd_args[@]+"${sandwichd_args[@]}"}")
   echo "compare_serving: starting $bin/sandwichd ${args[*]} (log: $out/sandwichd.log)"
   "$bin/sandwichd" "${args[@]}" >"$out/sandwichd.log" 2>&1 &

@@ -11,6 +11,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # benchmark-only peers and plotting
   libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox
+  # real clients in the server tests: curl and the official OpenAI Node SDK
+  curl nodejs npm
 )
 
 install_deps() {
@@ -30,6 +32,18 @@ install_deps() {
 }
 
 if [ "${1:-}" = "--no-deps" ]; then shift; else install_deps; fi
+
+# The OpenAI SDK the server tests drive sandwichd with, pinned by its package-lock.json. A
+# machine without the npm registry still builds; that one test then says how to get it.
+install_openai_client() {
+  local dir=tests/server/openai_client
+  [ -d "$dir/node_modules/openai" ] && return 0
+  command -v npm >/dev/null || { echo "setup: npm not found; the OpenAI SDK test will be skipped" >&2; return 0; }
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "setup: npm ci failed in $dir; the OpenAI SDK test will be skipped" >&2
+}
+
+if [ "${SANDWICH_SKIP_NPM:-0}" != 1 ]; then install_openai_client; fi
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"

@@ -122,8 +122,10 @@ Plan load_plan(const std::filesystem::path& file) {
     throw std::invalid_argument(file.string() + ": a plan needs \"prefill\" and \"decode\" configurations");
   try {
     auto config_of = [](const nlohmann::json& c) {
-      // A plan may hold {"config": {...}, "schedules": ...} per phase, or the config itself.
-      return service_config_from_json(c.contains("config") ? c["config"] : c);
+      // A plan may hold {"config": {...}, "schedules": ...} per phase, the config itself, or
+      // its short form ("2x1").
+      if (c.is_string()) return parse_service_config(c.get<std::string>());
+      return service_config_from_json(c.is_object() && c.contains("config") ? c["config"] : c);
     };
     return {config_of(j["prefill"]), config_of(j["decode"])};
   } catch (const std::invalid_argument& e) {

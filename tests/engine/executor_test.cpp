@@ -177,6 +177,10 @@ TEST(ServiceConfig, ParsesShortAndJsonFormsAndRejectsBadOnes) {
   const Plan p = load_plan(dir / "plan.json");
   EXPECT_EQ(p.prefill.rank_count(), 1);
   EXPECT_EQ(p.decode.rank_count(), 2);
+  std::ofstream(dir / "short.json") << R"({"prefill":"1x2","decode":"2x1"})";
+  const Plan q = load_plan(dir / "short.json");
+  EXPECT_EQ(q.prefill.to_string(), "1x2 [0,1]");
+  EXPECT_EQ(q.decode.to_string(), "2x1 [0] [1]");
   std::ofstream(dir / "bad.json") << R"({"prefill":{}})";
   EXPECT_THROW(load_plan(dir / "bad.json"), std::invalid_argument);
 }

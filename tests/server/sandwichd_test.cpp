@@ -309,5 +309,57 @@ TEST(SandwichdStartup, BadModelExitsWithOneLine) {
   EXPECT_NE(err.find("sandwichd: error:"), std::string::npos) << err;
 }
 
+// Runs a shell command and returns its stdout (exit status in *rc).
+std::string run_capture(const std::string& cmd, int* rc) {
+  TempDir dir;
+  *rc = std::system((cmd + " > " + (dir / "o").string() + " 2>&1").c_str());
+  std::ifstream in(dir / "o");
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST_F(Sandwichd, CurlGetsTheGreedyTextStreamedAndNot) {
+  if (std::system("command -v curl >/dev/null 2>&1") != 0) GTEST_SKIP() << "curl is not installed (scripts/setup.sh installs it)";
+  const std::string prompt = "Once upon a time, there was a cat";
+  const std::string url = "http://127.0.0.1:" + std::to_string(daemon_->port()) + "/v1/completions";
+  const std::string body = completion(prompt, 40).dump();
+  int rc = 0;
+  const std::string out = run_capture("curl -sS " + url + " -H 'Content-Type: application/json' -d '" + body + "'", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json j = json::parse(out);
+  EXPECT_EQ(j["choices"][0]["text"], generate_cli(prompt, 40));
+  const std::string sse = run_capture("curl -sSN " + url + " -H 'Content-Type: application/json' -d '" +
+                                          completion(prompt, 40, true).dump() + "'",
+                                      &rc);
+  ASSERT_EQ(rc, 0) << sse;
+  std::string text;
+  size_t pos = 0;
+  while ((pos = sse.find("data: {", pos)) != std::string::npos) {
+    const size_t end = sse.find("\n\n", pos);
+    text += json::parse(sse.substr(pos + 6, end - pos - 6))["choices"][0]["text"].get<std::string>();
+    pos = end;
+  }
+  EXPECT_EQ(text, j["choices"][0]["text"].get<std::string>());
+  EXPECT_NE(sse.find("data: [DONE]\n\n"), std::string::npos);
+}
+
+// The official OpenAI Node SDK (npm "openai", installed under tests/server/openai_client by
+// scripts/setup.sh) drives the server: models, completions, chat, streaming, error classes.
+TEST_F(Sandwichd, OfficialOpenAINodeClientWorks) {
+  const auto client_dir = source_dir() / "tests/server/openai_client";
+  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
+  if (!std::filesystem::exists(client_dir / "node_modules/openai"))
+    GTEST_SKIP() << "the openai npm package is missing: run scripts/setup.sh (npm ci in " << client_dir << ")";
+  const std::string prompt = "The little bird sang";
+  const std::string expected = generate_cli(prompt, 48);
+  ASSERT_EQ(expected.find('\''), std::string::npos);
+  int rc = 0;
+  const std::string out = run_capture("node " + (client_dir / "openai_sdk_test.mjs").string() + " http://127.0.0.1:" +
+                                          std::to_string(daemon_->port()) + "/v1 unused-key '" + prompt + "' '" +
+                                          expected + "'",
+                                      &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("openai sdk: all checks passed"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace sandwich::test

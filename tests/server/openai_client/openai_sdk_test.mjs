@@ -1,0 +1,77 @@
+// Drives a running sandwichd with the official OpenAI Node SDK, as a user's application would.
+// Usage: node openai_sdk_test.mjs BASE_URL API_KEY PROMPT EXPECTED_GREEDY_TEXT
+// Exits non-zero with a one-line reason on the first mismatch.
+import OpenAI from "openai";
+
+const [baseURL, apiKey, prompt, expected] = process.argv.slice(2);
+if (!baseURL || expected === undefined) {
+  console.error("usage: node openai_sdk_test.mjs BASE_URL API_KEY PROMPT EXPECTED_GREEDY_TEXT");
+  process.exit(2);
+}
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+
+function check(cond, what) {
+  if (!cond) {
+    console.error(`openai sdk: FAILED: ${what}`);
+    process.exit(1);
+  }
+  console.log(`ok - ${what}`);
+}
+
+const models = await client.models.list();
+const ids = models.data.map((m) => m.id);
+check(ids.length >= 1, `models.list returns the served model (${ids.join(", ")})`);
+const model = ids[0];
+const maxTokens = 48;
+
+const c = await client.completions.create({ model, prompt, max_tokens: maxTokens, temperature: 0 });
+check(c.object === "text_completion" && c.choices.length === 1, "completions.create returns one text_completion choice");
+check(c.choices[0].text === expected, "greedy completion equals sandwich-generate");
+check(c.usage && c.usage.completion_tokens > 0 && c.usage.prompt_tokens > 0, "completion usage is reported");
+check(["stop", "length"].includes(c.choices[0].finish_reason), `finish_reason is ${c.choices[0].finish_reason}`);
+
+const stream = await client.completions.create({
+  model, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true },
+});
+let text = "", usage = null, chunks = 0;
+for await (const chunk of stream) {
+  ++chunks;
+  if (chunk.choices.length) text += chunk.choices[0].text;
+  if (chunk.usage) usage = chunk.usage;
+}
+check(chunks > 2, `streaming yields chunks (${chunks})`);
+check(text === expected, "streamed chunks concatenate to the greedy text");
+check(usage && usage.completion_tokens === c.usage.completion_tokens, "include_usage sends the final usage chunk");
+
+const chat = await client.chat.completions.create({
+  model, max_tokens: 16, temperature: 0, messages: [
+    { role: "system", content: "You tell short stories." },
+    { role: "user", content: "Once upon a time" },
+  ],
+});
+check(chat.object === "chat.completion" && chat.choices[0].message.role === "assistant", "chat.completions.create answers as the assistant");
+check(typeof chat.choices[0].message.content === "string" && chat.usage.completion_tokens > 0, "chat completion has content and usage");
+
+const chatStream = await client.chat.completions.create({
+  model, max_tokens: 16, temperature: 0, stream: true,
+  messages: [{ role: "user", content: "Once upon a time" }],
+});
+let chatText = "";
+for await (const chunk of chatStream) chatText += chunk.choices[0]?.delta?.content ?? "";
+check(chatText === chat.choices[0].message.content || chatText.length > 0, "chat streaming yields deltas");
+
+try {
+  await client.completions.create({ model: "no-such-model", prompt, max_tokens: 4 });
+  check(false, "an unknown model is rejected");
+} catch (e) {
+  check(e instanceof OpenAI.APIError && e.status === 404, `an unknown model raises APIError 404 (${e.status})`);
+}
+try {
+  await client.completions.create({ model, prompt, max_tokens: -3 });
+  check(false, "a negative max_tokens is rejected");
+} catch (e) {
+  check(e instanceof OpenAI.BadRequestError && typeof e.message === "string", `a negative max_tokens raises BadRequestError: ${e.message}`);
+}
+const again = await client.completions.create({ model, prompt, max_tokens: maxTokens, temperature: 0 });
+check(again.choices[0].text === expected, "the server still serves after the errors");
+console.log("openai sdk: all checks passed");
