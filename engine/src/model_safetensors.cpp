@@ -9,21 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/mapped_file.h"
+#include "json_file.h"
 #include "model_source.h"
 
 namespace sandwich {
 namespace fs = std::filesystem;
 namespace {
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw std::runtime_error("cannot open " + p.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(p.string() + ": invalid JSON (" + e.what() + ")");
-  }
-}
 
 // HF tensor name -> GGUF-style name, or "" for tensors we do not use.
 std::string map_name(const std::string& hf) {
@@ -104,7 +95,7 @@ ModelConfig read_hf_config(const fs::path& folder) {
   const fs::path cfg = folder / "config.json";
   if (!fs::exists(cfg))
     throw std::runtime_error(folder.string() + ": no config.json (a Hugging Face model folder needs one)");
-  ModelConfig c = config_from_hf_json(read_json(cfg), cfg.string());
+  ModelConfig c = config_from_hf_json(read_json_file(cfg), cfg.string());
   c.name = fs::absolute(folder).lexically_normal().filename().string();
   if (c.name.empty()) c.name = fs::absolute(folder).parent_path().filename().string();
   return c;
@@ -119,7 +110,7 @@ ModelSource read_safetensors(const fs::path& path) {
   if (!fs::is_directory(path)) {
     files.push_back(path);
   } else if (fs::exists(folder / "model.safetensors.index.json")) {
-    auto index = read_json(folder / "model.safetensors.index.json");
+    auto index = read_json_file(folder / "model.safetensors.index.json");
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw std::runtime_error((folder / "model.safetensors.index.json").string() + ": no weight_map");
     std::set<std::string> shards;

@@ -4,6 +4,7 @@
 
 #include "engine/tokenizer.h"
 #include "tokenizer_common.h"
+#include "vocab_files.h"
 
 namespace sandwich {
 namespace {
@@ -91,19 +92,7 @@ Vocab synthetic_bpe(int32_t n) {
     level = std::move(next);
   }
   v.types.assign(v.tokens.size(), TokenType::Normal);
-  const char* named[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
-                         "<|reserved_special_token_1|>", "<|reserved_special_token_2|>", "<|reserved_special_token_3|>",
-                         "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_4|>", "<|eot_id|>"};
-  const int32_t base = static_cast<int32_t>(v.tokens.size());
-  for (int i = 0; i < n_special; ++i) {
-    v.tokens.push_back(i < 10 ? named[i] : "<|reserved_special_token_" + std::to_string(i - 5) + "|>");
-    v.types.push_back(TokenType::Control);
-  }
-  v.bos_id = base;
-  v.eos_id = base + 1;
-  v.eot_id = base + 9;
-  v.add_bos = true;
-  v.add_space_prefix = false;
+  append_llama3_special_tokens(v, n_special);
   return v;
 }
 

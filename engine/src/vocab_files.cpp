@@ -12,10 +12,28 @@
 
 #include "engine/mapped_file.h"
 #include "engine/tokenizer.h"
+#include "json_file.h"
 #include "tokenizer_common.h"
 #include "vocab_files.h"
 
 namespace sandwich {
+
+void append_llama3_special_tokens(Vocab& v, int count) {
+  const char* named[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+                         "<|reserved_special_token_1|>", "<|reserved_special_token_2|>", "<|reserved_special_token_3|>",
+                         "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_4|>", "<|eot_id|>"};
+  const int32_t base = static_cast<int32_t>(v.tokens.size());
+  for (int i = 0; i < count; ++i) {
+    v.tokens.push_back(i < 10 ? named[i] : "<|reserved_special_token_" + std::to_string(i - 5) + "|>");
+    v.types.push_back(TokenType::Control);
+  }
+  v.bos_id = base;
+  v.eos_id = base + 1;
+  v.eot_id = base + 9;
+  v.add_bos = true;
+  v.add_space_prefix = false;
+}
+
 namespace fs = std::filesystem;
 namespace {
 
@@ -171,33 +189,11 @@ Vocab vocab_from_tiktoken(const fs::path& path, bool with_merges) {
   v.types.assign(v.tokens.size(), TokenType::Normal);
   if (with_merges) v.merges = merges_from_ranks(bytes_of_rank);
   // Llama-3's 256 special tokens follow the ranks (see the tokenizer's README).
-  const int32_t base = static_cast<int32_t>(v.tokens.size());
-  const char* named[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
-                         "<|reserved_special_token_1|>", "<|reserved_special_token_2|>", "<|reserved_special_token_3|>",
-                         "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_4|>", "<|eot_id|>"};
-  for (int i = 0; i < 256; ++i) {
-    v.tokens.push_back(i < 10 ? named[i] : "<|reserved_special_token_" + std::to_string(i - 5) + "|>");
-    v.types.push_back(TokenType::Control);
-  }
-  v.bos_id = base;
-  v.eos_id = base + 1;
-  v.eot_id = base + 9;
-  v.add_bos = true;
-  v.add_space_prefix = false;
+  append_llama3_special_tokens(v, 256);
   return v;
 }
 
 namespace {
-
-nlohmann::json read_json_file(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw std::runtime_error("cannot open " + p.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(p.string() + ": invalid JSON (" + e.what() + ")");
-  }
-}
 
 std::string token_string(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();

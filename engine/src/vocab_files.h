@@ -12,5 +12,8 @@ Vocab vocab_from_llama2c(const std::filesystem::path& path);
 Vocab vocab_from_tiktoken(const std::filesystem::path& path, bool with_merges);
 Vocab vocab_from_tokenizer_json(const std::filesystem::path& path);
 Vocab vocab_from_sentencepiece(const std::filesystem::path& path);
+// Appends Llama-3's special tokens (<|begin_of_text|> ... <|eot_id|>, then reserved ones) and
+// makes the first BOS, the second EOS and <|eot_id|> the end of turn.
+void append_llama3_special_tokens(Vocab& v, int count);
 
 }  // namespace sandwich
