@@ -58,7 +58,7 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
         if (first && !system.empty()) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
         first = false;
         if (m.role == "user") out += bos + "[INST] " + strip(content) + " [/INST]";
-        else if (m.role == "assistant") out += " " + strip(content) + " " + eos;
+        else if (m.role == "assistant") out.append(" ").append(strip(content)).append(" ").append(eos);
       }
       if (first && !system.empty()) out += bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]";
       break;

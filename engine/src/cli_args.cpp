@@ -91,6 +91,12 @@ void ArgParser::add_flag(const std::string& names, bool* dst, const std::string&
   flag(names, help, [dst] { *dst = true; });
 }
 
+void ArgParser::add_positional(const std::string& a) {
+  if (positional_.size() >= max_positionals_)
+    throw CliError("unexpected argument '" + a + "' (see --help)");
+  positional_.push_back(a);
+}
+
 const ArgParser::Opt* ArgParser::find(const std::string& name) const {
   for (const auto& o : opts_)
     for (const auto& n : o.names)
@@ -107,10 +113,10 @@ bool ArgParser::parse(int argc, char** argv, int start) {
     }
     if (a.size() < 2 || a[0] != '-' || a == "--") {
       if (a == "--") {
-        for (++i; i < argc; ++i) positional_.push_back(argv[i]);
+        for (++i; i < argc; ++i) add_positional(argv[i]);
         break;
       }
-      positional_.push_back(a);
+      add_positional(a);
       continue;
     }
     std::optional<std::string> inline_value;

@@ -1,5 +1,6 @@
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
 
 #include "engine/gguf.h"
@@ -41,6 +42,7 @@ class Cursor {
  public:
   Cursor(const uint8_t* p, size_t n, const Reader* r) : p_(p), n_(n), r_(r) {}
   size_t pos() const { return pos_; }
+  size_t left() const { return n_ - pos_; }
   void need(uint64_t k, const char* what) {
     if (k > n_ - pos_)
       throw std::runtime_error(std::string("truncated file while reading ") + what + " at byte " +
@@ -70,6 +72,30 @@ class Cursor {
   [[maybe_unused]] const Reader* r_;
 };
 
+// Bytes one element of a metadata array takes at least (a string: its 8-byte length).
+uint64_t min_element_bytes(ValueType t) {
+  switch (t) {
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL:
+      return 1;
+    case ValueType::U16:
+    case ValueType::I16:
+      return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32:
+      return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+    case ValueType::STRING:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 double read_number(Cursor& c, ValueType t, int64_t* as_int) {
   switch (t) {
     case ValueType::U8: return static_cast<double>(*as_int = c.read<uint8_t>("value"));
@@ -95,7 +121,7 @@ double read_number(Cursor& c, ValueType t, int64_t* as_int) {
   }
 }
 
-Value read_value(Cursor& c, ValueType t, int depth) {
+Value read_value(Cursor& c, ValueType t, const std::string& key) {
   Value v;
   v.type = t;
   if (t == ValueType::STRING) {
@@ -103,17 +129,21 @@ Value read_value(Cursor& c, ValueType t, int depth) {
   } else if (t == ValueType::ARRAY) {
     auto et = static_cast<ValueType>(c.read<uint32_t>("array type"));
     uint64_t n = c.read<uint64_t>("array length");
-    if (n > kMaxCount) throw std::runtime_error("implausible array length " + std::to_string(n));
+    // llama.cpp rejects them too; no Llama metadata uses them.
+    if (et == ValueType::ARRAY)
+      throw std::runtime_error("metadata '" + key + "': nested arrays are not supported");
+    const uint64_t elem = min_element_bytes(et);
+    if (elem == 0)
+      throw std::runtime_error("metadata '" + key + "' is an array of unknown type " +
+                               std::to_string(static_cast<uint32_t>(et)));
+    // Checked before anything is reserved: a corrupt count must not turn into a huge allocation.
+    if (n > kMaxCount || n > c.left() / elem)
+      throw std::runtime_error("implausible array length " + std::to_string(n) + " of metadata '" +
+                               key + "' (" + std::to_string(c.left()) + " bytes left in the file)");
     v.array_type = et;
     if (et == ValueType::STRING) {
       v.strings.reserve(n);
       for (uint64_t k = 0; k < n; ++k) v.strings.push_back(c.read_string("string array element"));
-    } else if (et == ValueType::ARRAY) {
-      if (depth > 4) throw std::runtime_error("metadata arrays nested too deeply");
-      for (uint64_t k = 0; k < n; ++k) {
-        auto inner = static_cast<ValueType>(c.read<uint32_t>("array type"));
-        (void)read_value(c, inner, depth + 1);  // nested arrays are skipped: llama needs none
-      }
     } else {
       v.numbers.reserve(n);
       int64_t ignored;
@@ -193,8 +223,12 @@ Reader::Reader(const std::filesystem::path& path) : file_(path) {
       if (static_cast<uint32_t>(t) > 12)
         throw std::runtime_error("metadata '" + key + "' has unknown type " +
                                  std::to_string(static_cast<uint32_t>(t)));
-      kv_[key] = read_value(c, t, 0);
+      kv_[key] = read_value(c, t, key);
     }
+    // A tensor entry takes at least 32 bytes (name length, rank, one dimension, type, offset).
+    if (n_tensors > c.left() / 32)
+      throw std::runtime_error("corrupt header: implausible tensor count " +
+                               std::to_string(n_tensors));
     tensors_.reserve(n_tensors);
     for (uint64_t k = 0; k < n_tensors; ++k) {
       TensorInfo ti;
@@ -237,7 +271,11 @@ Reader::Reader(const std::filesystem::path& path) : file_(path) {
                                  std::to_string(file_.size()) + " bytes)");
       ti.data = file_.data() + data_start + ti.offset;
     }
-  } catch (const std::runtime_error& e) {
+  } catch (const std::bad_alloc&) {
+    fail("out of memory reading the header (a corrupt size or count?)");
+  } catch (const std::exception& e) {
+    // Also length_error and the like: whatever a corrupt header provokes, the user learns which
+    // file it was.
     fail(e.what());
   }
 }

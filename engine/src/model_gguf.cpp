@@ -1,4 +1,5 @@
 // Llama models in GGUF files.
+#include <climits>
 #include <stdexcept>
 
 #include "engine/gguf.h"
@@ -26,15 +27,25 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
     throw std::runtime_error(file + ": unsupported architecture '" + arch +
                              "' (Sandwich runs Llama-family models: general.architecture = llama)");
   auto key = [&](const char* k) { return arch + "." + k; };
+  // Checked before narrowing: embedding_length 2^32 + 64 must not load as a 64-wide model.
+  auto narrow = [&](int64_t v, const std::string& k) {
+    if (v < INT32_MIN || v > INT32_MAX)
+      throw std::runtime_error(file + ": " + k + " = " + std::to_string(v) + " is out of range");
+    return static_cast<int32_t>(v);
+  };
+  auto int_key = [&](const char* k) { return narrow(r.get_int(key(k)), key(k)); };
+  auto int_key_or = [&](const char* k, int64_t def) {
+    return narrow(r.get_int(key(k), def), key(k));
+  };
   ModelConfig c;
   c.name = r.get_string("general.name", r.path().stem().string());
-  c.dim = static_cast<int32_t>(r.get_int(key("embedding_length")));
-  c.n_layers = static_cast<int32_t>(r.get_int(key("block_count")));
-  c.n_heads = static_cast<int32_t>(r.get_int(key("attention.head_count")));
-  c.n_kv_heads = static_cast<int32_t>(r.get_int(key("attention.head_count_kv"), c.n_heads));
-  c.ffn_dim = static_cast<int32_t>(r.get_int(key("feed_forward_length")));
-  c.max_seq_len = static_cast<int32_t>(r.get_int(key("context_length"), 2048));
-  c.head_dim = c.n_heads > 0 ? static_cast<int32_t>(r.get_int(key("attention.key_length"), c.dim / c.n_heads)) : 0;
+  c.dim = int_key("embedding_length");
+  c.n_layers = int_key("block_count");
+  c.n_heads = int_key("attention.head_count");
+  c.n_kv_heads = int_key_or("attention.head_count_kv", c.n_heads);
+  c.ffn_dim = int_key("feed_forward_length");
+  c.max_seq_len = int_key_or("context_length", 2048);
+  c.head_dim = c.n_heads > 0 ? int_key_or("attention.key_length", c.dim / c.n_heads) : 0;
   c.norm_eps = static_cast<float>(r.get_float(key("attention.layer_norm_rms_epsilon"), 1e-5));
   c.rope_theta = static_cast<float>(r.get_float(key("rope.freq_base"), 10000.0));
   const std::string scaling = r.get_string(key("rope.scaling.type"), "none");
@@ -49,17 +60,17 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
   if (vocab < 0) {
     if (auto* t = r.find_tensor("token_embd.weight"); t && t->dims.size() == 2) vocab = static_cast<int64_t>(t->dims[1]);
   }
-  c.vocab_size = static_cast<int32_t>(vocab);
+  c.vocab_size = narrow(vocab, key("vocab_size"));
   c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
-  c.bos_id = static_cast<int32_t>(r.get_int("tokenizer.ggml.bos_token_id", -1));
-  c.eos_id = static_cast<int32_t>(r.get_int("tokenizer.ggml.eos_token_id", -1));
+  c.bos_id = narrow(r.get_int("tokenizer.ggml.bos_token_id", -1), "tokenizer.ggml.bos_token_id");
+  c.eos_id = narrow(r.get_int("tokenizer.ggml.eos_token_id", -1), "tokenizer.ggml.eos_token_id");
   if (auto* rf = r.find_tensor("rope_freqs.weight")) {
-    if (rf->type != 0 || rf->elements() != static_cast<uint64_t>(c.head_dim / 2))
+    if (rf->type != 0 || c.head_dim <= 0 || rf->elements() != static_cast<uint64_t>(c.head_dim / 2))
       throw std::runtime_error(file + ": rope_freqs.weight must be F32 with head_dim/2 values");
     const float* f = reinterpret_cast<const float*>(rf->data);
     c.rope_freq_factors.assign(f, f + rf->elements());
   }
-  c.validate();
+  c.validate(file);
   return c;
 }
 

@@ -7,10 +7,11 @@
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <thread>
 
 #include "engine/dummy_model.h"
 #include "engine/model.h"
+#include "engine/service_config.h"
+#include "json_file.h"
 #include "model_source.h"
 
 namespace sandwich {
@@ -51,14 +52,7 @@ FileFormat detect_format(const fs::path& path) {
 
 ModelConfig read_config_only(const fs::path& path) {
   if (path.extension() == ".json" && fs::is_regular_file(path)) {
-    std::ifstream in(path);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(path.string() + ": invalid JSON (" + e.what() + ")");
-    }
-    ModelConfig c = config_from_hf_json(j, path.string());
+    ModelConfig c = config_from_hf_json(read_json_file(path), path.string());
     c.name = path.stem().string();
     return c;
   }
@@ -131,6 +125,7 @@ class ModelBuilder {
     const ModelConfig& c = m_.config;
     src_ = src;
     seed_ = seed;
+    if (src_) check_layer_count();
     // Sizes first, so the region is one allocation.
     size_t bytes = 0;
     auto mat_bytes = [&](int64_t n, int64_t k) { return kernels::plan_packed_weight(n, k, storage_).bytes + 4096; };
@@ -162,6 +157,23 @@ class ModelBuilder {
   }
 
  private:
+  // Layers the file holds beyond the config's count would be silently dropped: the header is
+  // wrong (or the tensors belong to another model), and the output would be garbage.
+  void check_layer_count() const {
+    const int32_t layers = m_.config.n_layers;
+    for (const auto& [name, t] : src_->tensors) {
+      if (name.rfind("blk.", 0) != 0) continue;
+      const size_t dot = name.find('.', 4);
+      const std::string index =
+          name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+      if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (index.size() > 9 || std::stol(index) >= layers)
+        throw std::runtime_error("tensor blk." + index + ".* (" + name +
+                                 ") is beyond block_count " + std::to_string(layers) +
+                                 " (the config's number of layers)");
+    }
+  }
+
   const SourceTensor& find(const std::string& name, std::vector<int64_t> shape) {
     auto it = src_->tensors.find(name);
     if (it == src_->tensors.end()) throw std::runtime_error("tensor '" + name + "' is missing");
@@ -231,11 +243,6 @@ class ModelBuilder {
 
 namespace {
 
-int default_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? static_cast<int>(n) : 1;
-}
-
 // Finds weights for `--model NAME`: a path, or a preset name under models_dir().
 std::optional<fs::path> resolve_weights(const std::string& name, std::string* looked) {
   std::error_code ec;
@@ -273,6 +280,8 @@ DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::
 std::unique_ptr<Model> load_model(const LoadOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.model.empty()) throw std::runtime_error("no model given (--model PATH or preset name)");
+  // Before any file is read: a bad count should not wait for a large model to load.
+  const int threads = resolve_threads(o.threads, "the thread count");
   auto m = std::make_unique<Model>();
   std::string looked;
   std::optional<fs::path> path = resolve_weights(o.model, &looked);
@@ -311,7 +320,7 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
 
   const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);
   {
-    ModelBuilder b(*m, storage, o.threads > 0 ? o.threads : default_threads());
+    ModelBuilder b(*m, storage, threads);
     try {
       b.build(src ? &*src : nullptr, o.seed);
     } catch (const std::runtime_error& e) {

@@ -61,6 +61,9 @@ void read_one_file(const fs::path& file, ModelSource& src, const std::set<std::s
     SourceTensor t;
     if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
       throw std::runtime_error(where + ": tensor '" + name + "' has an incomplete header entry");
+    const std::string bad_entry = where + ": tensor '" + name + "' has an invalid ";
+    if (!info["dtype"].is_string())
+      throw std::runtime_error(bad_entry + "\"dtype\" " + info["dtype"].dump());
     const std::string dt = info["dtype"].get<std::string>();
     if (dt == "F32") t.dtype = kernels::DType::F32;
     else if (dt == "BF16") t.dtype = kernels::DType::BF16;
@@ -68,14 +71,21 @@ void read_one_file(const fs::path& file, ModelSource& src, const std::set<std::s
     else
       throw std::runtime_error(where + ": tensor '" + name + "' has dtype " + dt +
                                " (supported: F32, BF16, F16)");
+    if (!info["shape"].is_array())
+      throw std::runtime_error(bad_entry + "\"shape\" " + info["shape"].dump());
+    uint64_t elements = 1;
     for (auto& d : info["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() <= 0)
-        throw std::runtime_error(where + ": tensor '" + name + "' has an invalid shape");
+      // Bounded so the element count below cannot overflow; no tensor is anywhere near 2^48.
+      if (!d.is_number_integer() || d.get<int64_t>() <= 0 ||
+          d.get<uint64_t>() > (uint64_t{1} << 48) / elements)
+        throw std::runtime_error(bad_entry + "\"shape\" " + info["shape"].dump());
+      elements *= d.get<uint64_t>();
       t.shape.push_back(d.get<int64_t>());
     }
     auto& off = info["data_offsets"];
-    if (!off.is_array() || off.size() != 2)
-      throw std::runtime_error(where + ": tensor '" + name + "' has invalid data_offsets");
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
+      throw std::runtime_error(bad_entry + "\"data_offsets\" " + off.dump());
     const uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     if (b > e || e > data_size)
       throw std::runtime_error(where + ": truncated file: tensor '" + name + "' extends past the end");
@@ -114,7 +124,13 @@ ModelSource read_safetensors(const fs::path& path) {
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw std::runtime_error((folder / "model.safetensors.index.json").string() + ": no weight_map");
     std::set<std::string> shards;
-    for (auto& [name, file] : index["weight_map"].items()) shards.insert(file.get<std::string>());
+    for (auto& [name, file] : index["weight_map"].items()) {
+      if (!file.is_string())
+        throw std::runtime_error((folder / "model.safetensors.index.json").string() +
+                                 ": weight_map entry '" + name +
+                                 "' is not a file name: " + file.dump());
+      shards.insert(file.get<std::string>());
+    }
     for (auto& s : shards) {
       if (!fs::exists(folder / s))
         throw std::runtime_error(folder.string() + ": shard " + s + " listed in the index is missing");

@@ -32,6 +32,7 @@ struct Seq {
   Clock::time_point arrival, last_token;
   bool has_first = false;
   bool done = false;
+  bool queued = true;  // waiting (counted in st.waiting), not running
 
   int32_t generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   bool in_prefill() const { return n_computed < static_cast<int32_t>(tokens.size()) - 1; }
@@ -76,7 +77,8 @@ struct Scheduler::Impl {
   void prefill_step();
   void decode_step();
   void accept_token(Seq& s, float* row);
-  void finish(Seq& s, const std::string& reason, const std::string& error = {});
+  void finish(Seq& s, const std::string& reason);
+  void abort(Seq& s, AbortReason why, const std::string& error);
   void remove_finished();
   void preempt(Seq& s);
   void publish_counts();
@@ -113,6 +115,7 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options) : impl
 Scheduler::~Scheduler() { shutdown(false); }
 
 int32_t Scheduler::max_model_len() const { return impl_->opt.max_model_len; }
+int32_t Scheduler::max_waiting() const { return impl_->opt.max_waiting; }
 const Histogram& Scheduler::ttft() const { return impl_->ttft; }
 const Histogram& Scheduler::inter_token() const { return impl_->itl; }
 const Histogram& Scheduler::e2e() const { return impl_->e2e; }
@@ -123,36 +126,53 @@ SchedulerStats Scheduler::stats() const {
 }
 
 uint64_t Scheduler::submit(EngineRequest r) {
+  std::vector<EngineRequest> one;
+  one.push_back(std::move(r));
+  return submit(std::move(one))[0];
+}
+
+std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
   Impl& I = *impl_;
-  const int64_t n = static_cast<int64_t>(r.prompt.size());
-  if (n == 0) throw std::invalid_argument("the prompt is empty");
-  if (r.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
-  if (n + r.max_tokens > I.opt.max_model_len)
-    throw std::invalid_argument("this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
-                                " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
-                                std::to_string(r.max_tokens) + " more");
-  for (int32_t t : r.prompt)
-    if (t < 0 || t >= I.model.config.vocab_size)
-      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
-  r.sampling.validate();
-  auto s = std::make_unique<Seq>();
-  s->tokens = r.prompt;
-  s->n_prompt = static_cast<int32_t>(n);
-  s->arrival = Clock::now();
-  s->decoder = std::make_unique<IncrementalDecoder>(*I.model.tokenizer, r.prompt.back());
-  s->stops = std::make_unique<StopStringMatcher>(r.stop);
-  s->req = std::move(r);
+  if (static_cast<int64_t>(rs.size()) > I.opt.max_waiting)
+    throw std::invalid_argument("the request has " + std::to_string(rs.size()) +
+                                " sequences but the waiting queue holds at most " + std::to_string(I.opt.max_waiting));
+  // Everything that can fail on its own is checked before any sequence is queued.
+  std::vector<std::unique_ptr<Seq>> seqs;
+  for (auto& r : rs) {
+    const int64_t n = static_cast<int64_t>(r.prompt.size());
+    if (n == 0) throw std::invalid_argument("the prompt is empty");
+    if (r.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
+    if (n + r.max_tokens > I.opt.max_model_len)
+      throw std::invalid_argument("this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
+                                  " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
+                                  std::to_string(r.max_tokens) + " more");
+    for (int32_t t : r.prompt)
+      if (t < 0 || t >= I.model.config.vocab_size)
+        throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
+    r.sampling.validate();
+    auto s = std::make_unique<Seq>();
+    s->tokens = r.prompt;
+    s->n_prompt = static_cast<int32_t>(n);
+    s->arrival = Clock::now();
+    s->decoder = std::make_unique<IncrementalDecoder>(*I.model.tokenizer, r.prompt.back());
+    s->stops = std::make_unique<StopStringMatcher>(r.stop);
+    s->req = std::move(r);
+    seqs.push_back(std::move(s));
+  }
   std::lock_guard<std::mutex> lock(I.mu);
   if (I.stopping) throw QueueFull("the server is shutting down");
-  if (I.st.waiting >= I.opt.max_waiting)
-    throw QueueFull("the waiting queue is full (" + std::to_string(I.opt.max_waiting) + " requests); retry later");
-  s->id = I.next_id++;
-  s->sampler = std::make_unique<Sampler>(s->req.sampling, I.model.config.vocab_size, I.seeds());
-  const uint64_t id = s->id;
-  I.inbox.push_back(std::move(s));
-  ++I.st.waiting;
+  if (I.st.waiting + static_cast<int64_t>(seqs.size()) > I.opt.max_waiting)
+    throw QueueFull("the waiting queue is full (" + std::to_string(I.opt.max_waiting) + " sequences); retry later");
+  std::vector<uint64_t> ids;
+  for (auto& s : seqs) {
+    s->id = I.next_id++;
+    s->sampler = std::make_unique<Sampler>(s->req.sampling, I.model.config.vocab_size, I.seeds());
+    ids.push_back(s->id);
+    I.inbox.push_back(std::move(s));
+    ++I.st.waiting;
+  }
   I.cv.notify_one();
-  return id;
+  return ids;
 }
 
 void Scheduler::cancel(uint64_t id) {
@@ -182,12 +202,33 @@ void Scheduler::Impl::publish_counts() {
   st.kv_blocks_used = kv->used_blocks();
 }
 
-void Scheduler::Impl::finish(Seq& s, const std::string& reason, const std::string& error) {
+void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
+  RequestOutput out;
+  out.finished = true;
+  out.finish_reason = "abort";
+  out.error = error;
+  out.abort_reason = why;
+  out.prompt_tokens = s.n_prompt;
+  out.completion_tokens = s.generated();
+  kv->release(s.blocks);
+  s.done = true;
+  {
+    // Out of the queue's count before anyone hears of it: a client told that its request failed
+    // may retry at once, and must not find the queue still full of that request.
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.finished_abort;
+    if (s.queued) --st.waiting;
+    s.queued = false;
+  }
+  if (s.req.on_output) s.req.on_output(out);
+  e2e.observe(secs(Clock::now() - s.arrival));
+}
+
+void Scheduler::Impl::finish(Seq& s, const std::string& reason) {
   RequestOutput out;
   out.finished = true;
   out.finish_reason = reason;
-  out.error = error;
-  if (reason != "abort" && !s.stops->stopped()) out.text = s.stops->push(s.decoder->flush()) + s.stops->flush();
+  if (!s.stops->stopped()) out.text = s.stops->push(s.decoder->flush()) + s.stops->flush();
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
   kv->release(s.blocks);
@@ -195,7 +236,7 @@ void Scheduler::Impl::finish(Seq& s, const std::string& reason, const std::strin
   if (s.req.on_output) s.req.on_output(out);
   e2e.observe(secs(Clock::now() - s.arrival));
   std::lock_guard<std::mutex> lock(mu);
-  (reason == "stop" ? st.finished_stop : reason == "length" ? st.finished_length : st.finished_abort)++;
+  (reason == "stop" ? st.finished_stop : st.finished_length)++;
 }
 
 void Scheduler::Impl::remove_finished() {
@@ -209,6 +250,7 @@ void Scheduler::Impl::admit() {
   while (!waiting.empty() && static_cast<int32_t>(running.size()) < opt.max_num_seqs) {
     Seq& s = *waiting.front();
     if (!kv->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) break;
+    s.queued = false;
     running.push_back(std::move(waiting.front()));
     waiting.pop_front();
   }
@@ -217,9 +259,11 @@ void Scheduler::Impl::admit() {
 void Scheduler::Impl::preempt(Seq& s) {
   kv->release(s.blocks);
   s.n_computed = 0;
+  s.queued = true;
   {
     std::lock_guard<std::mutex> lock(mu);
     ++st.preemptions;
+    ++st.waiting;
   }
   auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == &s; });
   waiting.push_front(std::move(*it));
@@ -354,9 +398,11 @@ void Scheduler::Impl::loop() {
       for (auto& p : list) {
         Seq& s = *p;
         if (s.done) continue;
-        if (std::find(cancel_now.begin(), cancel_now.end(), s.id) != cancel_now.end()) finish(s, "abort", "cancelled");
-        else if (now > s.req.deadline) finish(s, "abort", "request timed out");
-        else if (stop && !finish_all) finish(s, "abort", "the server is shutting down");
+        if (std::find(cancel_now.begin(), cancel_now.end(), s.id) != cancel_now.end())
+          abort(s, AbortReason::Cancelled, "cancelled");
+        else if (now > s.req.deadline)
+          abort(s, AbortReason::Timeout, "request timed out");
+        else if (stop && !finish_all) abort(s, AbortReason::Shutdown, "the server is shutting down");
       }
     };
     sweep(running);
@@ -371,7 +417,7 @@ void Scheduler::Impl::loop() {
     if (running.empty()) {
       if (!waiting.empty()) {
         // The head of the queue cannot fit even with nothing running: it never will.
-        finish(*waiting.front(), "abort", "the request does not fit in the KV cache");
+        abort(*waiting.front(), AbortReason::NoRoom, "the request does not fit in the KV cache");
         remove_finished();
       }
       continue;
@@ -389,7 +435,7 @@ void Scheduler::Impl::loop() {
     } catch (const std::exception& e) {
       // A failed step fails the requests in it, not the server.
       for (auto& p : running)
-        if (!p->done) finish(*p, "abort", std::string("engine error: ") + e.what());
+        if (!p->done) abort(*p, AbortReason::EngineError, std::string("engine error: ") + e.what());
     }
     remove_finished();
     publish_counts();

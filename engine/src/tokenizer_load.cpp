@@ -52,7 +52,8 @@ void attach_config_template(Tokenizer& t, const fs::path& file) {
   try {
     const auto j = nlohmann::json::parse(in);
     if (j.contains("chat_template") && j["chat_template"].is_string()) t.set_chat_template(j["chat_template"]);
-  } catch (const nlohmann::json::exception&) {
+  } catch (const std::exception&) {
+    // The template is optional: an unreadable file (even a directory by that name) means none.
   }
 }
 
@@ -81,7 +82,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& path) {
     }
     attach_config_template(*t, file);
     return t;
-  } catch (const std::runtime_error& e) {
+  } catch (const std::exception& e) {
+    // Any failure (a JSON type error, an allocation a corrupt file provoked) names the file.
     const std::string msg = e.what();
     if (msg.find(path.string()) != std::string::npos || msg.find(path.filename().string()) != std::string::npos) throw;
     throw std::runtime_error(path.string() + ": " + msg);

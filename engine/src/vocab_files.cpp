@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/mapped_file.h"
+#include "engine/model_config.h"
 #include "engine/tokenizer.h"
 #include "json_file.h"
 #include "tokenizer_common.h"
@@ -205,9 +206,35 @@ bool mentions(const nlohmann::json& j, const std::string& needle) {
   return !j.is_null() && j.dump().find(needle) != std::string::npos;
 }
 
+// A token id from tokenizer.json, range-checked before narrowing: the vocabulary is sized by
+// the largest id, so a negative or huge one must not reach a resize.
+int32_t token_id(const nlohmann::json& id, const std::string& what, const std::string& where) {
+  const bool in_range =
+      id.is_number_unsigned()  ? id.get<uint64_t>() < static_cast<uint64_t>(kMaxVocab)
+      : id.is_number_integer() ? id.get<int64_t>() >= 0 && id.get<int64_t>() < kMaxVocab
+                               : false;
+  if (!in_range)
+    throw std::runtime_error(where + ": " + what + " has id " + id.dump() +
+                             "; ids must be integers from 0 to " + std::to_string(kMaxVocab - 1));
+  return static_cast<int32_t>(id.get<int64_t>());
+}
+
+Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path);
+
 }  // namespace
 
 Vocab vocab_from_tokenizer_json(const fs::path& path) {
+  try {
+    return vocab_from_tokenizer_json_unchecked(path);
+  } catch (const nlohmann::json::exception& e) {
+    // A field of an unexpected type (a number where a string belongs): name the file at least.
+    throw std::runtime_error(path.string() + ": unexpected content (" + e.what() + ")");
+  }
+}
+
+namespace {
+
+Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
   const nlohmann::json j = read_json_file(path);
   const std::string where = path.string();
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
@@ -217,15 +244,19 @@ Vocab vocab_from_tokenizer_json(const fs::path& path) {
     throw std::runtime_error(where + ": unsupported tokenizer model '" + m.value("type", std::string("?")) + "' (supported: BPE)");
   if (!m.contains("vocab") || !m["vocab"].is_object()) throw std::runtime_error(where + ": the BPE model has no vocab");
   std::map<int32_t, std::pair<std::string, TokenType>> by_id;
-  for (auto& [tok, id] : m["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0) throw std::runtime_error(where + ": vocab id of '" + tok + "' is invalid");
-    by_id[id.get<int32_t>()] = {tok, TokenType::Normal};
-  }
+  for (auto& [tok, id] : m["vocab"].items())
+    by_id[token_id(id, "vocab token '" + tok + "'", where)] = {tok, TokenType::Normal};
   if (j.contains("added_tokens") && j["added_tokens"].is_array())
     for (auto& a : j["added_tokens"]) {
-      if (!a.contains("id") || !a.contains("content")) continue;
-      by_id[a["id"].get<int32_t>()] = {a["content"].get<std::string>(),
-                                       a.value("special", false) ? TokenType::Control : TokenType::UserDefined};
+      if (!a.is_object() || !a.contains("id") || !a.contains("content")) continue;
+      if (!a["content"].is_string())
+        throw std::runtime_error(where + ": added token " + a["id"].dump() +
+                                 " has non-string content " + a["content"].dump());
+      const std::string content = a["content"].get<std::string>();
+      const bool special =
+          a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
+      by_id[token_id(a["id"], "added token '" + content + "'", where)] = {
+          content, special ? TokenType::Control : TokenType::UserDefined};
     }
   Vocab v;
   const int32_t n = by_id.empty() ? 0 : by_id.rbegin()->first + 1;
@@ -311,11 +342,15 @@ Vocab vocab_from_tokenizer_json(const fs::path& path) {
   if (fs::exists(dir / "generation_config.json")) {
     const auto g = read_json_file(dir / "generation_config.json");
     if (g.contains("eos_token_id") && g["eos_token_id"].is_array())
-      for (auto& e : g["eos_token_id"])
-        if (e.is_number_integer() && e.get<int32_t>() != v.eos_id) v.eot_id = e.get<int32_t>();
+      for (auto& e : g["eos_token_id"]) {
+        const int64_t id = e.is_number_integer() ? e.get<int64_t>() : -1;
+        if (id >= 0 && id < n && id != v.eos_id) v.eot_id = static_cast<int32_t>(id);
+      }
   }
   if (v.eot_id < 0) v.eot_id = id_of_text("<|eot_id|>");
   return v;
 }
+
+}  // namespace
 
 }  // namespace sandwich

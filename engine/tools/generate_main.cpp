@@ -1,5 +1,6 @@
 // sandwich-generate: load a model and continue a prompt. Only the generated text (or ids) goes
 // to stdout, followed by a newline; statistics go to stderr.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -43,12 +44,20 @@ int main(int argc, char** argv) {
     p.option("--weights-seed", "N", "seed of dummy weights (default 0)",
              [&](const std::string& v) { load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v)); });
     if (!p.parse(argc, argv)) return 0;
-    if (!p.positional().empty()) throw CliError("unexpected argument '" + p.positional()[0] + "'");
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (prompt && prompt_file) throw CliError("give --prompt or --prompt-file, not both");
     if (req.max_tokens < 0) throw CliError("--max-tokens must not be negative");
     req.sampling.validate();
+    try {
+      resolve_threads(threads, "--threads");
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
     if (prompt_file) {
+      std::error_code ec;
+      // An ifstream opens a directory and then reads nothing: that would be an empty prompt.
+      if (std::filesystem::is_directory(*prompt_file, ec))
+        throw CliError("--prompt-file " + *prompt_file + " is a directory, not a file");
       std::ifstream in(*prompt_file, std::ios::binary);
       if (!in) throw CliError("cannot read prompt file " + *prompt_file);
       std::ostringstream ss;
@@ -56,14 +65,7 @@ int main(int argc, char** argv) {
       prompt = ss.str();
     }
     load.threads = threads;
-
-    auto model = load_model(load);
-    for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
-    const Tokenizer& tok = *model->tokenizer;
-    req.prompt = tok.encode(prompt.value_or(""), tok.add_bos_default());
-    if (req.prompt.empty())
-      throw CliError("the prompt is empty and this tokenizer adds no BOS token: give --prompt");
-
+    // Plans and configurations are checked before the model loads, which may take minutes.
     GeneratorOptions go;
     go.threads = threads;
     go.kind = reference ? ForwardKind::Reference : ForwardKind::Fast;
@@ -74,6 +76,14 @@ int main(int argc, char** argv) {
     }
     if (prefill_config) go.prefill = parse_service_config(*prefill_config);
     if (decode_config) go.decode = parse_service_config(*decode_config);
+
+    auto model = load_model(load);
+    for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
+    const Tokenizer& tok = *model->tokenizer;
+    req.prompt = tok.encode(prompt.value_or(""), tok.add_bos_default());
+    if (req.prompt.empty())
+      throw CliError("the prompt is empty and this tokenizer adds no BOS token: give --prompt");
+
     Generator gen(*model, go);
     GenerationResult r;
     if (output_ids) {

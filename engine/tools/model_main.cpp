@@ -57,6 +57,7 @@ int cmd_make(int argc, char** argv) {
 
 int cmd_info(int argc, char** argv) {
   ArgParser p("sandwich-model info FILE", "Describe a model file or folder (headers only).");
+  p.accept_positionals(1);
   if (!p.parse(argc, argv, 2)) return 0;
   if (p.positional().size() != 1) throw CliError("info takes one model path");
   const std::filesystem::path path = p.positional()[0];
@@ -144,9 +145,15 @@ int cmd_detokenize(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return run_tool("sandwich-model", [&]() -> int {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    if (argc < 2) {
+      // A usage error: the reason on one line first, then how to call the tool, all on stderr.
+      std::cerr << "sandwich-model: error: no command given (make, info, tokenize, detokenize)\n"
+                << kUsage;
+      return 2;
+    }
+    if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
       std::cout << kUsage;
-      return argc < 2 ? 1 : 0;
+      return 0;
     }
     const std::string cmd = argv[1];
     if (cmd == "make") return cmd_make(argc, argv);

@@ -152,10 +152,9 @@ Schedule choose(const GemmShape& s) {
             c.bn = (my_panels + n_slices - 1) / n_slices * kPanel;
             // Decode streams panel after panel: one panel per slice keeps the stream sequential.
             if (sh.m <= k.um) c.bn = kPanel;
-            // One or two rows: long K blocks left to the hardware prefetcher stream fastest
-            // (measured, 2 threads, 50-117 MB BF16 weights: 75-87 GB/s against 57-77 with
-            // 128-element blocks and software prefetch).
-            if (s.m <= 2) {
+            // One or two rows: on some CPUs long K blocks left to the hardware prefetcher
+            // stream fastest (see MachineModel::skinny_hw_prefetch).
+            if (s.m <= 2 && mm.skinny_hw_prefetch) {
               c.bk = std::min<int64_t>(1024, my_steps) * g;
               c.prefetch = false;
             }

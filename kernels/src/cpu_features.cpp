@@ -42,4 +42,12 @@ Isa cpu_isa() {
 
 bool cpu_has(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(cpu_isa()); }
 
+bool cpu_is_amd() {
+  static const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+  }();
+  return amd;
+}
+
 }  // namespace sandwich::kernels

@@ -54,14 +54,29 @@ ThreadTeam::ThreadTeam(int n_threads, std::vector<int> cpus) : n_(n_threads), cp
     throw std::invalid_argument("thread team: " + std::to_string(cpus_.size()) +
                                 " CPUs given for " + std::to_string(n_) + " threads");
   workers_.reserve(n_ - 1);
-  for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+  try {
+    for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+  } catch (const std::exception& e) {
+    // The destructor does not run for a half-built team, and a joinable std::thread destroyed
+    // with it would terminate the process: stop the workers that did start first.
+    const size_t started = workers_.size();
+    stop_workers();
+    throw std::runtime_error("cannot start thread " + std::to_string(started + 1) +
+                             " of a team of " + std::to_string(n_) + " (" + e.what() +
+                             "); use fewer threads");
+  }
 }
 
 ThreadTeam::~ThreadTeam() {
+  stop_workers();
+}
+
+void ThreadTeam::stop_workers() {
   stop_ = true;
   epoch_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&epoch_);
   for (auto& w : workers_) w.join();
+  workers_.clear();
 }
 
 void ThreadTeam::worker_main(int tid) {

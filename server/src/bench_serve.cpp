@@ -43,13 +43,16 @@ void validate(const ServeOptions& o) {
   for (const auto& e : o.endpoints)
     if (!labels.insert(e.label).second)
       bad("two endpoints are labelled '" + e.label + "'; name them with LABEL=URL");
-  if (o.num_prompts < 1) bad("--num-prompts must be >= 1");
+  if (o.num_prompts < 1 || o.num_prompts > kMaxPrompts)
+    bad("--num-prompts must be 1.." + std::to_string(kMaxPrompts) + ", got " +
+        std::to_string(o.num_prompts));
   if (o.rates.empty()) bad("no request rate given");
   for (double r : o.rates)
-    if (!(r > 0)) bad("request rates must be > 0 (or inf)");
+    if (!(r >= kMinRequestRate)) bad("request rates must be at least 0.001 per second (or inf)");
   if (!(o.burstiness > 0) || std::isinf(o.burstiness))
     bad("--burstiness must be a positive number");
-  if (o.max_concurrency < 0) bad("--max-concurrency must be >= 1 (or 0 for no limit)");
+  if (o.max_concurrency < 0 || o.max_concurrency > kMaxConcurrency)
+    bad("--max-concurrency must be 1.." + std::to_string(kMaxConcurrency) + " (or 0 for no limit)");
   if (!(o.slo.ttft_ms > 0) || !(o.slo.tpot_ms > 0))
     bad("SLO targets are required: --slo-ttft-ms and --slo-tpot-ms (> 0), or --slo PRESET");
   if (!(o.slo_scale > 0) || std::isinf(o.slo_scale)) bad("--slo-scale must be a positive number");
@@ -57,10 +60,15 @@ void validate(const ServeOptions& o) {
     if (!(s > 0) || std::isinf(s)) bad("--slo-scales must be positive numbers");
   if (!(o.attainment_target > 0) || o.attainment_target > 1)
     bad("--attainment-target must be in (0, 1]");
-  if (o.max_model_len && *o.max_model_len < 2) bad("--max-model-len must be >= 2");
-  if (!(o.timeout_s > 0)) bad("--request-timeout must be > 0");
-  if (o.warmup < 0) bad("--warmup must be >= 0");
-  if (o.client_threads < 1 || o.client_threads > 64) bad("--client-threads must be 1..64");
+  if (o.max_model_len && (*o.max_model_len < 2 || *o.max_model_len > kMaxModelLen))
+    bad("--max-model-len must be 2.." + std::to_string(kMaxModelLen));
+  if (!(o.timeout_s > 0) || o.timeout_s > kMaxRequestTimeout)
+    bad("--request-timeout must be > 0 and at most " +
+        std::to_string(static_cast<int64_t>(kMaxRequestTimeout)) + " s");
+  if (o.warmup < 0 || o.warmup > kMaxPrompts)
+    bad("--warmup must be 0.." + std::to_string(kMaxPrompts));
+  if (o.client_threads < 1 || o.client_threads > kMaxClientThreads)
+    bad("--client-threads must be 1.." + std::to_string(kMaxClientThreads));
   openai_request_body(o.api, "m", "p", 1, o.extra_body);  // rejects a bad --extra-body now
 }
 

@@ -17,7 +17,19 @@ double parse_rate(const std::string& name, const std::string& v) {
   if (v == "inf" || v == "infinity") return std::numeric_limits<double>::infinity();
   const double r = ArgParser::parse_double(name, v);
   if (!(r > 0)) throw CliError(name + " must be > 0 (or inf), got '" + v + "'");
+  if (r < kMinRequestRate)
+    throw CliError(name + " " + v + " is below the smallest supported rate (0.001 requests/s)");
   return r;
+}
+
+// An integer option, range-checked as int64 before it is narrowed to int: 4294967297 must not
+// become 1.
+int parse_count(const std::string& name, const std::string& v, int64_t min, int64_t max) {
+  const int64_t n = ArgParser::parse_int(name, v);
+  if (n < min || n > max)
+    throw CliError(name + " must be " + std::to_string(min) + ".." + std::to_string(max) +
+                   ", got " + v);
+  return static_cast<int>(n);
 }
 
 std::vector<double> parse_list(const std::string& name, const std::string& v, bool allow_inf) {
@@ -60,10 +72,9 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
         "D");
   p.add("--dataset-path", &o.dataset_path,
         "ShareGPT lengths CSV (default $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv)", "P");
-  p.option("--num-prompts", "N", "requests per run (default 1000; 90 with --single-sequence)",
-           [&](const std::string& v) {
-             num_prompts = static_cast<int>(ArgParser::parse_int("--num-prompts", v));
-           });
+  p.option(
+      "--num-prompts", "N", "requests per run (default 1000; 90 with --single-sequence)",
+      [&](const std::string& v) { num_prompts = parse_count("--num-prompts", v, 1, kMaxPrompts); });
   p.add("--request-rate", &rate, "mean requests per second, or inf: all at once (default inf)",
         "R");
   p.add("--request-rates", &rates,
@@ -72,11 +83,14 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
         "LIST");
   p.add("--burstiness", &o.burstiness,
         "gamma shape of the arrival gaps: 1 = Poisson, < 1 burstier (default 1)", "B");
-  p.add("--max-concurrency", &o.max_concurrency, "requests in flight at most (default: no limit)",
-        "C");
+  p.option("--max-concurrency", "C", "requests in flight at most (default: no limit)",
+           [&](const std::string& v) {
+             o.max_concurrency = parse_count("--max-concurrency", v, 0, kMaxConcurrency);
+           });
   p.add_flag("--single-sequence", &o.single_sequence,
              "one request after another (concurrency 1, no arrival process)");
-  p.add("--seed", &seed, "seed of sampling, arrivals and prompt salts (default 0)", "S");
+  p.option("--seed", "S", "seed of sampling, arrivals and prompt salts (default 0)",
+           [&](const std::string& v) { seed = parse_count("--seed", v, 0, INT32_MAX); });
   p.add("--slo", &slo_preset,
         "SLO preset name in configs/slo (single-1.3b, single-8b, batched-160m, batched-1.3b) or a "
         "file",
@@ -98,20 +112,21 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
       "--max-model-len", "L",
       "filter the dataset to input + output <= L (default: the smallest server context, else 2048)",
       [&](const std::string& v) {
-        max_model_len = static_cast<int>(ArgParser::parse_int("--max-model-len", v));
+        max_model_len = parse_count("--max-model-len", v, 2, kMaxModelLen);
       });
   p.add("--request-timeout", &o.timeout_s,
         "seconds a request may take, from sending to its last byte (default 600)", "S");
-  p.add("--warmup", &o.warmup, "unrecorded requests per endpoint before its runs (default 0)", "N");
+  p.option("--warmup", "N", "unrecorded requests per endpoint before its runs (default 0)",
+           [&](const std::string& v) { o.warmup = parse_count("--warmup", v, 0, kMaxPrompts); });
   p.add("--extra-body", &o.extra_body, "JSON object merged into every request body", "JSON");
   p.add("--api-key", &o.api_key, "sent as 'Authorization: Bearer KEY'", "KEY");
-  p.add("--client-threads", &o.client_threads, "client I/O threads (default 1)", "N");
+  p.option("--client-threads", "N", "client I/O threads (default 1)", [&](const std::string& v) {
+    o.client_threads = parse_count("--client-threads", v, 1, kMaxClientThreads);
+  });
   p.add("--output-dir", &o.output_dir,
         "write per-request and summary JSON, report.md and plots/*.png here", "DIR");
   p.add_flag("--no-plots", &no_plots, "do not draw PNGs");
   if (!p.parse(argc, argv, first_arg)) return 0;
-  if (!p.positional().empty())
-    throw CliError("unexpected argument '" + p.positional()[0] + "' (see --help)");
 
   try {
     if (endpoints.empty()) endpoints.push_back("http://127.0.0.1:8000");
@@ -141,7 +156,6 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   if (rate) o.rates = {parse_rate("--request-rate", *rate)};
   if (rates) o.rates = parse_list("--request-rates", *rates, true);
   if (scales) o.slo_scales = parse_list("--slo-scales", *scales, false);
-  if (seed < 0) throw CliError("--seed must be >= 0");
   o.seed = static_cast<uint64_t>(seed);
   o.num_prompts = num_prompts.value_or(o.single_sequence ? 90 : 1000);
   o.max_model_len = max_model_len;
@@ -157,6 +171,26 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   if (!report.files.empty()) {
     std::cout << "\nwrote:\n";
     for (const auto& f : report.files) std::cout << "  " << f << "\n";
+  }
+  // A benchmark in which no request of any endpoint succeeded measured nothing (a wrong URL, a
+  // server that is down): scripts must see that in the exit status, after the report is out.
+  size_t total = 0, failed = 0;
+  const RequestRecord* first_failure = nullptr;
+  for (const auto& run : report.runs)
+    for (const auto& r : run.records) {
+      ++total;
+      if (r.ok) continue;
+      ++failed;
+      if (!first_failure) first_failure = &r;
+    }
+  if (total > 0 && failed == total) {
+    std::cout << std::flush;
+    const std::string why = first_failure->error_message.empty() ? first_failure->error_kind
+                                                                 : first_failure->error_message;
+    throw CliError("every request failed (" + std::to_string(failed) + " of " +
+                   std::to_string(total) + " on " + std::to_string(report.endpoints.size()) +
+                   " endpoint" + (report.endpoints.size() == 1 ? "" : "s") +
+                   "); the first: " + why);
   }
   return 0;
 }

@@ -8,7 +8,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <deque>
+#include <string_view>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -24,10 +26,12 @@ HttpResponse json_error(int status, const std::string& message, const std::strin
   nlohmann::json e = {{"message", message},
                       {"type", type},
                       {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
-                      {"code", code.empty() ? nlohmann::json(status) : nlohmann::json(code)}};
+                      {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}};
   HttpResponse r;
   r.status = status;
-  r.body = nlohmann::json({{"error", e}}).dump();
+  // Messages may echo what the client sent (a path, a parse error); strict dump() would throw on
+  // invalid UTF-8 and turn a 4xx into a 500.
+  r.body = nlohmann::json({{"error", e}}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 
@@ -82,8 +86,9 @@ class SessionResponder : public Responder {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler, std::atomic<int>& open)
-      : stream_(std::move(socket)), opt_(opt), handler_(handler), open_(open) {
+  Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler, const HeaderCheck& check,
+          std::atomic<int>& open)
+      : stream_(std::move(socket)), opt_(opt), handler_(handler), check_(check), open_(open) {
     ++open_;
   }
   ~Session() { --open_; }
@@ -110,11 +115,16 @@ class Session : public std::enable_shared_from_this<Session> {
     net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct)] {
       if (self->state_ != State::Handling) return;
       self->state_ = State::Streaming;
-      auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status), 11);
+      auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status),
+                                                                    self->response_version());
+      res->set(http::field::server, "sandwichd");
       res->set(http::field::content_type, ct);
       res->set(http::field::cache_control, "no-cache");
+      // HTTP/1.0 has no chunked encoding: the body runs until the connection closes.
+      self->chunked_ = self->version_ >= 11;
+      if (!self->chunked_) self->keep_alive_ = false;
       res->keep_alive(self->keep_alive_);
-      res->chunked(true);
+      res->chunked(self->chunked_);
       auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
       self->stream_.expires_never();
       self->writing_ = true;
@@ -143,11 +153,91 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   enum class State { Reading, Handling, Streaming, Closed };
 
+  unsigned response_version() const { return version_ == 10 ? 10 : 11; }
+
+  // The header first, so that a request can be refused (and 'Expect: 100-continue' answered)
+  // before its body is read.
   void read() {
     state_ = State::Reading;
     parser_.emplace();
     parser_->body_limit(opt_.max_body_bytes);
     parser_->header_limit(64 * 1024);
+    stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->on_header(ec);
+    });
+  }
+
+  // Answers a failed read; false when there was no error.
+  bool read_failed(beast::error_code ec) {
+    if (!ec) return false;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset || ec == net::error::eof) {
+      close();
+      return true;
+    }
+    keep_alive_ = false;
+    state_ = State::Handling;
+    if (ec == http::error::body_limit)
+      write_full(json_error(413, "request body larger than " + std::to_string(opt_.max_body_bytes) + " bytes",
+                            "invalid_request_error"));
+    else
+      write_full(json_error(400, "malformed HTTP request: " + ec.message(), "invalid_request_error"));
+    return true;
+  }
+
+  void on_header(beast::error_code ec) {
+    if (read_failed(ec)) return;
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    request_ = HttpRequest{};
+    request_.method = std::string(req.method_string());
+    request_.target = std::string(req.target());
+    request_.path = request_.target.substr(0, request_.target.find('?'));
+    for (auto& f : req) {
+      std::string name(f.name_string());
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      request_.headers[name] = std::string(f.value());
+    }
+    std::string expect = request_.header("expect");
+    for (auto& c : expect) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool body_waits = !expect.empty() && version_ >= 11 && !parser_->is_done();
+    if (body_waits) {
+      if (expect != "100-continue") {
+        keep_alive_ = false;
+        state_ = State::Handling;
+        return write_full(json_error(417, "unsupported Expect header '" + request_.header("expect") +
+                                              "' (only 100-continue is)",
+                                     "invalid_request_error"));
+      }
+      // Only a client that waits for 100 Continue is refused on the header: one that sends its
+      // body anyway gets its answer after the body, on a connection that stays open.
+      std::optional<HttpResponse> refusal;
+      try {
+        if (check_) refusal = check_(request_);
+      } catch (const std::exception& e) {
+        refusal = json_error(500, std::string("internal error: ") + e.what(), "server_error");
+      }
+      if (refusal) {
+        // Whether the client sends the body after all is up to it; closing settles that.
+        keep_alive_ = false;
+        state_ = State::Handling;
+        return write_full(std::move(*refusal));
+      }
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                         if (ec) return self->close();
+                         self->read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    if (parser_->is_done()) return on_read({});
     stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
     http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       self->on_read(ec);
@@ -155,35 +245,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
-        ec == net::error::connection_reset || ec == net::error::eof) {
-      return close();
-    }
-    if (ec == http::error::body_limit) {
-      keep_alive_ = false;
-      state_ = State::Handling;
-      return write_full(json_error(413, "request body larger than " + std::to_string(opt_.max_body_bytes) + " bytes",
-                                   "invalid_request_error"));
-    }
-    if (ec) {
-      keep_alive_ = false;
-      state_ = State::Handling;
-      return write_full(json_error(400, "malformed HTTP request: " + ec.message(), "invalid_request_error"));
-    }
-    auto& req = parser_->get();
-    keep_alive_ = req.keep_alive();
-    HttpRequest r;
-    r.method = std::string(req.method_string());
-    r.target = std::string(req.target());
-    r.path = r.target.substr(0, r.target.find('?'));
-    for (auto& f : req) {
-      std::string name(f.name_string());
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      r.headers[name] = std::string(f.value());
-    }
-    r.body = std::move(req.body());
+    if (read_failed(ec)) return;
+    HttpRequest r = std::move(request_);
+    r.body = std::move(parser_->get().body());
     state_ = State::Handling;
     responder_ = std::make_shared<SessionResponder>(weak_from_this());
+    // The responder only has a weak reference, and the watcher stops at a half-close: something
+    // must keep the session alive until the answer is out.
+    hold_ = shared_from_this();
     stream_.expires_never();
     watch();
     try {
@@ -193,17 +262,22 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // While a request runs, a 1-byte read notices a client that hangs up.
+  // While a request runs, a 1-byte read notices a client that resets the connection. EOF is a
+  // half-close (shutdown(SHUT_WR) after the request), not a hang-up: the client may still be
+  // reading, so the answer goes on; a client that closed completely makes a later write fail.
   void watch() {
     watching_ = true;
     stream_.socket().async_read_some(net::buffer(watch_byte_, 1), [self = shared_from_this()](beast::error_code ec, size_t n) {
       self->watching_ = false;
+      if (self->draining_) return self->drain();
       if (!ec && n > 0) {
         // A pipelined request: keep its first byte for the next read.
         auto b = self->buffer_.prepare(1);
         std::memcpy(b.data(), self->watch_byte_, 1);
         self->buffer_.commit(1);
         if (self->state_ == State::Handling || self->state_ == State::Streaming) return;
+      } else if (ec == net::error::eof) {
+        self->keep_alive_ = false;  // nothing more can come on this connection
       } else if (ec && ec != net::error::operation_aborted) {
         self->fail();
         return;
@@ -217,7 +291,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void write_full(HttpResponse r) {
     if (responder_) responder_->mark_complete();
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status),
+                                                                   response_version());
     res->set(http::field::server, "sandwichd");
     res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
@@ -239,18 +314,21 @@ class Session : public std::enable_shared_from_this<Session> {
       auto piece = std::make_shared<std::string>(std::move(pending_.front()));
       pending_.pop_front();
       writing_ = true;
-      net::async_write(stream_, http::make_chunk(net::buffer(*piece)), [self = shared_from_this(), piece](beast::error_code ec, size_t) {
+      auto done = [self = shared_from_this(), piece](beast::error_code ec, size_t) {
         self->writing_ = false;
         if (ec) return self->fail();
         self->pump();
-      });
+      };
+      if (chunked_) net::async_write(stream_, http::make_chunk(net::buffer(*piece)), std::move(done));
+      else net::async_write(stream_, net::buffer(*piece), std::move(done));
       return;
     }
     if (end_pending_) {
       end_pending_ = false;
       if (responder_) responder_->mark_complete();
-      writing_ = true;
       state_ = State::Closed;
+      if (!chunked_) return after_response();  // the close ends the body
+      writing_ = true;
       net::async_write(stream_, http::make_chunk_last(), [self = shared_from_this()](beast::error_code ec, size_t) {
         self->writing_ = false;
         if (ec) return self->fail();
@@ -260,9 +338,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void after_response() {
+    auto self = std::move(hold_);
     responder_.reset();
     pending_.clear();
-    if (!keep_alive_) return close();
+    if (!keep_alive_) return close_gracefully();
     state_ = State::Reading;
     if (watching_) {
       read_after_watch_ = true;
@@ -273,12 +352,36 @@ class Session : public std::enable_shared_from_this<Session> {
     read();
   }
 
+  // Closing a socket with unread input resets the connection, and a reset can destroy the answer
+  // before the client reads it (a refused body still on its way, say). So: send FIN, then read
+  // and drop whatever still comes until the client closes, for a short while.
+  void close_gracefully() {
+    state_ = State::Closed;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(2));
+    draining_ = true;
+    if (watching_) {
+      stream_.socket().cancel(ignored);  // the watcher's handler goes on draining
+      return;
+    }
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(net::buffer(drain_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->close();
+      self->drain();
+    });
+  }
+
   void fail() {
     if (responder_) responder_->mark_gone();
     close();
   }
 
   void close() {
+    auto self = std::move(hold_);
     if (state_ == State::Closed && !stream_.socket().is_open()) return;
     state_ = State::Closed;
     if (responder_) responder_->mark_gone();
@@ -290,13 +393,19 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   const HttpServerOptions& opt_;
   const Handler& handler_;
+  const HeaderCheck& check_;
   std::atomic<int>& open_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRequest request_;  // the header of the request being read
   std::shared_ptr<SessionResponder> responder_;
+  std::shared_ptr<Session> hold_;  // itself, while a request is being answered
   State state_ = State::Reading;
+  unsigned version_ = 11;
   bool keep_alive_ = true, writing_ = false, watching_ = false, read_after_watch_ = false, end_pending_ = false;
+  bool chunked_ = true, draining_ = false;
   char watch_byte_[1];
+  std::array<char, 4096> drain_buf_;
   std::deque<std::string> pending_;
 };
 
@@ -318,6 +427,7 @@ void SessionResponder::end() {
 struct HttpServer::Impl {
   HttpServerOptions opt;
   Handler handler;
+  HeaderCheck check;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
@@ -329,7 +439,7 @@ struct HttpServer::Impl {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
-        auto s = std::make_shared<Session>(std::move(socket), opt, handler, open);
+        auto s = std::make_shared<Session>(std::move(socket), opt, handler, check, open);
         if (open.load() > opt.max_connections) s->refuse();
         else s->start();
       }
@@ -338,9 +448,10 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(const HttpServerOptions& options, Handler handler) : impl_(new Impl) {
+HttpServer::HttpServer(const HttpServerOptions& options, Handler handler, HeaderCheck check) : impl_(new Impl) {
   impl_->opt = options;
   impl_->handler = std::move(handler);
+  impl_->check = std::move(check);
   beast::error_code ec;
   auto addr = net::ip::make_address(options.host, ec);
   if (ec) throw std::runtime_error("invalid --host '" + options.host + "': " + ec.message());

@@ -1,10 +1,13 @@
 #include "server/openai_service.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 struct ApiError {
   int status;
   std::string message, type, param, code;
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 [[noreturn]] void bad(const std::string& message, const std::string& param = {}) {
@@ -35,6 +39,17 @@ std::string type_name(const json& v) {
     case json::value_t::object: return "object";
     default: return "number";
   }
+}
+
+// An integer as int64, or none when it is an unsigned one past INT64_MAX (get<int64_t> would
+// wrap it to a negative number).
+std::optional<int64_t> as_int64(const json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  return v.get<int64_t>();
 }
 
 // Typed, range-checked access to request fields; absent or null fields keep their default.
@@ -58,12 +73,12 @@ class Fields {
     const json* v = get(k);
     if (!v) return def;
     if (!v->is_number_integer()) bad(std::string("'") + k + "' must be an integer, not " + type_name(*v), k);
-    const int64_t d = v->get<int64_t>();
-    if (d < lo || d > hi)
+    const auto d = as_int64(*v);
+    if (!d || *d < lo || *d > hi)
       bad(std::string("'") + k + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-              ", got " + std::to_string(d),
+              ", got " + v->dump(),
           k);
-    return d;
+    return *d;
   }
   bool boolean(const char* k, bool def) const {
     const json* v = get(k);
@@ -106,7 +121,33 @@ HttpResponse json_response(const json& j, int status = 200) {
   return r;
 }
 
-HttpResponse to_response(const ApiError& e) { return json_error(e.status, e.message, e.type, e.param, e.code); }
+HttpResponse to_response(const ApiError& e) {
+  HttpResponse r = json_error(e.status, e.message, e.type, e.param, e.code);
+  r.headers = e.headers;
+  return r;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The answer to a request that ended in an abort other than a cancel: a timeout is the client's
+// to retry (408), a shutdown is the server going away (503), the rest is the server's fault.
+HttpResponse abort_error(const RequestOutput& o) {
+  switch (o.abort_reason) {
+    case AbortReason::Timeout:
+      return json_error(408,
+                        "the request did not finish within the server's --request-timeout; retry it, or ask for "
+                        "fewer tokens",
+                        "timeout_error");
+    case AbortReason::Shutdown:
+      return json_error(503, "the server shut down before the request finished; retry it", "server_error");
+    default:
+      return json_error(500, "the engine failed while generating this request: " + o.error, "server_error");
+  }
+}
 
 // One request (all its prompts and choices) while the engine works on it.
 struct Job : std::enable_shared_from_this<Job> {
@@ -116,25 +157,39 @@ struct Job : std::enable_shared_from_this<Job> {
   int64_t created = 0;
   bool stream = false, include_usage = false;
   int32_t logprobs = -1;  // completions: top n; chat: top_logprobs when logprobs = true
-  bool chat_logprobs = false;
   std::shared_ptr<Responder> out;
   const Tokenizer* tok = nullptr;
   Scheduler* scheduler = nullptr;
   std::atomic<int>* active = nullptr;
+  size_t n_per_prompt = 1;
 
   struct Choice {
     std::string text, finish_reason;
     int32_t prompt_tokens = 0, completion_tokens = 0;
     bool done = false, sent_role = false;
     int32_t prev_token = -1;
+    // Bytes of the completion before the next token's text. Not text.size(): text lags behind
+    // the tokens while a possible stop string or a partial UTF-8 character is held back.
+    size_t token_offset = 0;
     json logprob_entries = json::array();  // chat: content entries
     json lp_tokens = json::array(), lp_values = json::array(), lp_top = json::array(), lp_offsets = json::array();
   };
   std::mutex mu;
   std::vector<Choice> choices;
-  std::vector<uint64_t> ids;
+  std::vector<uint64_t> ids;  // engine ids, by choice
   int remaining = 0;
-  bool failed = false;
+  bool gone = false;    // the client disconnected
+  bool closed = false;  // answered, or nobody to answer: later outputs are dropped
+  // The first abort other than a cancel. The request then fails as a whole: its other sequences
+  // are cancelled, and the error goes out once all of them are gone (so that a client retrying
+  // at once finds their room free).
+  std::optional<HttpResponse> failure;
+  // Streams: the engine may produce output before the response is started (the stream starts
+  // only once every sequence is queued, so a full queue can still be a 429). Until then what it
+  // says waits here.
+  bool started = false, held_end = false;
+  std::string held;
+  std::optional<HttpResponse> held_error;
 
   static std::vector<int> byte_values(const std::string& s) {
     std::vector<int> b;
@@ -143,9 +198,8 @@ struct Job : std::enable_shared_from_this<Job> {
   }
   std::string token_str(int32_t t, int32_t prev) const { return tok->piece(t, prev < 0 ? t : prev); }
 
-  json logprobs_delta(Choice& c, const RequestOutput& o, size_t text_before) {
+  json logprobs_delta(Choice& c, const RequestOutput& o) {
     json entries = json::array();
-    size_t offset = text_before;
     for (const auto& lp : o.logprobs) {
       const std::string s = token_str(lp.token, c.prev_token);
       if (kind == Kind::Chat) {
@@ -158,9 +212,9 @@ struct Job : std::enable_shared_from_this<Job> {
       } else {
         json top = json::object();
         for (auto& t : lp.top) top[token_str(t.token, c.prev_token)] = t.logprob;
-        entries.push_back({{"token", s}, {"logprob", lp.logprob}, {"top", top}, {"offset", offset}});
+        entries.push_back({{"token", s}, {"logprob", lp.logprob}, {"top", top}, {"offset", c.token_offset}});
       }
-      offset += s.size();
+      c.token_offset += s.size();
       c.prev_token = lp.token;
     }
     return entries;
@@ -168,50 +222,104 @@ struct Job : std::enable_shared_from_this<Job> {
 
   void on_output(size_t idx, const RequestOutput& o) {
     std::string chunk;
-    bool all_done = false;
+    bool end_stream = false, whole = false;
+    std::optional<HttpResponse> error;
+    std::vector<uint64_t> to_cancel;
     {
       std::lock_guard<std::mutex> lock(mu);
       Choice& c = choices[idx];
-      const size_t before = c.text.size();
-      c.text += o.text;
-      c.prompt_tokens = o.prompt_tokens;
-      c.completion_tokens = o.completion_tokens;
-      json lp = logprobs >= 0 ? logprobs_delta(c, o, before) : json::array();
-      if (logprobs < 0 && !o.tokens.empty()) c.prev_token = o.tokens.back();
-      if (!stream) {
-        for (auto& e : lp) {
-          if (kind == Kind::Chat) {
-            c.logprob_entries.push_back(e);
-          } else {
-            c.lp_tokens.push_back(e["token"]);
-            c.lp_values.push_back(e["logprob"]);
-            c.lp_top.push_back(e["top"]);
-            c.lp_offsets.push_back(e["offset"]);
-          }
-        }
-      }
+      bool all_done = false;
       if (o.finished) {
         c.done = true;
-        c.finish_reason = o.finish_reason == "abort" ? "abort" : o.finish_reason;
-        if (!o.error.empty() && o.error != "cancelled") failed = true;
         all_done = --remaining == 0;
         if (active && all_done) --*active;
       }
-      if (stream && (!o.text.empty() || o.finished || !lp.empty())) chunk = stream_chunk(idx, c, o, lp);
-      if (stream && all_done) {
-        if (include_usage) chunk += "data: " + json({{"id", id}, {"object", chunk_object()}, {"created", created},
-                                                     {"model", model}, {"choices", json::array()},
-                                                     {"usage", usage()}}).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
-        chunk += "data: [DONE]\n\n";
+      if (closed) return;
+      if (o.finished && o.finish_reason == "abort") {
+        // Never an OpenAI finish_reason. A cancel first means nobody is listening any more.
+        if (o.abort_reason == AbortReason::Cancelled && !failure) {
+          closed = true;
+          return;
+        }
+        if (!failure) {
+          failure = abort_error(o);
+          for (size_t i = 0; i < choices.size() && i < ids.size(); ++i)
+            if (!choices[i].done) to_cancel.push_back(ids[i]);
+        }
+      }
+      if (failure) {
+        if (all_done) {
+          closed = true;
+          if (!stream) {
+            error = *failure;
+          } else if (!started) {
+            held_error = *failure;
+          } else {
+            chunk = "data: " + failure->body + "\n\ndata: [DONE]\n\n";
+            end_stream = true;
+          }
+        }
+      } else {
+        c.text += o.text;
+        c.prompt_tokens = o.prompt_tokens;
+        c.completion_tokens = o.completion_tokens;
+        json lp = logprobs >= 0 ? logprobs_delta(c, o) : json::array();
+        if (logprobs < 0 && !o.tokens.empty()) c.prev_token = o.tokens.back();
+        if (o.finished) c.finish_reason = o.finish_reason;
+        if (!stream) {
+          for (auto& e : lp) {
+            if (kind == Kind::Chat) {
+              c.logprob_entries.push_back(e);
+            } else {
+              c.lp_tokens.push_back(e["token"]);
+              c.lp_values.push_back(e["logprob"]);
+              c.lp_top.push_back(e["top"]);
+              c.lp_offsets.push_back(e["offset"]);
+            }
+          }
+          whole = all_done;
+        } else {
+          if (!o.text.empty() || o.finished || !lp.empty()) chunk = stream_chunk(idx, c, o, lp);
+          if (all_done) {
+            if (include_usage) {
+              const json u = {{"id", id},       {"object", chunk_object()}, {"created", created},
+                              {"model", model}, {"choices", json::array()}, {"usage", usage()}};
+              chunk += "data: " + dump(u) + "\n\n";
+            }
+            chunk += "data: [DONE]\n\n";
+            end_stream = true;
+          }
+        }
+      }
+      if (stream && !started) {
+        held += chunk;
+        held_end |= end_stream;
+        chunk.clear();
+        end_stream = false;
       }
     }
-    if (stream) {
-      if (!chunk.empty()) out->send(std::move(chunk));
-      if (all_done) out->end();
-    } else if (all_done) {
-      finish_whole();
-    }
+    for (auto id : to_cancel) scheduler->cancel(id);
+    if (error) out->reply(std::move(*error));
+    if (!chunk.empty()) out->send(std::move(chunk));
+    if (end_stream) out->end();
+    if (whole) finish_whole();
   }
+
+  // Streams: every sequence is queued; start the response and pass on what was held.
+  void start() {
+    std::lock_guard<std::mutex> lock(mu);
+    // Under the lock, so that nothing the engine sends later can overtake it.
+    if (held_error) {
+      out->reply(std::move(*held_error));
+    } else {
+      out->start_stream(200, "text/event-stream");
+      if (!held.empty()) out->send(std::move(held));
+      if (held_end) out->end();
+    }
+    started = true;
+  }
+
+  static std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
   const char* chunk_object() const { return kind == Kind::Chat ? "chat.completion.chunk" : "text_completion"; }
 
@@ -224,7 +332,6 @@ struct Job : std::enable_shared_from_this<Job> {
     }
     return {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}};
   }
-  size_t n_per_prompt = 1;
 
   std::string stream_chunk(size_t idx, Choice& c, const RequestOutput& o, const json& lp) {
     json choice = {{"index", idx}};
@@ -254,16 +361,14 @@ struct Job : std::enable_shared_from_this<Job> {
     }
     choice["finish_reason"] = o.finished ? json(c.finish_reason) : json(nullptr);
     json j = {{"id", id}, {"object", chunk_object()}, {"created", created}, {"model", model}, {"choices", {choice}}};
-    return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+    return "data: " + dump(j) + "\n\n";
   }
 
   void finish_whole() {
     json cs = json::array();
-    bool aborted = false;
     std::lock_guard<std::mutex> lock(mu);
     for (size_t i = 0; i < choices.size(); ++i) {
       Choice& c = choices[i];
-      aborted |= c.finish_reason == "abort";
       json choice = {{"index", i}, {"finish_reason", c.finish_reason}};
       if (kind == Kind::Chat) {
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
@@ -277,14 +382,6 @@ struct Job : std::enable_shared_from_this<Job> {
                                            : json(nullptr);
       }
       cs.push_back(choice);
-    }
-    if (aborted && failed) {
-      out->reply(json_error(500, "the engine failed while generating this request", "server_error"));
-      return;
-    }
-    if (aborted) {
-      out->reply(json_error(408, "the request timed out before it finished", "timeout_error"));
-      return;
     }
     json j = {{"id", id},
               {"object", kind == Kind::Chat ? "chat.completion" : "text_completion"},
@@ -309,15 +406,26 @@ struct OpenAiService::Impl {
 
   void authorize(const HttpRequest& r) const {
     if (!opt.api_key) return;
+    // "<scheme> <token>", the scheme case-insensitive (RFC 9110 section 11.1).
     const std::string h = r.header("authorization");
-    if (h != "Bearer " + *opt.api_key) throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer <key>')", "authentication_error", {}, "invalid_api_key"};
+    const size_t sp = h.find(' ');
+    const size_t tok = sp == std::string::npos ? sp : h.find_first_not_of(' ', sp);
+    const bool ok = tok != std::string::npos && iequals(std::string_view(h).substr(0, sp), "bearer") &&
+                    h.substr(tok) == *opt.api_key;
+    if (!ok)
+      throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer <key>')", "authentication_error", {},
+                     "invalid_api_key"};
+  }
+
+  static bool needs_key(const std::string& path) {
+    return path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
   }
 
   json parse_body(const HttpRequest& r) const {
     json j;
     try {
       j = json::parse(r.body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e400)
       bad(std::string("the request body is not valid JSON: ") + e.what());
     }
     if (!j.is_object()) bad("the request body must be a JSON object");
@@ -327,7 +435,8 @@ struct OpenAiService::Impl {
   void check_model(const Fields& f) const {
     auto m = f.string("model");
     if (m && *m != opt.served_model_name)
-      throw ApiError{404, "The model `" + *m + "` does not exist.", "not_found_error", "model", "model_not_found"};
+      throw ApiError{404, "The model `" + *m + "` does not exist (this server serves `" + opt.served_model_name + "`).",
+                     "invalid_request_error", "model", "model_not_found"};
   }
 
   void require_ready() const {
@@ -344,10 +453,10 @@ struct OpenAiService::Impl {
       std::vector<int32_t> ids;
       for (auto& v : arr) {
         if (!v.is_number_integer()) bad("'prompt' token ids must be integers", "prompt");
-        const int64_t t = v.get<int64_t>();
-        if (t < 0 || t >= model->config.vocab_size)
-          bad("'prompt' token id " + std::to_string(t) + " is outside the vocabulary", "prompt");
-        ids.push_back(static_cast<int32_t>(t));
+        const auto t = as_int64(v);
+        if (!t || *t < 0 || *t >= model->config.vocab_size)
+          bad("'prompt' token id " + v.dump() + " is outside the vocabulary", "prompt");
+        ids.push_back(static_cast<int32_t>(*t));
       }
       return ids;
     };
@@ -384,6 +493,8 @@ struct OpenAiService::Impl {
         bad("unsupported message role '" + role + "' (system, user, assistant)", "messages");
       std::string content;
       const json c = e.value("content", json());
+      // Only an assistant turn may go without content (one that made tool calls).
+      if (c.is_null() && role != "assistant") bad("a '" + role + "' message needs 'content'", "messages");
       if (c.is_string()) {
         content = c.get<std::string>();
       } else if (c.is_array()) {  // [{"type":"text","text":...}]
@@ -414,10 +525,29 @@ struct OpenAiService::Impl {
     s.frequency_penalty = static_cast<float>(f.number("frequency_penalty", 0.0, -2.0, 2.0));
     s.repetition_penalty = static_cast<float>(f.number("repetition_penalty", 1.0, 1e-6, 100.0));
     if (f.get("seed")) s.seed = static_cast<uint64_t>(f.integer("seed", 0, INT64_MIN, INT64_MAX));
+    if (const json* lb = f.get("logit_bias")) {
+      // {"token id": bias}, as OpenAI: ids as strings, biases in [-100, 100].
+      if (!lb->is_object()) bad("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
+      if (lb->size() > 1024) bad("'logit_bias' may name at most 1024 tokens", "logit_bias");
+      for (auto it = lb->begin(); it != lb->end(); ++it) {
+        const std::string& key = it.key();
+        int64_t id = -1;
+        if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos)
+          id = std::stoll(key);
+        if (id < 0 || id >= model->config.vocab_size)
+          bad("'logit_bias' key '" + key + "' is not a token id of this model (0.." +
+                  std::to_string(model->config.vocab_size - 1) + ")",
+              "logit_bias");
+        if (!it.value().is_number()) bad("'logit_bias' values must be numbers", "logit_bias");
+        const double b = it.value().get<double>();
+        if (!(b >= -100.0 && b <= 100.0)) bad("'logit_bias' values must be between -100 and 100", "logit_bias");
+        s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+      }
+    }
     const int32_t ctx = scheduler->max_model_len();
     int64_t max_tokens = -1;
+    max_tokens = f.integer("max_tokens", chat ? -1 : 16, 1, ctx);  // checked even when overridden below
     if (chat && f.get("max_completion_tokens")) max_tokens = f.integer("max_completion_tokens", 16, 1, ctx);
-    else max_tokens = f.integer("max_tokens", chat ? -1 : 16, 1, ctx);
     r.max_tokens = static_cast<int32_t>(max_tokens);  // -1: whatever the context leaves
     r.ignore_eos = f.boolean("ignore_eos", false);
     if (const json* st = f.get("stop")) {
@@ -476,6 +606,15 @@ struct OpenAiService::Impl {
       bad(e.what());
     }
 
+    // The whole request is queued at once or not at all; one that could never be (more
+    // sequences than the queue holds) is the client's error, not a reason to retry.
+    const int64_t total = static_cast<int64_t>(ps.size()) * n;
+    if (total > scheduler->max_waiting())
+      bad("this request asks for " + std::to_string(total) + " sequences (" + std::to_string(ps.size()) +
+              " prompt(s) x n=" + std::to_string(n) + ") but the server queues at most " +
+              std::to_string(scheduler->max_waiting()) + "; send fewer prompts or a smaller 'n'",
+          n > 1 ? "n" : "prompt");
+
     auto job = std::make_shared<Job>();
     job->kind = kind;
     job->id = random_id(chat ? "chatcmpl-" : "cmpl-");
@@ -489,69 +628,64 @@ struct OpenAiService::Impl {
     job->scheduler = scheduler;
     job->active = &active;
     job->n_per_prompt = static_cast<size_t>(n);
-    job->choices.resize(ps.size() * static_cast<size_t>(n));
-    job->remaining = static_cast<int>(job->choices.size());
-    if (stream) out->start_stream(200, "text/event-stream");
-    ++active;
+    job->choices.resize(static_cast<size_t>(total));
+    job->remaining = static_cast<int>(total);
+
+    std::vector<EngineRequest> rs;
+    // One deadline for all: they time out together, and the request fails once.
+    const auto deadline = Clock::now() + std::chrono::seconds(opt.request_timeout_seconds);
+    size_t idx = 0;
+    for (auto& p : ps)
+      for (int i = 0; i < n; ++i, ++idx) {
+        EngineRequest r = base;
+        r.prompt = p;
+        if (r.max_tokens < 0) r.max_tokens = ctx - static_cast<int32_t>(p.size());
+        if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
+        r.logprobs = logprobs;
+        r.deadline = deadline;
+        r.on_output = [job, idx](const RequestOutput& o) { job->on_output(idx, o); };
+        rs.push_back(std::move(r));
+      }
     std::weak_ptr<Job> weak = job;
     out->on_disconnect([weak, this] {
       if (auto jb = weak.lock()) {
         std::vector<uint64_t> ids;
         {
           std::lock_guard<std::mutex> lock(jb->mu);
+          jb->gone = true;
           ids = jb->ids;
         }
         for (auto id : ids) scheduler->cancel(id);
       }
     });
-    size_t idx = 0;
+    ++active;
+    std::vector<uint64_t> ids;
     try {
-      for (auto& p : ps)
-        for (int i = 0; i < n; ++i, ++idx) {
-          EngineRequest r = base;
-          r.prompt = p;
-          if (r.max_tokens < 0) r.max_tokens = ctx - static_cast<int32_t>(p.size());
-          if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
-          r.logprobs = logprobs;
-          r.deadline = Clock::now() + std::chrono::seconds(opt.request_timeout_seconds);
-          r.on_output = [job, idx](const RequestOutput& o) { job->on_output(idx, o); };
-          const uint64_t id = scheduler->submit(std::move(r));
-          std::lock_guard<std::mutex> lock(job->mu);
-          job->ids.push_back(id);
-        }
-    } catch (...) {
-      // Cancel what was queued; its outputs still arrive, but nobody answers twice.
-      std::vector<uint64_t> ids;
-      {
-        std::lock_guard<std::mutex> lock(job->mu);
-        ids = job->ids;
-        job->remaining = 1 << 30;  // never reports completion now
-      }
-      for (auto id : ids) scheduler->cancel(id);
+      ids = scheduler->submit(std::move(rs));
+    } catch (const QueueFull& e) {
       --active;
-      try {
-        throw;
-      } catch (const QueueFull& e) {
-        ++rejected;
-        if (stream) {
-          out->send("data: " + json_error(429, e.what(), "rate_limit_error").body + "\n\n");
-          out->end();
-          return;
-        }
-        throw ApiError{shutting_down ? 503 : 429, e.what(), shutting_down ? "server_error" : "rate_limit_error", {}, {}};
-      } catch (const std::invalid_argument& e) {
-        if (stream) {
-          out->send("data: " + json_error(400, e.what(), "invalid_request_error").body + "\n\n");
-          out->end();
-          return;
-        }
-        bad(e.what());
-      } catch (const std::exception& e) {
-        if (!stream) throw;
-        out->send("data: " + json_error(500, e.what(), "server_error").body + "\n\n");
-        out->end();
-      }
+      ++rejected;
+      if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
+      throw ApiError{429, e.what(), "rate_limit_error", {}, {}};
+    } catch (const std::invalid_argument& e) {
+      --active;
+      bad(e.what());
+    } catch (...) {
+      --active;
+      throw;
     }
+    std::vector<uint64_t> to_cancel;
+    {
+      std::lock_guard<std::mutex> lock(job->mu);
+      job->ids = ids;
+      // The client left, or a sequence failed, while they were being queued.
+      if (job->gone || job->failure)
+        for (size_t i = 0; i < ids.size(); ++i)
+          if (!job->choices[i].done) to_cancel.push_back(ids[i]);
+    }
+    for (auto id : to_cancel) scheduler->cancel(id);
+    // Only now, with every sequence queued, can a stream commit to 200.
+    if (stream) job->start();
   }
 
   void tokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
@@ -580,9 +714,10 @@ struct OpenAiService::Impl {
     std::vector<int32_t> ids;
     for (auto& v : *t) {
       if (!v.is_number_integer()) bad("'tokens' must be a list of integers", "tokens");
-      const int64_t id = v.get<int64_t>();
-      if (id < 0 || id >= model->tokenizer->vocab_size()) bad("token id " + std::to_string(id) + " is outside the vocabulary", "tokens");
-      ids.push_back(static_cast<int32_t>(id));
+      const auto id = as_int64(v);
+      if (!id || *id < 0 || *id >= model->tokenizer->vocab_size())
+        bad("token id " + v.dump() + " is outside the vocabulary", "tokens");
+      ids.push_back(static_cast<int32_t>(*id));
     }
     out->reply(json_response({{"prompt", model->tokenizer->decode(ids)}}));
   }
@@ -638,36 +773,58 @@ void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
 void OpenAiService::begin_shutdown() { impl_->shutting_down = true; }
 int OpenAiService::active_requests() const { return impl_->active.load(); }
 
+namespace {
+// The method each route takes (every route takes one).
+const char* route_method(const std::string& path) {
+  static const std::pair<const char*, const char*> routes[] = {
+      {"/health", "GET"},         {"/metrics", "GET"},
+      {"/version", "GET"},        {"/v1/models", "GET"},
+      {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
+      {"/tokenize", "POST"},      {"/detokenize", "POST"}};
+  for (auto& [p, m] : routes)
+    if (path == p) return m;
+  return nullptr;
+}
+}  // namespace
+
+std::optional<HttpResponse> OpenAiService::check_headers(const HttpRequest& req) const {
+  try {
+    if (Impl::needs_key(req.path)) impl_->authorize(req);
+  } catch (const ApiError& e) {
+    return to_response(e);
+  }
+  return std::nullopt;
+}
+
 void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> out) {
   Impl& I = *impl_;
   ++I.http_requests;
   try {
     const std::string& p = req.path;
-    const bool get = req.method == "GET", post = req.method == "POST";
+    const char* method = route_method(p);
+    if (!method) throw ApiError{404, "no route " + req.method + " " + p, "not_found_error", {}, {}};
+    if (req.method != method)
+      throw ApiError{405, "method " + req.method + " is not allowed on " + p + " (use " + method + ")",
+                     "invalid_request_error", {}, {}, {{"Allow", method}}};
     if (p == "/health") {
-      if (!get) throw ApiError{405, "use GET", "invalid_request_error", {}, {}};
       HttpResponse r;
       r.status = I.ready && !I.shutting_down ? 200 : 503;
       r.body = I.ready ? (I.shutting_down ? R"({"status":"shutting down"})" : "{}") : R"({"status":"loading"})";
       return out->reply(r);
     }
     if (p == "/metrics") {
-      if (!get) throw ApiError{405, "use GET", "invalid_request_error", {}, {}};
       HttpResponse r;
       r.content_type = "text/plain; version=0.0.4";
       r.body = metrics_text();
       return out->reply(r);
     }
     if (p == "/version") return out->reply(json_response({{"version", "0.1.0"}}));
-    if (p == "/v1/models" || p == "/v1/completions" || p == "/v1/chat/completions") I.authorize(req);
-    if (p == "/v1/models" && get) return out->reply(json_response(I.models_list()));
-    if (p == "/v1/completions" && post) return I.generate(req, out, Job::Kind::Completion);
-    if (p == "/v1/chat/completions" && post) return I.generate(req, out, Job::Kind::Chat);
-    if (p == "/tokenize" && post) return I.tokenize(req, out);
-    if (p == "/detokenize" && post) return I.detokenize(req, out);
-    for (const char* known : {"/v1/models", "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"})
-      if (p == known) throw ApiError{405, "method " + req.method + " is not allowed on " + p, "invalid_request_error", {}, {}};
-    throw ApiError{404, "no route " + req.method + " " + p, "not_found_error", {}, {}};
+    if (Impl::needs_key(p)) I.authorize(req);
+    if (p == "/v1/models") return out->reply(json_response(I.models_list()));
+    if (p == "/v1/completions") return I.generate(req, out, Job::Kind::Completion);
+    if (p == "/v1/chat/completions") return I.generate(req, out, Job::Kind::Chat);
+    if (p == "/tokenize") return I.tokenize(req, out);
+    return I.detokenize(req, out);
   } catch (const ApiError& e) {
     out->reply(to_response(e));
   } catch (const std::exception& e) {

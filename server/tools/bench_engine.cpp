@@ -5,11 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <functional>
+#include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
-#include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -56,12 +57,54 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
         "1x2,2x1,1x2/2x1 (default: 1 rank of --threads cores)",
         "LIST");
   if (!p.parse(argc, argv, first_arg)) return 0;
+  // Everything the command line decides is checked before the model loads (which can take
+  // minutes) and the results file is opened before the benchmark runs.
   if (load.model.empty()) throw CliError("--model is required (see --help)");
-  if (prompt_tokens < 0 || gen_tokens < 0 || reps < 1 || warmup < 0 || threads < 0)
-    throw CliError("--prompt-tokens/--gen-tokens/--warmup must be >= 0, --reps >= 1");
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (prompt_tokens < 0 || gen_tokens < 0 || warmup < 0)
+    throw CliError("--prompt-tokens, --gen-tokens and --warmup must be >= 0");
+  if (reps < 1) throw CliError("--reps must be at least 1");
+  if (prompt_tokens == 0 && gen_tokens == 0)
+    throw CliError("nothing to do: --prompt-tokens and --gen-tokens are both 0");
+  try {
+    threads = resolve_threads(threads, "--threads");
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
   load.threads = threads;
   load.require_tokenizer = false;
+
+  // Each item: RxT for both phases, or PREFILL/DECODE.
+  std::vector<std::string> items;
+  std::vector<std::pair<ServiceConfig, ServiceConfig>> configs;
+  if (configs_text) {
+    std::stringstream ss(*configs_text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      if (item.empty()) throw CliError("--configs has an empty item: '" + *configs_text + "'");
+      items.push_back(item);
+    }
+    if (items.empty())
+      throw CliError("--configs needs at least one configuration, e.g. 1x2 or 1x2/2x1");
+    for (const auto& item : items) {
+      const size_t slash = item.find('/');
+      try {
+        const ServiceConfig pc = parse_service_config(item.substr(0, slash));
+        const ServiceConfig dc =
+            slash == std::string::npos ? pc : parse_service_config(item.substr(slash + 1));
+        configs.emplace_back(pc, dc);
+      } catch (const std::invalid_argument& e) {
+        throw CliError("--configs: " + std::string(e.what()));
+      }
+    }
+  } else {
+    // Like sandwich-generate: one rank of --threads threads, wrapping around the CPUs if asked.
+    items.push_back("1x" + std::to_string(threads));
+    configs.emplace_back(single_rank_config(threads), single_rank_config(threads));
+  }
+  std::optional<std::ofstream> json_out;
+  if (json_path) {
+    json_out.emplace(*json_path);
+    if (!*json_out) throw CliError("cannot write --json file " + *json_path);
+  }
 
   auto model = load_model(load);
   const ModelConfig& c = model->config;
@@ -79,19 +122,9 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   limits.max_tokens = std::max(prompt_tokens, 1);
   limits.max_entries = 1;
   std::vector<Setup> setups;
-  std::vector<std::string> items;
-  if (configs_text) {
-    std::stringstream ss(*configs_text);
-    for (std::string item; std::getline(ss, item, ',');) items.push_back(item);
-  } else {
-    items.push_back(std::to_string(1) + "x" + std::to_string(threads));
-  }
-  for (const auto& item : items) {
-    const size_t slash = item.find('/');
-    const ServiceConfig pc = parse_service_config(item.substr(0, slash));
-    const ServiceConfig dc = slash == std::string::npos ? pc : parse_service_config(item.substr(slash + 1));
-    setups.push_back({item, make_executor(*model, kv, pc, limits), make_executor(*model, kv, dc, limits)});
-  }
+  for (size_t i = 0; i < items.size(); ++i)
+    setups.push_back({items[i], make_executor(*model, kv, configs[i].first, limits),
+                      make_executor(*model, kv, configs[i].second, limits)});
   std::vector<float> logits(c.vocab_size);
   // Random ids stand in for a prompt: throughput does not depend on which tokens they are.
   std::mt19937 rng(1234);
@@ -152,10 +185,9 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB\n", model->load_seconds,
                static_cast<double>(model->weight_bytes()) / (1 << 30));
   nlohmann::json doc = {{"load_seconds", model->load_seconds}, {"results", results}};
-  if (json_path) {
-    std::ofstream out(*json_path);
-    if (!out) throw CliError("cannot write " + *json_path);
-    out << doc.dump(2) << "\n";
+  if (json_out) {
+    *json_out << doc.dump(2) << "\n";
+    if (!json_out->flush()) throw CliError("cannot write --json file " + *json_path);
   }
   return 0;
 }

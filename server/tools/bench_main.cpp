@@ -29,9 +29,15 @@ void usage(std::ostream& os) {
 
 int main(int argc, char** argv) {
   return sandwich::run_tool("sandwich-bench", [&]() -> int {
-    if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-      usage(argc < 2 ? std::cerr : std::cout);
-      return argc < 2 ? 1 : 0;
+    if (argc < 2) {
+      // A usage error: the reason on one line first, then how to call the tool, all on stderr.
+      std::cerr << "sandwich-bench: error: no command given (engine, serve)\n";
+      usage(std::cerr);
+      return 2;
+    }
+    if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+      usage(std::cout);
+      return 0;
     }
     for (const auto& c : kCommands)
       if (!std::strcmp(argv[1], c.name)) return c.main(argc, argv, 2);

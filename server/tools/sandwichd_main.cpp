@@ -96,9 +96,12 @@ int main(int argc, char** argv) {
     svc.chat_template = chat_template;
 
     server::OpenAiService service(svc);
-    server::HttpServer server(http, [&service](const server::HttpRequest& r, std::shared_ptr<server::Responder> out) {
-      service.handle(r, std::move(out));
-    });
+    server::HttpServer server(
+        http,
+        [&service](const server::HttpRequest& r, std::shared_ptr<server::Responder> out) {
+          service.handle(r, std::move(out));
+        },
+        [&service](const server::HttpRequest& r) { return service.check_headers(r); });
     std::mutex mu;
     std::condition_variable cv;
     bool stop_requested = false;

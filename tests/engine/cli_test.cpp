@@ -118,6 +118,47 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroExit) {
                         "outside the vocabulary");
 }
 
+// Input that used to be ignored or misread: each is now one line on stderr and a non-zero exit.
+TEST(Cli, StrayOrOutOfRangeInputIsRejected) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "folder");
+  const std::string folder = (dir / "folder").string();
+  expect_one_line_error(run_cmd(generate() + " --prompt-file " + folder),
+                        "--prompt-file " + folder + " is a directory");
+  expect_one_line_error(run_cmd(generate() + " --plan " + folder), folder + " is a directory");
+  expect_one_line_error(run_cmd(generate() + " -t 1000"), "--threads must be 0 (all cores) to");
+  expect_one_line_error(run_cmd(generate() + " -t -3"), "got -3");
+  expect_one_line_error(run_cmd(generate() + " -n 5 bogus"), "unexpected argument 'bogus'");
+  expect_one_line_error(run_cmd(generate() + " -- -n"), "unexpected argument '-n'");
+  expect_one_line_error(run_cmd(generate() + " --prefill-config 99999999999x1"), "99999999999");
+  expect_one_line_error(run_cmd(bin("sandwich-model") + " info a b"), "unexpected argument 'b'");
+  expect_one_line_error(
+      run_cmd(bin("sandwich-model") + " tokenize --tokenizer " + stories() + "/tok512.bin x"),
+      "unexpected argument 'x'");
+  std::ofstream(dir / "tokenizer.json") << R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},
+    "added_tokens":[{"id":-5,"content":"<x>"}]})";
+  expect_one_line_error(run_cmd(bin("sandwich-model") + " tokenize --tokenizer " +
+                                (dir / "tokenizer.json").string() + " --text a"),
+                        "tokenizer.json: added token '<x>' has id -5");
+}
+
+TEST(Cli, NoCommandIsAUsageError) {
+  for (const char* tool : {"sandwich-model", "sandwich-generate"}) {
+    const CmdResult r = run_cmd(bin(tool));
+    EXPECT_NE(r.code, 0) << tool;
+    EXPECT_LT(r.code, 128) << tool;
+    EXPECT_TRUE(r.out.empty()) << tool << ": " << r.out;
+    EXPECT_EQ(r.err.rfind(std::string(tool) + ": error: ", 0), 0u) << r.err;
+  }
+  const CmdResult m = run_cmd(bin("sandwich-model"));
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.err.find("no command given"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("usage: sandwich-model"), std::string::npos)
+      << m.err;  // usage follows the error line
+  EXPECT_EQ(run_cmd(bin("sandwich-model") + " --help").code, 0);
+}
+
 TEST(Cli, ModelInfoAndTokenizerCommands) {
   SANDWICH_REQUIRE_DATA();
   CmdResult info = run_cmd(bin("sandwich-model") + " info " + stories() + "/stories260K.bin");

@@ -185,6 +185,69 @@ TEST(ServiceConfig, ParsesShortAndJsonFormsAndRejectsBadOnes) {
   EXPECT_THROW(load_plan(dir / "bad.json"), std::invalid_argument);
 }
 
+std::string config_error(const std::string& text) {
+  try {
+    parse_service_config(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Numbers that overflow or wrap are errors naming the value, never a wrapped CPU 0.
+TEST(ServiceConfig, OutOfRangeNumbersAreClearErrors) {
+  EXPECT_NE(config_error("65536x65536").find("65536 ranks is more than this machine's"),
+            std::string::npos);
+  EXPECT_NE(config_error("99999999999x1").find("99999999999"), std::string::npos);
+  EXPECT_NE(config_error("1x99999999999999999999999").find("cores per rank"), std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"cpus":[4294967296]}]})")
+                .find("CPU id 4294967296 is out of range"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"cpus":[-1]}]})").find("CPU id -1"), std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"cpus":[0.5]}]})").find("must be integers, got 0.5"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"numa":-7,"cpus":[0]}]})")
+                .find("\"numa\" must be a NUMA node number"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"numa":"x","cpus":[0]}]})").find("got \"x\""),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"numa":4294967296,"cpus":[0]}]})").find("4294967296"),
+            std::string::npos);
+  if (std::filesystem::exists("/sys/devices/system/node/online")) {
+    EXPECT_NE(config_error(R"({"ranks":[{"numa":99,"cpus":[0]}]})")
+                  .find("NUMA node 99 of rank 0 does not exist"),
+              std::string::npos);
+  }
+  EXPECT_EQ(config_error(R"({"ranks":[{"numa":0,"cpus":[0]}]})"), "(no error)");
+}
+
+TEST(ServiceConfig, ThreadCountsAreBounded) {
+  EXPECT_EQ(single_rank_config(1).ranks[0].cpus, std::vector<int>{0});
+  EXPECT_GE(single_rank_config(0).ranks[0].cpus.size(), 1u);
+  EXPECT_THROW(single_rank_config(-3), std::invalid_argument);
+  EXPECT_THROW(single_rank_config(max_threads() + 1), std::invalid_argument);
+  try {
+    resolve_threads(100000, "--threads");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--threads must be 0 (all cores) to"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("got 100000"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ServiceConfig, PlanThatIsADirectoryNamesIt) {
+  TempDir dir;
+  try {
+    load_plan(dir.path());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.path().string() + " is a directory"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ServiceConfig, RankCountMustDivideTheKvHeads) {
   SANDWICH_REQUIRE_DATA();
   auto m = stories();  // 4 KV heads

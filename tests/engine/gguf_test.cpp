@@ -111,6 +111,50 @@ TEST(Gguf, RejectsBadFilesWithClearErrors) {
   expect_error(dir / "does-not-exist.gguf", "cannot open");
 }
 
+// A GGUF header with one metadata entry: key, type ARRAY, element type, count, then `tail`.
+std::vector<uint8_t> array_header(const std::string& key, uint32_t elem_type, uint64_t count,
+                                  const std::vector<uint8_t>& tail = {}) {
+  std::vector<uint8_t> b;
+  auto put = [&](const void* p, size_t n) {
+    const auto* c = static_cast<const uint8_t*>(p);
+    b.insert(b.end(), c, c + n);
+  };
+  auto u32 = [&](uint32_t v) { put(&v, 4); };
+  auto u64 = [&](uint64_t v) { put(&v, 8); };
+  put("GGUF", 4);
+  u32(3);
+  u64(0);  // tensors
+  u64(1);  // metadata entries
+  u64(key.size());
+  put(key.data(), key.size());
+  u32(static_cast<uint32_t>(ValueType::ARRAY));
+  u32(elem_type);
+  u64(count);
+  b.insert(b.end(), tail.begin(), tail.end());
+  return b;
+}
+
+TEST(Gguf, HugeOrNestedArraysAreClearErrors) {
+  TempDir dir;
+  // 2^32 strings: rejected from the bytes left in the file, before anything is reserved.
+  spit(dir / "huge_tokens.gguf",
+       array_header("tokenizer.ggml.tokens", static_cast<uint32_t>(ValueType::STRING),
+                    uint64_t{1} << 32));
+  expect_error(dir / "huge_tokens.gguf",
+               "implausible array length 4294967296 of metadata 'tokenizer.ggml.tokens'");
+  // Below the absolute limit but still far more than the file holds.
+  spit(dir / "huge_bytes.gguf",
+       array_header("x", static_cast<uint32_t>(ValueType::U8), uint64_t{1} << 31));
+  expect_error(dir / "huge_bytes.gguf", "implausible array length");
+  // An array of arrays: llama.cpp rejects them and so do we, by name.
+  std::vector<uint8_t> inner(12, 0);  // element type U8, count 0
+  spit(dir / "nested.gguf",
+       array_header("general.nested", static_cast<uint32_t>(ValueType::ARRAY), 1, inner));
+  expect_error(dir / "nested.gguf", "metadata 'general.nested': nested arrays are not supported");
+  spit(dir / "elem_type.gguf", array_header("x", 77, 1, std::vector<uint8_t>(8, 0)));
+  expect_error(dir / "elem_type.gguf", "unknown type 77");
+}
+
 TEST(Gguf, ReportsMistypedMetadata) {
   TempDir dir;
   Reader r(write_sample(dir));

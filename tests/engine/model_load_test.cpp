@@ -1,3 +1,4 @@
+#include <cmath>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -280,6 +281,162 @@ TEST(ModelLoadErrors, MissingTokenizerAndTensor) {
   w.add_tensor("token_embd.weight", 0, {32, 512}, [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); });
   w.write(dir / "partial.gguf");
   EXPECT_NE(load_error(dir / "partial.gguf", stories_dir() / "tok512.bin").find("is missing"), std::string::npos);
+}
+
+// A loadable one-layer GGUF (no tokenizer) with some metadata replaced, and optionally the
+// tensors of a second layer its block_count does not mention.
+std::filesystem::path gguf_with(const TempDir& dir, const std::string& name,
+                                const std::vector<std::pair<std::string, gguf::Value>>& overrides,
+                                bool extra_layer = false) {
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::of_string("llama"));
+  std::vector<std::pair<std::string, gguf::Value>> kv;
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64},
+                                                                   {"embedding_length", 32},
+                                                                   {"block_count", 1},
+                                                                   {"feed_forward_length", 48},
+                                                                   {"attention.head_count", 2},
+                                                                   {"vocab_size", 50}})
+    kv.emplace_back(std::string("llama.") + k, gguf::Value::of_u32(v));
+  for (const auto& [k, v] : overrides) {
+    bool replaced = false;
+    for (auto& [k2, v2] : kv)
+      if (k2 == k) v2 = v, replaced = true;
+    if (!replaced) kv.emplace_back(k, v);
+  }
+  for (const auto& [k, v] : kv) w.set(k, v);
+  auto zero = [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); };
+  w.add_tensor("token_embd.weight", 0, {32, 50}, zero);
+  w.add_tensor("output_norm.weight", 0, {32}, zero);
+  for (int l = 0; l < (extra_layer ? 2 : 1); ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    w.add_tensor(b + "attn_norm.weight", 0, {32}, zero);
+    w.add_tensor(b + "ffn_norm.weight", 0, {32}, zero);
+    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"})
+      w.add_tensor(b + t + ".weight", 0, {32, 32}, zero);
+    w.add_tensor(b + "ffn_gate.weight", 0, {32, 48}, zero);
+    w.add_tensor(b + "ffn_up.weight", 0, {32, 48}, zero);
+    w.add_tensor(b + "ffn_down.weight", 0, {48, 32}, zero);
+  }
+  w.write(dir / name);
+  return dir / name;
+}
+
+void expect_load_error(const std::filesystem::path& p, const std::string& fragment) {
+  const std::string e = load_error(p);
+  EXPECT_NE(e.find(fragment), std::string::npos) << e;
+  EXPECT_NE(e.find(p.filename().string()), std::string::npos) << e;
+}
+
+TEST(ModelLoadErrors, ImplausibleGgufHeaderValues) {
+  TempDir dir;
+  // The fixture itself gets as far as the (missing) tokenizer.
+  EXPECT_NE(load_error(gguf_with(dir, "ok.gguf", {})).find("no tokenizer"), std::string::npos);
+  // A context of 2^31 - 1 positions would need terabytes of RoPE tables.
+  expect_load_error(
+      gguf_with(dir, "ctx.gguf", {{"llama.context_length", gguf::Value::of_u32(2147483647)}}),
+      "context length (max_position_embeddings / context_length) 2147483647 is above the supported "
+      "maximum of 1048576");
+  // 2^32 + 64 must not be narrowed to 64.
+  expect_load_error(
+      gguf_with(dir, "dim.gguf",
+                {{"llama.embedding_length", gguf::Value::of_u64((uint64_t{1} << 32) + 64)}}),
+      "llama.embedding_length = 4294967360 is out of range");
+  expect_load_error(
+      gguf_with(dir, "theta.gguf", {{"llama.rope.freq_base", gguf::Value::of_f32(INFINITY)}}),
+      "rope theta must be a finite positive number");
+  expect_load_error(
+      gguf_with(dir, "eps.gguf",
+                {{"llama.attention.layer_norm_rms_epsilon", gguf::Value::of_f32(NAN)}}),
+      "norm eps must be a finite positive number");
+  expect_load_error(gguf_with(dir, "factor.gguf",
+                              {{"llama.rope.scaling.type", gguf::Value::of_string("linear")},
+                               {"llama.rope.scaling.factor", gguf::Value::of_f32(-2.0f)}}),
+                    "rope scaling factor must be a finite positive number");
+  // Tensors of a layer the header does not count would be dropped without a word.
+  expect_load_error(gguf_with(dir, "layers.gguf", {}, true), "tensor blk.1.* (blk.1.");
+  expect_load_error(gguf_with(dir, "layers2.gguf", {}, true), "beyond block_count 1");
+}
+
+TEST(ModelLoadErrors, MistypedOrImplausibleConfigJson) {
+  TempDir dir;
+  const std::string base =
+      R"("model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
+    "num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000)";
+  auto error_of = [&](const std::string& name, const std::string& extra) -> std::string {
+    std::ofstream(dir / name) << "{" << base << extra << "}";
+    try {
+      read_model_config(dir / name);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(error_of("good.json", R"(,"max_position_embeddings":256,"rms_norm_eps":1e-6)"),
+            "(no error)");
+  std::string e = error_of("eps.json", R"(,"rms_norm_eps":"x")");
+  EXPECT_NE(e.find("eps.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"rms_norm_eps\" must be a number"), std::string::npos) << e;
+  e = error_of("ctx.json", R"(,"max_position_embeddings":2147483647)");
+  EXPECT_NE(e.find("ctx.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("above the supported maximum of 1048576"), std::string::npos) << e;
+  e = error_of("theta.json", R"(,"rope_theta":1e39)");  // infinite as a float
+  EXPECT_NE(e.find("rope theta must be a finite positive number"), std::string::npos) << e;
+  e = error_of("tie.json", R"(,"tie_word_embeddings":"yes")");
+  EXPECT_NE(e.find("\"tie_word_embeddings\" must be true or false"), std::string::npos) << e;
+  e = error_of("scaling.json", R"(,"rope_scaling":{"rope_type":"llama3","factor":"big"})");
+  EXPECT_NE(e.find("scaling.json rope_scaling: \"factor\" must be a number"), std::string::npos)
+      << e;
+  e = error_of("bos.json", R"(,"bos_token_id":4294967296)");
+  EXPECT_NE(e.find("\"bos_token_id\" is out of range"), std::string::npos) << e;
+  // A wrapped 2^32 + 64 must not pass as 64.
+  std::ofstream(dir / "dim.json")
+      << R"({"hidden_size":4294967360,"num_hidden_layers":2,"num_attention_heads":4,
+    "intermediate_size":96,"vocab_size":1000})";
+  try {
+    read_model_config(dir / "dim.json");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e2) {
+    EXPECT_NE(std::string(e2.what()).find("\"hidden_size\" is out of range"), std::string::npos)
+        << e2.what();
+  }
+}
+
+TEST(ModelLoadErrors, MistypedSafetensorsHeader) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "hf");
+  std::ofstream(dir / "hf/config.json")
+      << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+    "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000})";
+  auto write_st = [&](const std::string& header) {
+    std::ofstream out(dir / "hf/model.safetensors", std::ios::binary);
+    const uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header << std::string(64, '\0');
+  };
+  write_st(R"({"model.embed_tokens.weight":{"dtype":5,"shape":[2,2],"data_offsets":[0,16]}})");
+  std::string e = load_error(dir / "hf");
+  EXPECT_NE(
+      e.find("model.safetensors: tensor 'model.embed_tokens.weight' has an invalid \"dtype\" 5"),
+      std::string::npos)
+      << e;
+  write_st(
+      R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2,2],"data_offsets":["0",16]}})");
+  e = load_error(dir / "hf");
+  EXPECT_NE(e.find("invalid \"data_offsets\""), std::string::npos) << e;
+  write_st(
+      R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})");
+  e = load_error(dir / "hf");
+  EXPECT_NE(e.find("invalid \"shape\""), std::string::npos) << e;
+}
+
+TEST(ModelLoadErrors, ThreadCountIsCheckedBeforeLoading) {
+  LoadOptions o;
+  o.model = "/nonexistent/model.gguf";
+  o.threads = -3;
+  EXPECT_THROW(load_model(o), std::invalid_argument);
+  o.threads = max_threads() + 1;
+  EXPECT_THROW(load_model(o), std::invalid_argument);
 }
 
 TEST(ModelLoadErrors, PromptLongerThanTheContext) {

@@ -1,5 +1,9 @@
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
+#include <set>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -84,6 +88,51 @@ TEST(Sampler, TopPOverALargeVocabularyWidensPastTheFirstBlock) {
   int high = 0;
   for (auto& [t, n] : h) high += t >= 1024;
   EXPECT_GT(high, 1500);
+}
+
+// The cuts run as partitions, not sorts: check them against a full sort of the vocabulary.
+TEST(Sampler, CombinedCutsKeepExactlyTheSortedReferenceSet) {
+  std::mt19937 g(5);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> logits(5000);
+  for (auto& l : logits) l = std::round(nd(g) * 8) / 8;  // many ties
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_k = 700;
+  p.top_p = 0.8f;
+  p.min_p = 0.002f;
+  p.seed = 3;
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  const double mx = logits[order[0]];
+  auto w = [&](int32_t t) { return std::exp((logits[t] - mx) / p.temperature); };
+  double z = 0;
+  for (int i = 0; i < p.top_k; ++i) z += w(order[i]);
+  std::set<int32_t> keep;
+  double cum = 0;
+  for (int i = 0; i < p.top_k; ++i) {
+    if (w(order[i]) < p.min_p) break;
+    keep.insert(order[i]);
+    if ((cum += w(order[i])) >= p.top_p * z) break;
+  }
+  ASSERT_GT(keep.size(), 20u);
+  auto h = histogram(p, logits, 4000);
+  for (auto& [t, n] : h) EXPECT_TRUE(keep.count(t)) << "token " << t << " is outside the reference set";
+  EXPECT_GT(h.size(), keep.size() / 2);
+}
+
+TEST(Sampler, LogitBiasBansAndForces) {
+  SamplingParams p;
+  p.seed = 4;
+  p.logit_bias = {{0, -100.0f}, {2, 100.0f}};
+  auto h = histogram(p, logits_from_probs({0.9, 0.05, 0.05}), 500);
+  EXPECT_EQ(h[2], 500);
+  p.logit_bias = {{7, 1.0f}};
+  EXPECT_THROW(Sampler(p, 3, 1), std::invalid_argument);  // outside the vocabulary
+  p.logit_bias = {{1, 101.0f}};
+  EXPECT_THROW(Sampler(p, 3, 1), std::invalid_argument);
 }
 
 TEST(Sampler, MinPDropsUnlikelyTokens) {

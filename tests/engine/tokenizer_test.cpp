@@ -260,6 +260,43 @@ TEST(TokenizerErrors, BadFilesGiveClearErrors) {
   EXPECT_NE(error_of(dir / "badrank.model").find("ranks"), std::string::npos);
 }
 
+// Token ids size the vocabulary: a negative, huge or non-integer one is an error naming the
+// file, not a crash or a multi-gigabyte allocation.
+TEST(TokenizerErrors, TokenizerJsonIdsAreRangeChecked) {
+  TempDir dir;
+  auto error_of = [&](const std::string& name, const std::string& json) -> std::string {
+    std::ofstream(dir / name) << json;
+    try {
+      load_tokenizer(dir / name);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string vocab = R"("model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]})";
+  std::string e =
+      error_of("negative.json", "{" + vocab + R"(,"added_tokens":[{"id":-5,"content":"<x>"}]})");
+  EXPECT_NE(e.find("negative.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("-5"), std::string::npos) << e;
+  e = error_of("huge.json",
+               R"({"model":{"type":"BPE","vocab":{"a":0,"b":2147483647},"merges":[]}})");
+  EXPECT_NE(e.find("huge.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("2147483647"), std::string::npos) << e;
+  e = error_of("wrapped.json",
+               "{" + vocab + R"(,"added_tokens":[{"id":4294967297,"content":"<x>"}]})");
+  EXPECT_NE(e.find("4294967297"), std::string::npos) << e;
+  e = error_of("text_id.json", "{" + vocab + R"(,"added_tokens":[{"id":"7","content":"<x>"}]})");
+  EXPECT_NE(e.find("text_id.json"), std::string::npos) << e;
+  e = error_of("content.json", "{" + vocab + R"(,"added_tokens":[{"id":2,"content":5}]})");
+  EXPECT_NE(e.find("content.json"), std::string::npos) << e;
+  e = error_of("merges.json", R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[[1,2]]}})");
+  EXPECT_NE(e.find("merges.json"), std::string::npos) << e;
+  // Well-formed ids still load.
+  EXPECT_EQ(error_of("ok.json",
+                     "{" + vocab + R"(,"added_tokens":[{"id":2,"content":"<x>","special":true}]})"),
+            "(no error)");
+}
+
 TEST(TokenizerSpeed, EncodesFourThousandTokensQuickly) {
   SANDWICH_REQUIRE_DATA();
   std::string text;

@@ -1,7 +1,14 @@
 // The thread team: every thread runs each region once, barriers separate phases, regions run
 // back to back and after the workers have gone to sleep.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -71,6 +78,32 @@ TEST(ThreadTeam, PinsToGivenCpus) {
   EXPECT_EQ(ran.load(), 1);
   EXPECT_THROW(ThreadTeam(2, {0}), std::invalid_argument);
   EXPECT_THROW(ThreadTeam(0), std::invalid_argument);
+}
+
+// Run in a child process: with the address space capped the OS refuses thread stacks part way
+// through the team. Exits 0 when that is an exception naming the problem.
+[[noreturn]] void start_team_without_room_for_it() {
+  long pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  // Room for a few thread stacks (8 MiB each by default), not for 256 of them.
+  const rlim_t cap =
+      static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (64 << 20);
+  struct rlimit rl;
+  rl.rlim_cur = rl.rlim_max = cap;
+  if (setrlimit(RLIMIT_AS, &rl) != 0) std::_Exit(0);  // cannot test here: nothing to show
+  try {
+    ThreadTeam team(256);
+  } catch (const std::runtime_error& e) {
+    std::_Exit(std::string(e.what()).find("cannot start thread") != std::string::npos ? 0 : 4);
+  }
+  std::_Exit(3);
+}
+
+// The threads already started are joined and the caller gets an exception, where a joinable
+// std::thread left behind would have called std::terminate.
+TEST(ThreadTeamDeathTest, RefusedThreadIsAnErrorNotATerminate) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(start_team_without_room_for_it(), testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // files and plots, failures in the report, SLO presets and the command line.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -277,6 +280,99 @@ TEST(BenchServeCli, BadInputIsAOneLineError) {
   EXPECT_NE(with_slo({"--frobnicate"}).find("unknown option"), std::string::npos);
   EXPECT_NE(with_slo({"--endpoint", url}).find("labelled"),
             std::string::npos);  // the same label twice
+}
+
+// Counts are range-checked as 64-bit before they become ints: no wrap (4294967297 -> 1), no
+// run that never ends.
+TEST(BenchServeCli, OutOfRangeNumbersAreErrors) {
+  const std::vector<std::string> base = {"--endpoint",    dead_url(), "--dataset",     "fixed:4,2",
+                                         "--slo-ttft-ms", "100",      "--slo-tpot-ms", "10"};
+  auto with = [&](std::vector<std::string> more) {
+    auto v = base;
+    v.insert(v.end(), more.begin(), more.end());
+    return cli_error(v);
+  };
+  EXPECT_NE(with({"--num-prompts", "99999999999"})
+                .find("--num-prompts must be 1..1000000, got 99999999999"),
+            std::string::npos);
+  EXPECT_NE(with({"--num-prompts", "4294967297"}).find("--num-prompts must be"), std::string::npos);
+  EXPECT_NE(with({"--num-prompts", "0"}).find("--num-prompts must be"), std::string::npos);
+  EXPECT_NE(with({"--max-concurrency", "4294967297"}).find("--max-concurrency must be"),
+            std::string::npos);
+  EXPECT_NE(with({"--max-concurrency", "-1"}).find("--max-concurrency must be"), std::string::npos);
+  EXPECT_NE(with({"--warmup", "99999999999"}).find("--warmup must be"), std::string::npos);
+  EXPECT_NE(with({"--max-model-len", "4294967298"}).find("--max-model-len must be"),
+            std::string::npos);
+  EXPECT_NE(with({"--client-threads", "65"}).find("--client-threads must be 1..64"),
+            std::string::npos);
+  EXPECT_NE(with({"--seed", "4294967296"}).find("--seed must be"), std::string::npos);
+  EXPECT_NE(with({"--request-rate", "1e-9"}).find("smallest supported rate"), std::string::npos);
+  EXPECT_NE(with({"--request-rates", "1,1e-9"}).find("smallest supported rate"), std::string::npos);
+  EXPECT_NE(with({"--request-timeout", "1e300"}).find("--request-timeout"), std::string::npos);
+  EXPECT_NE(with({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
+}
+
+// Nothing listens: the report is still written, and the exit status says the run measured
+// nothing.
+TEST(BenchServeCli, EveryRequestFailingIsANonZeroExit) {
+  test::TempDir dir;
+  const std::string bin = (test::bin_dir() / "sandwich-bench").string();
+  const std::string cmd =
+      bin + " serve --endpoint " + dead_url() +
+      " --dataset fixed:4,2 --num-prompts 3 --slo-ttft-ms 100 --slo-tpot-ms 10 --no-plots"
+      " --output-dir " +
+      (dir / "out").string() + " > " + (dir / "stdout").string() + " 2> " +
+      (dir / "stderr").string();
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string err = slurp(dir / "stderr");
+  EXPECT_EQ(err.rfind("sandwich-bench: error: every request failed (3 of 3 on 1 endpoint)", 0), 0u)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(slurp(dir / "stdout").find("connect: 3"), std::string::npos) << slurp(dir / "stdout");
+  EXPECT_TRUE(fs::exists(dir / "out/report.md"));
+}
+
+// `sandwich-bench engine` checks its whole command line before it loads the model (here a file
+// that does not exist, so a check that came later would report that instead).
+TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
+  test::TempDir dir;
+  const std::string bin =
+      (test::bin_dir() / "sandwich-bench").string() + " engine --model /nonexistent/m.gguf ";
+  auto error_of = [&](const std::string& args) {
+    const std::string cmd =
+        bin + args + " > " + (dir / "stdout").string() + " 2> " + (dir / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << args;
+    EXPECT_TRUE(slurp(dir / "stdout").empty()) << args;
+    const std::string err = slurp(dir / "stderr");
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    return err;
+  };
+  EXPECT_NE(error_of("bogus").find("unexpected argument 'bogus'"), std::string::npos);
+  EXPECT_NE(error_of("--configs ''").find("--configs needs at least one configuration"),
+            std::string::npos);
+  EXPECT_NE(error_of("--configs 1x1,,1x1").find("empty item"), std::string::npos);
+  EXPECT_NE(error_of("--configs 99999999999x1").find("99999999999"), std::string::npos);
+  EXPECT_NE(error_of("--prompt-tokens 0 --gen-tokens 0").find("nothing to do"), std::string::npos);
+  EXPECT_NE(error_of("-t -3").find("--threads must be 0 (all cores) to"), std::string::npos);
+  EXPECT_NE(error_of("-t 100000").find("got 100000"), std::string::npos);
+  EXPECT_NE(
+      error_of("--json /nonexistent/x.json").find("cannot write --json file /nonexistent/x.json"),
+      std::string::npos);
+  EXPECT_NE(error_of("").find("/nonexistent/m.gguf"), std::string::npos);  // and then the model
+}
+
+TEST(BenchCli, NoCommandIsAUsageError) {
+  test::TempDir dir;
+  const std::string bin = (test::bin_dir() / "sandwich-bench").string();
+  const int status =
+      std::system((bin + " > " + (dir / "out").string() + " 2> " + (dir / "err").string()).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_TRUE(slurp(dir / "out").empty());
+  EXPECT_EQ(slurp(dir / "err").rfind("sandwich-bench: error: no command given", 0), 0u)
+      << slurp(dir / "err");
 }
 
 TEST(BenchServeCli, PresetScaleAndOutputDir) {

@@ -1,12 +1,15 @@
 #pragma once
 // A blocking HTTP/1.1 client for the server tests: whole responses, SSE streams read chunk by
 // chunk, raw bytes, and a process wrapper that starts sandwichd on a free port.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cctype>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -32,8 +35,24 @@ struct HttpResult {
   int status = 0;
   std::string body;
   std::string content_type;
+  std::map<std::string, std::string> headers;  // lower-case names
   json j() const { return json::parse(body); }
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
 };
+
+template <class Message>
+HttpResult to_result(const Message& res) {
+  HttpResult r{static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type]), {}};
+  for (auto& f : res) {
+    std::string name(f.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
+  return r;
+}
 
 class Client {
  public:
@@ -56,8 +75,7 @@ class Client {
     http::response_parser<http::string_body> p;
     p.body_limit(1 << 30);
     http::read(stream_, buf, p);
-    auto& res = p.get();
-    return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type])};
+    return to_result(p.get());
   }
   HttpResult post(const std::string& target, const json& body,
                   const std::vector<std::pair<std::string, std::string>>& headers = {}) {
@@ -111,7 +129,28 @@ class Client {
     beast::flat_buffer buf;
     http::response<http::string_body> res;
     http::read(stream_, buf, res);
-    return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type])};
+    return to_result(res);
+  }
+  // Half-closes the connection: the request is all sent, the answer may still come.
+  void shutdown_send() { stream_.socket().shutdown(tcp::socket::shutdown_send); }
+  // True when bytes (or the end of the connection) arrive within ms milliseconds, so that a
+  // test of something the server should send fails instead of blocking.
+  bool readable_within(int ms) {
+    pollfd p{stream_.socket().native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0;
+  }
+  // Every byte until the server closes the connection; stops early after ms milliseconds of
+  // silence.
+  std::string read_until_close(int ms = 30000) {
+    std::string out;
+    char tmp[4096];
+    while (readable_within(ms)) {
+      beast::error_code ec;
+      const size_t n = stream_.socket().read_some(net::buffer(tmp), ec);
+      out.append(tmp, n);
+      if (ec) break;
+    }
+    return out;
   }
 
  private:

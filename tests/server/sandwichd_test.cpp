@@ -186,7 +186,11 @@ void expect_error(const HttpResult& r, int status, const std::string& fragment =
   ASSERT_NO_THROW(j = json::parse(r.body)) << r.body;
   ASSERT_TRUE(j.contains("error")) << r.body;
   for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << r.body;
-  if (!fragment.empty()) EXPECT_NE(j["error"]["message"].get<std::string>().find(fragment), std::string::npos) << r.body;
+  // As OpenAI's: null or a string such as "model_not_found", never the HTTP status.
+  EXPECT_TRUE(j["error"]["code"].is_null() || j["error"]["code"].is_string()) << r.body;
+  if (!fragment.empty()) {
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(fragment), std::string::npos) << r.body;
+  }
 }
 
 TEST_F(Sandwichd, BadRequestsGetOpenAIErrorsAndTheNextRequestWorks) {
@@ -270,6 +274,41 @@ TEST_F(Sandwichd, SamplingFieldsLogprobsStopAndN) {
   EXPECT_EQ(again.j()["choices"], r.j()["choices"]);  // seeded
 }
 
+TEST_F(Sandwichd, LogitBiasBansAndForcesTokens) {
+  auto c = client();
+  const std::string prompt = "Once upon a time";
+  json body = completion(prompt, 6);
+  auto r = c.post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // Banning the greedy first token (its id from sandwich-generate) changes the text.
+  TempDir dir;
+  const std::string cmd = (bin_dir() / "sandwich-generate").string() + " " +
+                          model_args().substr(0, model_args().find(" --served")) +
+                          " -q --temperature 0 -n 1 --output-ids --prompt '" + prompt + "' > " + (dir / "o").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int first = -1;
+  std::ifstream(dir / "o") >> first;
+  ASSERT_GE(first, 0);
+  body["logit_bias"] = {{std::to_string(first), -100}};
+  auto b = c.post("/v1/completions", body);
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_NE(b.j()["choices"][0]["text"], r.j()["choices"][0]["text"]);
+  // A +100 bias makes one token win every greedy step: the text is one piece six times.
+  body["logit_bias"] = {{"300", 100}};
+  auto f = c.post("/v1/completions", body);
+  ASSERT_EQ(f.status, 200) << f.body;
+  const std::string text = f.j()["choices"][0]["text"];
+  ASSERT_EQ(text.size() % 6, 0u) << text;
+  std::string six;
+  for (int i = 0; i < 6; ++i) six += text.substr(0, text.size() / 6);
+  EXPECT_EQ(text, six);
+  for (json bad : {json{{"x", 1}}, json{{"-1", 1}}, json{{"999999", 1}}, json{{"5", 101}}, json{{"5", "a"}},
+                   json::array({1})}) {
+    body["logit_bias"] = bad;
+    expect_error(c.post("/v1/completions", body), 400, "logit_bias");
+  }
+}
+
 TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
   SANDWICH_REQUIRE_DATA();
   Daemon d(model_args() + " --api-key secret");
@@ -277,6 +316,18 @@ TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
   expect_error(c.post("/v1/completions", completion("hi", 2)), 401);
   expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer wrong"}}), 401);
   EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer secret"}}).status, 200);
+  // The scheme is case-insensitive (RFC 9110).
+  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "bearer secret"}}).status, 200);
+  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "BEARER secret"}}).status, 200);
+  expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Basic secret"}}), 401);
+  {
+    // With 'Expect: 100-continue' a wrong key is refused on the header: the body is never asked for.
+    Client e(d.port());
+    e.send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+               "Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n");
+    ASSERT_TRUE(e.readable_within(5000));
+    expect_error(e.read_response(), 401);
+  }
   EXPECT_EQ(c.get("/health").status, 200);  // health stays open, as in vLLM
   EXPECT_EQ(d.terminate(), 0);
 }
@@ -359,6 +410,256 @@ TEST_F(Sandwichd, OfficialOpenAINodeClientWorks) {
                                       &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("openai sdk: all checks passed"), std::string::npos) << out;
+}
+
+
+// --- Regression tests for the review of sandwichd's HTTP and OpenAI layers. ---
+
+std::string raw_request(const std::string& method, const std::string& target, const std::string& body,
+                        const std::string& version = "HTTP/1.1", const std::string& extra_headers = {}) {
+  return method + " " + target + " " + version + "\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// The "data:" payloads of an SSE body.
+std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> events;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    events.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end + 2;
+  }
+  return events;
+}
+
+TEST_F(Sandwichd, InvalidUtf8InTheBodyOrPathIsAClientError) {
+  auto c = client();
+  // The parse error quotes the bad byte; the error body must still be valid JSON.
+  expect_error(c.request("POST", "/v1/completions", "{\"prompt\":\"a\xff\"}"), 400, "not valid JSON");
+  c.send_raw("GET /v1/\xff HTTP/1.1\r\nHost: x\r\n\r\n");
+  expect_error(c.read_response(), 404);
+  EXPECT_EQ(c.post("/v1/completions", completion("The cat", 2)).status, 200);
+}
+
+TEST_F(Sandwichd, NumbersTheJsonParserCannotHoldAre400) {
+  auto c = client();
+  expect_error(c.request("POST", "/v1/completions", R"({"prompt":"a","max_tokens":1e400})"), 400, "1e400");
+  // Past INT64_MAX: out of range, not wrapped to -1.
+  auto r = c.request("POST", "/v1/completions", R"({"prompt":"a","max_tokens":18446744073709551615})");
+  expect_error(r, 400, "18446744073709551615");
+  EXPECT_EQ(r.body.find("-1"), std::string::npos) << r.body;
+  expect_error(c.request("POST", "/v1/completions", R"({"prompt":[18446744073709551615]})"), 400, "vocabulary");
+}
+
+double metric_at(uint16_t port, const std::string& name) {
+  Client m(port);
+  return metric(m, name);
+}
+const std::string kAborts = "sandwich:request_success_total{finished_reason=\"abort\"}";
+
+// --max-num-seqs 1 makes every sequence wait for the one before it: a request of 64 sequences of
+// 500 tokens keeps the queue nearly full for seconds.
+json queue_filler(int prompts, bool stream = false, int n = 1) {
+  return {{"prompt", std::vector<std::string>(static_cast<size_t>(prompts), "Once")},
+          {"max_tokens", 500},
+          {"ignore_eos", true},
+          {"n", n},
+          {"stream", stream}};
+}
+
+// Waits until the scheduler reports at least `waiting` queued sequences.
+bool wait_for_waiting(uint16_t port, double waiting) {
+  for (int i = 0; i < 500; ++i) {
+    if (metric_at(port, "sandwich:num_requests_waiting") >= waiting) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(SandwichdQueue, AFullQueueRefusesStreamsWith429JsonAndQueuesNothing) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 64 --shutdown-timeout 0");
+  std::thread filler([&] { Client(d.port()).post("/v1/completions", queue_filler(64)); });
+  ASSERT_TRUE(wait_for_waiting(d.port(), 50));
+  // 60 sequences fit the queue's size but not what is left of it.
+  json body = queue_filler(4, true, 15);
+  auto r = Client(d.port()).post("/v1/completions", body);
+  EXPECT_NE(r.content_type.find("application/json"), std::string::npos) << r.content_type;
+  expect_error(r, 429, "retry later");
+  body["stream"] = false;
+  expect_error(Client(d.port()).post("/v1/completions", body), 429, "retry later");
+  // Refused as a whole: none of its sequences was queued and then aborted.
+  EXPECT_EQ(metric_at(d.port(), kAborts), 0);
+  EXPECT_EQ(metric_at(d.port(), "sandwich:requests_rejected_total"), 2);
+  EXPECT_EQ(d.terminate(), 0);  // aborts the filler
+  filler.join();
+}
+
+TEST_F(Sandwichd, ARequestLargerThanTheQueueIs400NotRetryLater) {
+  auto c = client();
+  const double aborts = metric(c, kAborts);
+  // 64 prompts x n=16 = 1024 sequences; the queue holds 1000.
+  json body = queue_filler(64, false, 16);
+  body["max_tokens"] = 4;
+  expect_error(c.post("/v1/completions", body), 400, "1024 sequences");
+  body["stream"] = true;
+  expect_error(c.post("/v1/completions", body), 400, "at most 1000");
+  EXPECT_EQ(metric(c, kAborts), aborts);
+  EXPECT_EQ(metric(c, "sandwich:num_requests_waiting"), 0);
+}
+
+// A stream that ended in an error: an error event, then [DONE]; never finish_reason "abort".
+void expect_stream_error(const std::vector<std::string>& events, const std::string& type) {
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json err = json::parse(events[events.size() - 2]);
+  ASSERT_TRUE(err.contains("error")) << err.dump();
+  EXPECT_EQ(err["error"]["type"], type) << err.dump();
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const json c = json::parse(events[i]);
+    for (auto& ch : c["choices"]) EXPECT_NE(ch["finish_reason"], "abort") << events[i];
+  }
+}
+
+TEST(SandwichdTimeout, ATimedOutRequestGets408AndAStreamAnErrorEvent) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 200 --request-timeout 1");
+  // 192 x 500 tokens one after another: far more than a second on any machine.
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_error(Client(d.port()).post("/v1/completions", queue_filler(64, false, 3)), 408);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  int status = 0;
+  auto events = Client(d.port()).stream("/v1/completions", queue_filler(64, true, 3), &status);
+  EXPECT_EQ(status, 200);
+  expect_stream_error(events, "timeout_error");
+  EXPECT_EQ(d.terminate(), 0);
+}
+
+TEST(SandwichdShutdown, RequestsAbortedAtShutdownGet503AndStreamsAnErrorEvent) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 200 --shutdown-timeout 0");
+  HttpResult whole;
+  std::vector<std::string> events;
+  int status = 0;
+  std::thread a([&] { whole = Client(d.port()).post("/v1/completions", queue_filler(32)); });
+  std::thread b([&] { events = Client(d.port()).stream("/v1/completions", queue_filler(32, true), &status); });
+  ASSERT_TRUE(wait_for_waiting(d.port(), 40));  // both are queued
+  EXPECT_EQ(d.terminate(), 0) << d.log();
+  a.join();
+  b.join();
+  expect_error(whole, 503, "shut down");
+  EXPECT_EQ(status, 200);
+  expect_stream_error(events, "server_error");
+}
+
+TEST_F(Sandwichd, LogprobOffsetsCountTextHeldBackForAStopString) {
+  // " a dog" might start at " a": that text is held back while the next tokens arrive, but each
+  // token's offset is still where its text starts in the completion.
+  json body = {{"prompt", "Once upon"}, {"max_tokens", 4}, {"temperature", 0}, {"logprobs", 0}, {"stop", {" a dog"}}};
+  auto r = client().post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json lp = r.j()["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["text_offset"], json({0, 2, 7, 8})) << r.body;
+  size_t at = 0;
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(lp["text_offset"][i], at);
+    at += lp["tokens"][i].get<std::string>().size();
+  }
+  body["stream"] = true;
+  json offsets = json::array();
+  for (auto& e : client().stream("/v1/completions", body)) {
+    if (e == "[DONE]") break;
+    const json ch = json::parse(e)["choices"][0];
+    if (!ch["logprobs"].is_null())
+      for (auto& o : ch["logprobs"]["text_offset"]) offsets.push_back(o);
+  }
+  EXPECT_EQ(offsets, json({0, 2, 7, 8}));
+}
+
+TEST_F(Sandwichd, AHalfClosedClientStillGetsItsAnswer) {
+  const double aborts = metric_at(daemon_->port(), kAborts);
+  {
+    Client c(daemon_->port());
+    c.send_raw(raw_request("POST", "/v1/completions", completion("The cat", 20).dump()));
+    c.shutdown_send();
+    ASSERT_TRUE(c.readable_within(10000));
+    auto r = c.read_response();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.j()["usage"]["completion_tokens"], 20);
+  }
+  {
+    Client c(daemon_->port());
+    c.send_raw(raw_request("POST", "/v1/completions", completion("The cat", 100, true).dump()));
+    c.shutdown_send();
+    const std::string all = c.read_until_close();
+    auto events = sse_events(all);
+    ASSERT_FALSE(events.empty()) << all;
+    EXPECT_EQ(events.back(), "[DONE]") << all;
+  }
+  EXPECT_EQ(metric_at(daemon_->port(), kAborts), aborts);
+}
+
+TEST_F(Sandwichd, ExpectContinueIsAnsweredBeforeTheBody) {
+  const std::string body = completion("The cat", 3).dump();
+  Client c(daemon_->port());
+  std::string head = raw_request("POST", "/v1/completions", body, "HTTP/1.1", "Expect: 100-continue\r\n");
+  head.resize(head.size() - body.size());  // the header only
+  c.send_raw(head);
+  ASSERT_TRUE(c.readable_within(5000)) << "no 100 Continue";
+  EXPECT_EQ(c.read_response().status, 100);
+  c.send_raw(body);
+  auto r = c.read_response();
+  EXPECT_EQ(r.status, 200) << r.body;
+  // A body over the limit is refused on its Content-Length, before it is sent.
+  Client big(daemon_->port());
+  big.send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_TRUE(big.readable_within(5000));
+  expect_error(big.read_response(), 413);
+}
+
+TEST_F(Sandwichd, Http10StreamsAreNotChunkedAndEndWithTheConnection) {
+  Client c(daemon_->port());
+  c.send_raw(raw_request("POST", "/v1/completions", completion("The cat", 10, true).dump(), "HTTP/1.0"));
+  const std::string all = c.read_until_close();
+  const size_t head_end = all.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << all;
+  std::string head = all.substr(0, head_end);
+  for (auto& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  EXPECT_EQ(head.rfind("http/1.0 200", 0), 0u) << head;
+  EXPECT_EQ(head.find("chunked"), std::string::npos) << head;
+  const std::string body = all.substr(head_end + 4);
+  EXPECT_EQ(body.rfind("data: {", 0), 0u) << body;  // no chunk sizes
+  auto events = sse_events(body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i) text += json::parse(events[i])["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text, client().post("/v1/completions", completion("The cat", 10)).j()["choices"][0]["text"]);
+}
+
+TEST_F(Sandwichd, ErrorsHaveOpenAIShapes) {
+  auto c = client();
+  auto r = c.post("/v1/completions", {{"model", "gpt-4"}, {"prompt", "hi"}});
+  expect_error(r, 404, "gpt-4");
+  EXPECT_EQ(r.j()["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(r.j()["error"]["code"], "model_not_found");
+  EXPECT_EQ(r.j()["error"]["param"], "model");
+  const json user = {{"role", "user"}, {"content", "hi"}};
+  expect_error(c.post("/v1/chat/completions", {{"messages", {user}}, {"max_completion_tokens", 3}, {"max_tokens", "x"}}),
+               400, "max_tokens");
+  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "user"}}}}}), 400, "content");
+  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", nullptr}}, user}}}), 400,
+               "content");
+  r = c.get("/v1/completions");
+  expect_error(r, 405);
+  EXPECT_EQ(r.header("allow"), "POST");
+  r = c.post("/v1/models", json::object());
+  expect_error(r, 405);
+  EXPECT_EQ(r.header("allow"), "GET");
+  EXPECT_EQ(c.post("/v1/chat/completions", {{"messages", {user}}, {"max_completion_tokens", 3}}).status, 200);
 }
 
 }  // namespace

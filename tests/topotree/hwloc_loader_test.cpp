@@ -42,6 +42,26 @@ TEST(HwlocLoader, InvalidSyntheticStringIsAClearError) {
   EXPECT_THROW(load_topology("pack:0 pu:1"), std::invalid_argument);
 }
 
+// hwloc would spend hours building 10^13 objects: the size is checked before it starts.
+TEST(HwlocLoader, HugeSyntheticTopologyIsRejectedQuickly) {
+  for (const char* spec :
+       {"pack:99999 core:99999 pu:999", "pack:2 [numa(memory=1000)] core:32768 pu:2",
+        "99999999999999999999999 2", "pu:65537"}) {
+    try {
+      load_topology(spec);
+      FAIL() << spec;
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("describes more than 65536 PUs"), std::string::npos) << m;
+      EXPECT_NE(m.find(spec), std::string::npos) << m;
+    }
+  }
+  // Attributes and attached memory do not count as levels.
+  EXPECT_EQ(
+      load_topology("pack:2 [numa(memory=1000)] l3:2(size=1048576) core:2 pu:2").tree.leaf_count(),
+      16);
+}
+
 TEST(HwlocLoader, ThisMachine) {
   const LoadedTopology l = load_topology("");
   EXPECT_EQ(l.source, "this machine");

@@ -89,6 +89,30 @@ TEST(TuneCli, BadInputIsOneLineAndNonZero) {
   expect_one_line_error(tune("frobnicate"), "unknown command");
 }
 
+TEST(TuneCli, StrayArgumentsAndHugeTopologiesAreErrors) {
+  expect_one_line_error(tune("topology extra"), "unexpected argument 'extra'");
+  expect_one_line_error(tune("survey extra"), "unexpected argument 'extra'");
+  expect_one_line_error(tune("compare extra"), "unexpected argument 'extra'");
+  expect_one_line_error(tune("calibrate extra"), "unexpected argument 'extra'");
+  expect_one_line_error(tune("configs --model llama-160m extra"), "unexpected argument 'extra'");
+  expect_one_line_error(tune("compare"), "compare needs --model");
+  // Refused before hwloc builds 10^13 objects.
+  expect_one_line_error(tune("topology --topology \"pack:99999 core:99999 pu:999\""),
+                        "more than 65536 PUs");
+  sandwich::test::TempDir dir;
+  expect_one_line_error(
+      tune("configs --model llama-160m --topology kunpeng920-4s --params " + dir.path().string()),
+      "is a directory");
+}
+
+TEST(TuneCli, NoCommandIsAUsageError) {
+  const ToolRun r = tune("");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("sandwich-tune: error: no command given", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("usage: sandwich-tune"), std::string::npos) << r.out;
+  EXPECT_EQ(tune("--help").rc, 0);
+}
+
 TEST(TuneCli, AsymmetricMachineSaysSo) {
   // Two packages, the second with 3 cores: hwloc XML as lstopo writes it.
   sandwich::test::TempDir dir;

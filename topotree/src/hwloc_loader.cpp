@@ -4,10 +4,14 @@
 #include <hwloc.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "raw_tree.h"
@@ -90,6 +94,47 @@ bool looks_like_xml_file(const std::string& spec) {
   return std::filesystem::is_regular_file(spec, ec);
 }
 
+// The PUs a synthetic description asks for: the product of its levels' arities ("pack:2 [numa]
+// l3:16(size=32MB) core:4 pu:2" -> 2 x 16 x 4 x 2). Attached memory in [...] and attributes in
+// (...) are skipped. Saturates at limit + 1; nullopt when a level is not "type:N" or "N" (hwloc
+// then says what is wrong).
+std::optional<uint64_t> synthetic_pu_count(const std::string& spec, uint64_t limit) {
+  uint64_t pus = 1;
+  std::string token;
+  int depth = 0;  // inside (...) or [...]
+  auto level = [&]() -> bool {
+    if (token.empty()) return true;
+    const size_t colon = token.rfind(':');
+    const std::string digits = colon == std::string::npos ? token : token.substr(colon + 1);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    // Compared digit by digit: "99999999999999999999" must not wrap to something small.
+    uint64_t arity = 0;
+    for (char ch : digits)
+      arity = std::min<uint64_t>(arity * 10 + static_cast<uint64_t>(ch - '0'), limit + 1);
+    pus = arity == 0
+              ? 0
+              : std::min<uint64_t>(pus > (limit + 1) / arity ? limit + 1 : pus * arity, limit + 1);
+    token.clear();
+    return true;
+  };
+  for (char ch : spec) {
+    if (ch == '(' || ch == '[') {
+      ++depth;
+    } else if (ch == ')' || ch == ']') {
+      if (depth == 0) return std::nullopt;
+      --depth;
+    } else if (depth == 0) {
+      if (std::isspace(static_cast<unsigned char>(ch))) {
+        if (!level()) return std::nullopt;
+      } else {
+        token += ch;
+      }
+    }
+  }
+  if (depth != 0 || !level()) return std::nullopt;
+  return pus;
+}
+
 }  // namespace
 
 LoadedTopology load_topology(const std::string& spec) {
@@ -110,6 +155,12 @@ LoadedTopology load_topology(const std::string& spec) {
                                   "; write one with: lstopo file.xml");
   } else {
     source = "synthetic: " + spec;
+    // hwloc would build every object of a huge description before returning (for hours).
+    if (const auto pus = synthetic_pu_count(spec, kMaxPus); pus && *pus > kMaxPus)
+      throw std::invalid_argument("topology '" + spec + "' describes more than " +
+                                  std::to_string(kMaxPus) +
+                                  " PUs (the product of its levels' sizes); at most " +
+                                  std::to_string(kMaxPus) + " are supported");
     StderrCapture capture;
     const int rc = hwloc_topology_set_synthetic(raw, spec.c_str());
     const std::string why = capture.text();

@@ -20,6 +20,10 @@ std::string names_list() {
 }
 
 nlohmann::json read_json(const fs::path& file) {
+  std::error_code ec;
+  if (fs::is_directory(file, ec))
+    throw std::invalid_argument("topology descriptor " + file.string() +
+                                " is a directory, not a JSON file");
   std::ifstream in(file);
   if (!in) throw std::invalid_argument("cannot read topology descriptor " + file.string());
   try {

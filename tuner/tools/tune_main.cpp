@@ -44,8 +44,9 @@ constexpr const char* kUsage =
     "   an hwloc XML file (lstopo file.xml) or an hwloc synthetic string (\"pack:2 [numa] core:8 pu:2\")\n"
     "run 'sandwich-tune <command> --help' for a command's options\n";
 
-ModelConfig load_model_shape(const std::string& m) {
-  if (m.empty()) throw CliError("configs needs --model (a preset name such as llama3-8b, or a config.json)");
+ModelConfig load_model_shape(const std::string& m, const std::string& command) {
+  if (m.empty())
+    throw CliError(command + " needs --model (a preset name such as llama3-8b, or a config.json)");
   if (std::filesystem::exists(m)) return read_model_config(m);
   return load_preset(m);
 }
@@ -98,6 +99,9 @@ struct CommonOptions {
 
 MachineParams params_for(const MachineDescription& m, const CommonOptions& o, std::vector<std::string>& notes) {
   if (!o.params_file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(o.params_file, ec))
+      throw CliError("--params " + o.params_file + " is a directory, not a JSON file");
     std::ifstream in(o.params_file);
     if (!in) throw CliError("cannot read --params " + o.params_file);
     nlohmann::json j;
@@ -153,10 +157,10 @@ void add_common(ArgParser& p, CommonOptions& o) {
   p.add_flag("--recalibrate", &o.recalibrate, "measure this machine again instead of using the cached calibration");
 }
 
-SearchSetup setup(const CommonOptions& o) {
+SearchSetup setup(const CommonOptions& o, const std::string& command) {
   if (o.decode_batch < 1) throw CliError("--decode-batch must be at least 1");
   if (o.prefill_chunk < 1) throw CliError("--prefill-chunk must be at least 1");
-  SearchSetup s{load_machine(o.topology), load_model_shape(o.model), {}, {}, {}};
+  SearchSetup s{load_machine(o.topology), load_model_shape(o.model, command), {}, {}, {}};
   s.params = params_for(s.machine, o, s.notes);
   s.trace = trace_for(o, s.model, s.notes);
   return s;
@@ -189,7 +193,6 @@ int cmd_configs(int argc, char** argv) {
   std::string evaluator = "simulator";
   p.add("--evaluator", &evaluator, "simulator (default) or measured (runs engine steps; this machine only)", "E");
   if (!p.parse(argc, argv, 2)) return 0;
-  if (!p.positional().empty()) throw CliError("unexpected argument '" + p.positional()[0] + "'");
   if (evaluator != "simulator" && evaluator != "measured")
     throw CliError("--evaluator must be simulator or measured, got '" + evaluator + "'");
   std::vector<Phase> phases;
@@ -201,7 +204,7 @@ int cmd_configs(int argc, char** argv) {
   so.numa_local = numa_local;
   so.hash = placement_hash ? topo::HashMode::Placement : topo::HashMode::Structure;
 
-  SearchSetup s = setup(o);
+  SearchSetup s = setup(o, "configs");
   WorkloadOptions w;
   w.decode_batch = o.decode_batch;
   w.prefill_chunk = o.prefill_chunk;
@@ -239,7 +242,7 @@ int cmd_survey(int argc, char** argv) {
   p.add("--patience", &patience, "early-stopping patience (default 8)");
   p.add_flag("--json", &json, "print JSON");
   if (!p.parse(argc, argv, 2)) return 0;
-  const ModelConfig model = load_model_shape(model_name);
+  const ModelConfig model = load_model_shape(model_name, "survey");
   std::vector<std::string> notes;
   CommonOptions o;
   const RequestTrace trace = trace_for(o, model, notes);
@@ -330,7 +333,7 @@ int cmd_compare(int argc, char** argv) {
   if (phase.empty() || phase == "decode") phases.push_back(Phase::Decode);
   if (phases.empty()) throw CliError("--phase must be prefill or decode, got '" + phase + "'");
   if (top_k < 1) throw CliError("--top-k must be at least 1");
-  SearchSetup s = setup(o);
+  SearchSetup s = setup(o, "compare");
   WorkloadOptions w;
   w.decode_batch = o.decode_batch;
   w.prefill_chunk = o.prefill_chunk;
@@ -420,9 +423,16 @@ int cmd_calibrate(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return run_tool("sandwich-tune", [&]() -> int {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    if (argc < 2) {
+      // A usage error: the reason on one line first, then how to call the tool, all on stderr.
+      std::cerr << "sandwich-tune: error: no command given (topology, configs, compare, survey, "
+                   "calibrate)\n"
+                << kUsage;
+      return 2;
+    }
+    if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
       std::cout << kUsage;
-      return argc < 2 ? 1 : 0;
+      return 0;
     }
     const std::string cmd = argv[1];
     if (cmd == "topology") return cmd_topology(argc, argv);

@@ -1,6 +1,7 @@
 #pragma once
 // Command-line parsing for the project's tools: --name VALUE, --name=VALUE, short aliases,
 // flags, repeated options; errors are exceptions whose message the tool prints on one line.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -34,11 +35,15 @@ class ArgParser {
   void add(const std::string& names, std::vector<std::string>* dst, const std::string& help, const std::string& metavar = "S");
   void add_flag(const std::string& names, bool* dst, const std::string& help);
 
+  // Lets the tool take up to max positional arguments. Without this call any positional is an
+  // error: a stray word (a typo, a value whose option was forgotten) must not be ignored.
+  void accept_positionals(size_t max) { max_positionals_ = max; }
+
   // Parses argv[start..]; returns false if --help was given (usage already printed to stdout).
-  // Unknown options, missing values and bad numbers throw CliError.
+  // Unknown options, missing values, bad numbers and unexpected positionals throw CliError.
   bool parse(int argc, char** argv, int start = 1);
   std::string usage() const;
-  // Positional arguments left over.
+  // Positional arguments (at most the accepted number).
   const std::vector<std::string>& positional() const { return positional_; }
 
   static int64_t parse_int(const std::string& name, const std::string& v);
@@ -52,9 +57,11 @@ class ArgParser {
     std::function<void(const std::string&)> set;
   };
   const Opt* find(const std::string& name) const;
+  void add_positional(const std::string& a);
   std::string program_, summary_;
   std::vector<Opt> opts_;
   std::vector<std::string> positional_;
+  size_t max_positionals_ = 0;
 };
 
 // Runs a tool's main body: prints "<program>: error: <message>" on one line and returns 1 for

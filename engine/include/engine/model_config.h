@@ -21,6 +21,11 @@ struct RopeScaling {
   int32_t original_max_position = 8192;
 };
 
+// Largest context length (positions) and vocabulary a model may have. Llama 3.1 has 131072
+// positions and 128256 tokens; the RoPE tables alone take 8 bytes x head_dim/2 per position.
+constexpr int32_t kMaxContext = 1 << 20;
+constexpr int32_t kMaxVocab = 1 << 24;
+
 struct ModelConfig {
   std::string name;
   int32_t dim = 0;
@@ -43,8 +48,10 @@ struct ModelConfig {
   // Tokenizer family of presets ("llama2-spm", "llama3-bpe"): what a dummy model gets.
   std::string tokenizer_family;
 
-  // Throws std::runtime_error naming the first inconsistent field.
+  // Throws std::runtime_error naming the first inconsistent or out-of-range field, prefixed by
+  // `where` (the source file; default: the model's name).
   void validate() const;
+  void validate(const std::string& where) const;
   int64_t q_dim() const { return int64_t{n_heads} * head_dim; }
   int64_t kv_dim() const { return int64_t{n_kv_heads} * head_dim; }
   int64_t param_count() const;

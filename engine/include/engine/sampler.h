@@ -18,6 +18,9 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // [-2, 2]; on output tokens (OpenAI rule)
   float frequency_penalty = 0.0f;   // [-2, 2]; on output tokens
   std::optional<uint64_t> seed;
+  // Added to the logits of these tokens before any cut (OpenAI's logit_bias: [-100, 100];
+  // -100 bans a token, 100 all but forces it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Throws std::invalid_argument naming the field and its allowed range.
   void validate() const;
@@ -46,7 +49,8 @@ class Sampler {
   int32_t vocab_;
   std::mt19937_64 rng_;
   std::vector<int32_t> counts_;  // scratch: occurrences of each token in the output
-  std::vector<std::pair<float, int32_t>> cand_;
+  std::vector<float> weights_;   // scratch: exp((logit - max) / T) of each token
+  std::vector<int32_t> ids_;     // scratch: candidate token ids
 };
 
 // Greedy choice: the first index of the maximum.

@@ -38,6 +38,16 @@ struct TokenLogprob {
   std::vector<Sampler::TopLogprob> top;
 };
 
+// Why a sequence was aborted, so that the server can answer with the right status.
+enum class AbortReason {
+  None,
+  Cancelled,    // cancel(): the client went away or the server gave up on the request
+  Timeout,      // past EngineRequest::deadline
+  Shutdown,     // request_shutdown(false) or the scheduler's destructor
+  NoRoom,       // can never fit in the KV cache
+  EngineError,  // a step failed
+};
+
 // What a request hears from the engine thread, as it happens.
 struct RequestOutput {
   std::string text;                    // newly final text (valid UTF-8), may be empty
@@ -45,7 +55,8 @@ struct RequestOutput {
   std::vector<TokenLogprob> logprobs;  // one per new token when logprobs were asked for
   bool finished = false;
   std::string finish_reason;  // "stop", "length", or "abort" (cancelled, timed out, shut down)
-  std::string error;          // set with "abort" when something went wrong
+  std::string error;          // set with "abort": what happened, for people
+  AbortReason abort_reason = AbortReason::None;  // set with "abort": what happened, for code
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
 };
@@ -58,7 +69,8 @@ struct EngineRequest {
   bool ignore_eos = false;
   int32_t logprobs = -1;  // -1: none; n >= 0: the chosen token's logprob and the top n
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  // Called on the engine thread; must be quick and must not call back into the scheduler.
+  // Called on the engine thread; must be quick and must not call back into the scheduler,
+  // except cancel() (which only queues the id).
   std::function<void(const RequestOutput&)> on_output;
 };
 
@@ -83,6 +95,10 @@ class Scheduler {
   // Queues a request and returns its id. Throws std::invalid_argument (empty prompt, prompt or
   // prompt + max_tokens past max_model_len, bad sampling) or QueueFull.
   uint64_t submit(EngineRequest r);
+  // Queues all of them or none (the same errors), so a request of several sequences never half
+  // runs. Throws std::invalid_argument when there are more than max_waiting() of them, as they
+  // could never be queued together. Returns their ids in order.
+  std::vector<uint64_t> submit(std::vector<EngineRequest> rs);
   // Cancels a request (client gone); its KV is freed at the next step. Unknown ids are ignored.
   void cancel(uint64_t id);
   // Stops accepting; finishes running and waiting work (finish = true) or aborts it, and waits
@@ -93,6 +109,7 @@ class Scheduler {
 
   SchedulerStats stats() const;
   int32_t max_model_len() const;
+  int32_t max_waiting() const;
   const Histogram& ttft() const;
   const Histogram& inter_token() const;
   const Histogram& e2e() const;

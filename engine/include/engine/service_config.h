@@ -25,10 +25,19 @@ struct ServiceConfig {
 };
 
 // "RxT" (R ranks of T consecutive cores from CPU 0) or JSON {"ranks":[{"numa":0,"cpus":[0,1]}]}.
-// Checks the CPUs exist on this machine; throws std::invalid_argument with the reason.
+// Checks the CPUs (and the NUMA nodes, where Linux lists them) exist on this machine; throws
+// std::invalid_argument with the reason.
 ServiceConfig parse_service_config(const std::string& text);
 ServiceConfig service_config_from_json(const nlohmann::json& j);
-// One rank on CPUs 0..threads-1 (threads 0: all cores).
+
+// The most compute threads a rank may run: 4 x the online CPUs. More than that only
+// time-slices the spinning thread team until a step takes minutes.
+int max_threads();
+// A thread-count option (0: all online CPUs) as a count; throws std::invalid_argument naming
+// `what` (e.g. "--threads") when it is negative or above max_threads().
+int resolve_threads(int threads, const std::string& what);
+// One rank on CPUs 0..threads-1, wrapping around when threads exceed the CPUs (threads 0: all
+// cores); throws like resolve_threads.
 ServiceConfig single_rank_config(int threads);
 
 struct Plan {

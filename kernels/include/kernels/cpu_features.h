@@ -11,5 +11,7 @@ std::string_view isa_name(Isa isa);
 // tests and comparisons.
 Isa cpu_isa();
 bool cpu_has(Isa isa);
+// Whether this is an AMD CPU: some schedule defaults were measured to differ by vendor.
+bool cpu_is_amd();
 
 }  // namespace sandwich::kernels

@@ -13,6 +13,7 @@ class ThreadTeam {
  public:
   // n_threads >= 1; the calling thread takes part as thread 0. If cpus is non-empty it must hold
   // n_threads CPU ids and thread i is pinned to cpus[i] (the caller is pinned at the first run()).
+  // Throws std::runtime_error (with every started thread joined) if the OS refuses a thread.
   explicit ThreadTeam(int n_threads, std::vector<int> cpus = {});
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
@@ -47,6 +48,7 @@ class ThreadTeam {
   using Trampoline = void (*)(void*, int, int);
   void run_erased(Trampoline t, void* ctx);
   void worker_main(int tid);
+  void stop_workers();
 
   int n_;
   std::vector<int> cpus_;

@@ -24,6 +24,15 @@ struct Endpoint {
 // are appended here). The label defaults to host:port. Throws std::invalid_argument.
 Endpoint parse_endpoint(const std::string& text);
 
+// Limits of the options: far beyond any useful benchmark, and low enough that a typo (an extra
+// digit or two) is an error instead of a run that never ends or a count that wraps.
+constexpr int kMaxPrompts = 1'000'000;      // --num-prompts, --warmup
+constexpr int kMaxConcurrency = 1'000'000;  // --max-concurrency
+constexpr int kMaxModelLen = 1 << 24;       // --max-model-len
+constexpr int kMaxClientThreads = 64;       // --client-threads
+constexpr double kMinRequestRate = 0.001;   // req/s (messages say 0.001): a mean gap of 1000 s
+constexpr double kMaxRequestTimeout = 1e6;  // seconds (11.6 days)
+
 struct ServeOptions {
   std::vector<Endpoint> endpoints;
   std::string model;  // "" = each server's first /v1/models id

@@ -1,12 +1,15 @@
 #pragma once
 // A small HTTP/1.1 server on Boost.Beast: keep-alive, a body size limit, a cap on open
 // connections, responses that may be completed later from any thread, chunked streaming (for
-// server-sent events), and notice of clients that disconnect while their request runs.
+// server-sent events; HTTP/1.0 clients get the raw body ended by closing the connection),
+// 'Expect: 100-continue', and notice of clients that disconnect while their request runs (a
+// failed write or a reset; a half-close is not a disconnect).
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +52,11 @@ class Responder {
 };
 
 using Handler = std::function<void(const HttpRequest&, std::shared_ptr<Responder>)>;
+// Looks at a request that sent 'Expect: 100-continue' before its body is read (HttpRequest::body
+// is empty): a response refuses it at once (and the connection closes), so the client never sends
+// a body the server would throw away. Runs on an I/O thread; must be quick. The handler still
+// sees every request it lets through, and every request without Expect.
+using HeaderCheck = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
@@ -63,7 +71,7 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   // Binds and starts listening (throws std::runtime_error if the address is taken).
-  HttpServer(const HttpServerOptions& options, Handler handler);
+  HttpServer(const HttpServerOptions& options, Handler handler, HeaderCheck check = {});
   ~HttpServer();
   uint16_t port() const;  // the bound port (useful with port 0)
   // Runs the I/O threads; returns at once.
@@ -83,7 +91,8 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The JSON error body OpenAI clients expect.
+// The JSON error body OpenAI clients expect. The message may hold any bytes (invalid UTF-8 is
+// replaced); an empty code is null.
 HttpResponse json_error(int status, const std::string& message, const std::string& type,
                         const std::string& param = {}, const std::string& code = {});
 

@@ -33,6 +33,9 @@ class OpenAiService {
   int active_requests() const;
 
   void handle(const HttpRequest& req, std::shared_ptr<Responder> out);
+  // For HttpServer's HeaderCheck: refuses a request that sent 'Expect: 100-continue' on its
+  // header alone (a missing API key), so that its body is never sent.
+  std::optional<HttpResponse> check_headers(const HttpRequest& req) const;
   std::string metrics_text() const;
 
  private:

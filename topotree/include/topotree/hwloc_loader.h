@@ -5,6 +5,7 @@
 // Levels where every node has a single child are merged into one ("L2+L1d+Core+PU"): they add
 // no choice to a cut. An asymmetric machine (a package with fewer cores, hybrid cores) is cut
 // down to its largest symmetric part, and a note says what was left out.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,12 @@ struct LoadedTopology {
   int pus_total = 0;               // PUs hwloc reported, before any symmetric cut
 };
 
+// Most PUs a synthetic description may have: far above real machines (a few thousand PUs).
+constexpr uint64_t kMaxPus = 65536;
+
 // spec: "" = this machine; an existing file = hwloc XML; anything else = a synthetic
 // description. Throws std::invalid_argument with hwloc's complaint and an example if the
-// description is not valid.
+// description is not valid, or if it has more than kMaxPus PUs.
 LoadedTopology load_topology(const std::string& spec);
 
 }  // namespace sandwich::topo
