@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <climits>
 #include <ostream>
+#include <random>
 #include <set>
 #include <stdexcept>
 
@@ -75,7 +77,7 @@ void validate(const ServeOptions& o) {
 // Prompts for one endpoint: exact under its tokenizer when it has one, else approximate.
 std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, EndpointReport& er,
                                        const ServeOptions& o, const std::vector<int>& lengths,
-                                       std::ostream& log) {
+                                       int salt0, std::ostream& log) {
   RemoteTokenizer tok(client, ep.url, er.model, o.api, o.api_key, std::min(o.timeout_s, 60.0));
   const TokenizerStyle style = tok.probe();
   std::vector<BuiltPrompt> out;
@@ -97,7 +99,7 @@ std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, E
   PromptBuilder builder(tok, o.seed);
   bool exact_ok = style != TokenizerStyle::None;
   for (size_t i = 0; i < lengths.size(); ++i) {
-    const int idx = static_cast<int>(i);
+    const int idx = salt0 + static_cast<int>(i);
     if (exact_ok) {
       try {
         out.push_back(builder.build(idx, lengths[i]));
@@ -168,10 +170,18 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
   for (size_t w = 0; w < static_cast<size_t>(o.warmup); ++w)
     prompt_lens.push_back(rep.lengths[w % n].input);
 
+  // Salts differ between runs and between invocations, so no run finds another's prompts in a
+  // server's prefix cache (a sweep re-sending the same prompts handed llama-server KV-cache hits
+  // at every rate after the first). Lengths and arrivals stay those of --seed.
+  const int per_run = static_cast<int>(prompt_lens.size());
+  const int64_t salts = static_cast<int64_t>(per_run) * static_cast<int64_t>(o.rates.size() + 1);
+  const int64_t invocations = std::max<int64_t>(1, std::min<int64_t>(4096, (INT_MAX - 1) / salts));
+  const int invocation = static_cast<int>(std::random_device{}() % static_cast<uint64_t>(invocations));
   for (size_t e = 0; e < o.endpoints.size(); ++e) {
     const Endpoint& ep = o.endpoints[e];
     EndpointReport& er = rep.endpoints[e];
-    const std::vector<BuiltPrompt> built = build_prompts(client, ep, er, o, prompt_lens, log);
+    const int salt0 = static_cast<int>(invocation * salts);
+    const std::vector<BuiltPrompt> built = build_prompts(client, ep, er, o, prompt_lens, salt0, log);
     std::vector<BenchRequest> requests, warmups;
     for (size_t i = 0; i < built.size(); ++i) {
       const LengthPair& len = rep.lengths[i % n];
@@ -216,7 +226,17 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
             << std::flush;
     };
     std::vector<std::pair<double, double>> rate_att;
-    for (double rate : o.rates) {
+    for (size_t ri = 0; ri < o.rates.size(); ++ri) {
+      const double rate = o.rates[ri];
+      if (ri > 0) {  // fresh salts for every run after the first
+        const std::vector<int> lens(prompt_lens.begin(), prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
+        const auto again =
+            build_prompts(client, ep, er, o, lens, salt0 + per_run * static_cast<int>(ri), log);
+        for (size_t i = 0; i < n; ++i) {
+          requests[i].prompt = again[i].text;
+          requests[i].prompt_tokens = again[i].tokens;
+        }
+      }
       log << "[" << ep.label << "] " << n << " requests at rate " << rate_label(rate) << " req/s"
           << (o.max_concurrency > 0 ? ", concurrency <= " + std::to_string(o.max_concurrency)
                                     : std::string())

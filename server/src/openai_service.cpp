@@ -576,6 +576,19 @@ struct OpenAiService::Impl {
     EngineRequest base = sampling_request(f, chat);
     const int n = static_cast<int>(f.integer("n", 1, 1, opt.max_n));
     const bool stream = f.boolean("stream", false);
+    // Features a client may rely on that this server does not have: refused, never ignored.
+    if (!chat && f.boolean("echo", false)) bad("'echo' is not supported by this server", "echo");
+    if (!chat && f.integer("best_of", 1, 1, opt.max_n) > 1)
+      bad("'best_of' > 1 is not supported by this server; use 'n'", "best_of");
+    if (!chat && f.get("suffix")) bad("'suffix' is not supported by this server", "suffix");
+    if (chat) {
+      if (const json* t = f.get("tools"); t && !(t->is_array() && t->empty()))
+        bad("'tools' (function calling) is not supported by this server", "tools");
+      if (const json* rf = f.get("response_format")) {
+        if (!rf->is_object() || rf->value("type", std::string()) != "text")
+          bad("only 'response_format' {\"type\": \"text\"} is supported by this server", "response_format");
+      }
+    }
     bool include_usage = false;
     if (const json* so = f.get("stream_options")) {
       if (!stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "engine/cli_args.h"
@@ -181,6 +183,26 @@ TEST(BenchServe, SingleSequenceSendsOneAtATime) {
   std::set<std::string> prompts;
   for (const auto& q : server.requests()) prompts.insert(q.body["prompt"].get<std::string>());
   EXPECT_EQ(prompts.size(), 7u);
+}
+
+TEST(BenchServe, EveryRunOfASweepHasItsOwnSalts) {
+  // Re-sending a run's prompts at the next rate would hand a prefix-caching server free hits.
+  FakeOpenAiServer server;
+  server.set_script(test::timed(0, 0));
+  ServeOptions o;
+  o.endpoints = {parse_endpoint(server.url())};
+  o.dataset = parse_dataset_spec("fixed:8,2");
+  o.num_prompts = 6;
+  o.rates = {std::numeric_limits<double>::infinity(), 1000.0, 2000.0};
+  o.slo = {1000, 1000};
+  std::ostringstream log;
+  const ServeReport r = run_serve(o, log);
+  ASSERT_EQ(r.runs.size(), 3u);
+  std::set<std::string> prompts;
+  for (const auto& q : server.requests()) prompts.insert(q.body["prompt"].get<std::string>());
+  EXPECT_EQ(server.requests().size(), 18u);
+  EXPECT_EQ(prompts.size(), 18u);
+  for (const auto& run : r.runs) EXPECT_EQ(run.summary.completed, 6);
 }
 
 TEST(BenchServe, ShareGptLengthsFitTheServersContext) {

@@ -309,6 +309,28 @@ TEST_F(Sandwichd, LogitBiasBansAndForcesTokens) {
   }
 }
 
+TEST_F(Sandwichd, UnsupportedFeaturesAreRefusedNotIgnored) {
+  auto c = client();
+  for (auto [k, v] : std::vector<std::pair<std::string, json>>{
+           {"echo", true}, {"best_of", 3}, {"suffix", "end"}}) {
+    json body = completion("hi", 2);
+    body[k] = v;
+    expect_error(c.post("/v1/completions", body), 400, k);
+  }
+  json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+  chat["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+  expect_error(c.post("/v1/chat/completions", chat), 400, "tools");
+  chat.erase("tools");
+  chat["response_format"] = {{"type", "json_object"}};
+  expect_error(c.post("/v1/chat/completions", chat), 400, "response_format");
+  chat["response_format"] = {{"type", "text"}};
+  EXPECT_EQ(c.post("/v1/chat/completions", chat).status, 200);
+  json ok = completion("hi", 2);
+  ok["echo"] = false;
+  ok["best_of"] = 1;
+  EXPECT_EQ(c.post("/v1/completions", ok).status, 200);
+}
+
 TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
   SANDWICH_REQUIRE_DATA();
   Daemon d(model_args() + " --api-key secret");
