@@ -57,6 +57,43 @@ namespace {
 
 constexpr int kRows = 4;  // query rows sharing each K/V block load
 
+// acc[i] = acc[i] * corr[i] + p[i] x V for the NR rows of a chunk over one KV block. Every row
+// shares each V row load, 4 vectors (64 dims) at a time, so up to 16 independent accumulators
+// hide the FMA latency (one chain per row and 16 dims left this half of attention latency-bound).
+// Rows past a row's visible positions have p = 0.
+template <int NR>
+__attribute__((target("avx512f"), always_inline)) inline void pv_block(const float (*p)[kKVBlock], const float* corr,
+                                                                      const float* vb, int32_t hd, int32_t vis,
+                                                                      float (*acc)[1024]) {
+  for (int32_t d0 = 0; d0 < hd; d0 += 64) {
+    __mmask16 dm[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) dm[v] = simd::tail_mask(std::clamp(hd - d0 - 16 * v, 0, 16));
+    __m512 a[NR][4];
+#pragma GCC unroll 16
+    for (int i = 0; i < NR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v)
+        a[i][v] = _mm512_mul_ps(_mm512_maskz_load_ps(dm[v], acc[i] + d0 + 16 * v), _mm512_set1_ps(corr[i]));
+    for (int32_t j = 0; j < vis; ++j) {
+      const float* vr = vb + int64_t{j} * hd + d0;
+      __m512 vv[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) vv[v] = _mm512_maskz_loadu_ps(dm[v], vr + 16 * v);
+#pragma GCC unroll 16
+      for (int i = 0; i < NR; ++i) {
+        const __m512 pb = _mm512_set1_ps(p[i][j]);
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) a[i][v] = _mm512_fmadd_ps(pb, vv[v], a[i][v]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < NR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) _mm512_mask_store_ps(acc[i] + d0 + 16 * v, dm[v], a[i][v]);
+  }
+}
+
 // Rows r of a chunk: token t = r / group, head g = r % group.
 __attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const int32_t* block_table,
                                                       int32_t kv_head, const float* q, int64_t ldq,
@@ -89,21 +126,29 @@ __attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const i
       const int32_t blk = block_table[b];
       const float* kb = kv.key(blk, kv_head);
       const float* vb = kv.value(blk, kv_head);
-      __m512 s[kRows][2];
-      for (int i = 0; i < kRows; ++i) s[i][0] = s[i][1] = _mm512_setzero_ps();
-      int32_t d = 0;
-      for (; d + 2 <= hd; d += 2) {
-        const __m512 k0 = _mm512_loadu_ps(kb + int64_t{d} * kKVBlock);
-        const __m512 k1 = _mm512_loadu_ps(kb + int64_t{d + 1} * kKVBlock);
-        for (int i = 0; i < kRows; ++i) {
-          s[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d]), k0, s[i][0]);
-          s[i][1] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d + 1]), k1, s[i][1]);
+      // Q x K^T for the block. The sums go to memory only after the loop: indexed by a runtime
+      // row count later, GCC kept them on the stack through the whole loop (stores every step).
+      alignas(64) float sc[kRows][kKVBlock];
+      {
+        __m512 s[kRows][2];
+#pragma GCC unroll 8
+        for (int i = 0; i < kRows; ++i) s[i][0] = s[i][1] = _mm512_setzero_ps();
+        for (int32_t d = 0; d + 2 <= hd; d += 2) {
+          const __m512 k0 = _mm512_loadu_ps(kb + int64_t{d} * kKVBlock);
+          const __m512 k1 = _mm512_loadu_ps(kb + int64_t{d + 1} * kKVBlock);
+#pragma GCC unroll 8
+          for (int i = 0; i < kRows; ++i) {
+            s[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d]), k0, s[i][0]);
+            s[i][1] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d + 1]), k1, s[i][1]);
+          }
         }
+#pragma GCC unroll 8
+        for (int i = 0; i < kRows; ++i) _mm512_store_ps(sc[i], _mm512_add_ps(s[i][0], s[i][1]));
       }
       alignas(64) float p[kRows][kKVBlock];
       float corr[kRows];
       for (int i = 0; i < nr; ++i) {
-        __m512 sv = _mm512_mul_ps(_mm512_add_ps(s[i][0], s[i][1]), _mm512_set1_ps(scale));
+        __m512 sv = _mm512_mul_ps(_mm512_load_ps(sc[i]), _mm512_set1_ps(scale));
         const int32_t visible = limit[i] - b * kKVBlock;
         if (visible <= 0) {
           std::fill(p[i], p[i] + kKVBlock, 0.0f);
@@ -119,17 +164,13 @@ __attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const i
         m[i] = m_new;
         _mm512_store_ps(p[i], e);
       }
-      for (int i = 0; i < nr; ++i) {
-        const __m512 c = _mm512_set1_ps(corr[i]);
-        const int32_t visible = std::min<int32_t>(kKVBlock, limit[i] - b * kKVBlock);
-        if (visible <= 0) continue;
-        for (int32_t d0 = 0; d0 < hd; d0 += 16) {
-          const __mmask16 dm = simd::tail_mask(hd - d0);
-          __m512 a = _mm512_mul_ps(_mm512_maskz_load_ps(dm, acc[i] + d0), c);
-          for (int32_t j = 0; j < visible; ++j)
-            a = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), _mm512_maskz_loadu_ps(dm, vb + int64_t{j} * hd + d0), a);
-          _mm512_mask_store_ps(acc[i] + d0, dm, a);
-        }
+      int32_t vis_max = 0;
+      for (int i = 0; i < nr; ++i) vis_max = std::max(vis_max, std::min<int32_t>(kKVBlock, limit[i] - b * kKVBlock));
+      switch (nr) {
+        case 1: pv_block<1>(p, corr, vb, hd, vis_max, acc); break;
+        case 2: pv_block<2>(p, corr, vb, hd, vis_max, acc); break;
+        case 3: pv_block<3>(p, corr, vb, hd, vis_max, acc); break;
+        default: pv_block<kRows>(p, corr, vb, hd, vis_max, acc); break;
       }
     }
     for (int i = 0; i < nr; ++i) {

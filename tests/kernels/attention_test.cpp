@@ -56,7 +56,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
                                            Case{1, 1, 64, 15, 2},    // crosses a block edge
                                            Case{8, 4, 128, 100, 5},  // Llama-3 head shape, chunked
                                            Case{2, 1, 34, 3, 20},    // head size not a multiple of 16
-                                           Case{1, 3, 16, 200, 33}));
+                                           Case{1, 3, 16, 200, 33},
+                                           Case{1, 3, 80, 50, 1},    // 3 rows, a second, partial 64-dim pass
+                                           Case{2, 2, 130, 17, 3},   // 2-dim tail past two passes
+                                           Case{1, 1, 64, 0, 70},    // MHA prefill, chunks of 4 rows
+                                           Case{3, 5, 48, 7, 2}));   // rows of a chunk span tokens
 
 TEST(Attention, SinglePositionReturnsItsValue) {
   const int hd = 16;

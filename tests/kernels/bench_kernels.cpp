@@ -334,9 +334,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich" || key.m < 128) continue;
       const double gf = 2.0 * key.m * key.n * key.k / secs / 1e9;
-      double peak = 0;
-      if (auto p = peaks().find(key.threads); p != peaks().end())
-        if (auto it = seconds_.find(p->second); it != seconds_.end()) peak = 24.0 * 64 * (1 << 20) * key.threads / it->second / 1e9;
+      const double peak = peak_gflops(key.threads);
       auto it = t.find(Key{"onednn", key.m, key.n, key.k, key.threads});
       std::printf("M %4lld N %5lld K %5lld t %d: %6.1f GFLOPS = %5.1f%% of peak %6.1f, %5.2fx oneDNN\n",
                   static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
@@ -350,21 +348,56 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       std::printf("threads %d: arithmetic mean %.2fx, geometric mean %.2fx over %zu shapes\n", threads, sum / r.size(),
                   std::exp(logsum / r.size()), r.size());
     }
+    // What any kernel could reach: each shape at its roofline, max(FLOPs at the measured peak,
+    // BF16 weight bytes at the stream measured before the shape), against oneDNN's time.
+    std::printf("ceiling (every shape at the roofline of this run's peak and stream), by M:\n");
+    std::map<int, std::map<int64_t, std::vector<std::pair<double, double>>>> ceil;  // t -> M -> (ours, bound)
+    for (const auto& [key, secs] : t) {
+      if (key.peer != "sandwich" || key.m < 2 || key.m > 64) continue;
+      auto d = t.find(Key{"onednn", key.m, key.n, key.k, key.threads});
+      const double peak = peak_gflops(key.threads), stream = stream_gbs(key.n, key.k, key.threads);
+      if (d == t.end() || peak <= 0 || stream <= 0) continue;
+      const double bound = std::max(2.0 * key.m * key.n * key.k / (peak * 1e9), 2.0 * key.n * key.k / (stream * 1e9));
+      ceil[key.threads][key.m].emplace_back(d->second / secs, d->second / bound);
+    }
+    for (const auto& [threads, by_m] : ceil) {
+      double sum_ours = 0, sum_bound = 0;
+      size_t n = 0;
+      for (const auto& [m, v] : by_m) {
+        double o = 0, b = 0;
+        for (auto [ours, bound] : v) o += ours, b += bound;
+        std::printf("  t %d M %2lld: ours %.2fx, ceiling %.2fx oneDNN (mean of %zu)\n", threads,
+                    static_cast<long long>(m), o / v.size(), b / v.size(), v.size());
+        sum_ours += o, sum_bound += b, n += v.size();
+      }
+      std::printf("threads %d: ours %.2fx, ceiling %.2fx: %.0f%% of the best mean any kernel could reach\n", threads,
+                  sum_ours / n, sum_bound / n, 100 * sum_ours / sum_bound);
+    }
     std::printf("\n-- must-show 3: M = 1, weight bytes read per second vs the DRAM stream measured beside it --\n");
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich" || key.m != 1) continue;
       const double gbs = 2.0 * key.n * key.k / secs / 1e9;
-      double stream = 0;
-      for (const auto& [name, k2] : keys())
-        if (k2 == key)
-          if (auto s = stream_of().find(name); s != stream_of().end())
-            if (auto it = seconds_.find(s->second); it != seconds_.end()) stream = kStreamBytes / it->second / 1e9;
+      const double stream = stream_gbs(key.n, key.k, key.threads);
       std::printf("N %5lld K %5lld t %d: %5.1f GB/s = %5.1f%% of the stream's %5.1f GB/s\n", static_cast<long long>(key.n),
                   static_cast<long long>(key.k), key.threads, gbs, stream > 0 ? 100 * gbs / stream : 0.0, stream);
     }
   }
 
  private:
+  // The BF16 peak measured for this thread count in this run (0 if it did not run).
+  double peak_gflops(int threads) const {
+    if (auto p = peaks().find(threads); p != peaks().end())
+      if (auto it = seconds_.find(p->second); it != seconds_.end()) return 24.0 * 64 * (1 << 20) * threads / it->second / 1e9;
+    return 0;
+  }
+  // The DRAM stream measured right before the shape's M = 1 group (0 if it did not run).
+  double stream_gbs(int64_t n, int64_t k, int threads) const {
+    for (const auto& [name, key] : keys())
+      if (key.peer == "sandwich" && key.m == 1 && key.n == n && key.k == k && key.threads == threads)
+        if (auto s = stream_of().find(name); s != stream_of().end())
+          if (auto it = seconds_.find(s->second); it != seconds_.end()) return kStreamBytes / it->second / 1e9;
+    return 0;
+  }
   static double multiplier(benchmark::TimeUnit u) {
     switch (u) {
       case benchmark::kNanosecond: return 1e9;

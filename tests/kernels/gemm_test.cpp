@@ -162,14 +162,16 @@ TEST(Gemm, EveryScheduleGivesTheSameResult) {
     int tried = 0;
     for (const MicroKernel& mk : microkernel_table()) {
       if (mk.weights != dt || !cpu_has(mk.isa)) continue;
-      for (auto [tm, tn, tk] : {std::tuple{1, 2, 1}, std::tuple{2, 1, 1}, std::tuple{1, 1, 2}}) {
+      // bk 64: several K blocks summed in a slice buffer; 1024: one block, stored into y directly.
+      for (auto [tm, tn, tk, bk] : {std::tuple{1, 2, 1, 64}, std::tuple{2, 1, 1, 64}, std::tuple{1, 1, 2, 64},
+                                    std::tuple{1, 2, 1, 1024}, std::tuple{1, 1, 2, 1024}}) {
         Schedule s;
         s.isa = mk.isa;
         s.um = mk.um;
         s.un = mk.un;
         s.bm = mk.um * (mk.um == 1 ? 5 : 1);
         s.bn = 128;
-        s.bk = 64;
+        s.bk = bk;
         s.tm = tm;
         s.tn = tn;
         s.tk = tk;
@@ -182,7 +184,7 @@ TEST(Gemm, EveryScheduleGivesTheSameResult) {
         ++tried;
       }
     }
-    EXPECT_GE(tried, 12);  // 4 scalar tile heights x 3 grids at least
+    EXPECT_GE(tried, 20);  // 4 scalar tile heights x 5 grids and blocks at least
   }
 }
 
