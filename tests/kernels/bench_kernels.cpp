@@ -351,16 +351,16 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     // What any kernel could reach: each shape at its roofline, max(FLOPs at the measured peak,
     // BF16 weight bytes at the stream measured before the shape), against oneDNN's time.
     std::printf("ceiling (every shape at the roofline of this run's peak and stream), by M:\n");
-    std::map<int, std::map<int64_t, std::vector<std::pair<double, double>>>> ceil;  // t -> M -> (ours, bound)
+    std::map<int, std::map<int64_t, std::vector<std::pair<double, double>>>> ratios;  // t -> M -> (ours, ceiling)
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich" || key.m < 2 || key.m > 64) continue;
       auto d = t.find(Key{"onednn", key.m, key.n, key.k, key.threads});
       const double peak = peak_gflops(key.threads), stream = stream_gbs(key.n, key.k, key.threads);
       if (d == t.end() || peak <= 0 || stream <= 0) continue;
       const double bound = std::max(2.0 * key.m * key.n * key.k / (peak * 1e9), 2.0 * key.n * key.k / (stream * 1e9));
-      ceil[key.threads][key.m].emplace_back(d->second / secs, d->second / bound);
+      ratios[key.threads][key.m].emplace_back(d->second / secs, d->second / bound);
     }
-    for (const auto& [threads, by_m] : ceil) {
+    for (const auto& [threads, by_m] : ratios) {
       double sum_ours = 0, sum_bound = 0;
       size_t n = 0;
       for (const auto& [m, v] : by_m) {
