@@ -20,7 +20,8 @@ namespace {
 constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // GPT-2's.
-constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 class Regex {
  public:
@@ -32,8 +33,8 @@ class Regex {
     if (!code_) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(err, msg, sizeof msg);
-      throw std::runtime_error("invalid pre-tokenizer pattern at offset " + std::to_string(off) + ": " +
-                               reinterpret_cast<char*>(msg));
+      throw std::runtime_error("invalid pre-tokenizer pattern at offset " + std::to_string(off) +
+                               ": " + reinterpret_cast<char*>(msg));
     }
     jit_ = pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE) == 0;
   }
@@ -47,8 +48,10 @@ class Regex {
     pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
     size_t pos = 0;
     while (pos < text.size()) {
-      const int rc = jit_ ? pcre2_jit_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos, 0, md, nullptr)
-                          : pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos, 0, md, nullptr);
+      const int rc = jit_ ? pcre2_jit_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()),
+                                            text.size(), pos, 0, md, nullptr)
+                          : pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()),
+                                        text.size(), pos, 0, md, nullptr);
       if (rc < 0) {
         fn(text.substr(pos));
         break;
@@ -56,7 +59,8 @@ class Regex {
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
       if (ov[0] > pos) fn(text.substr(pos, ov[0] - pos));
       if (ov[1] == ov[0]) {  // empty match: step one character to make progress
-        const size_t n = std::min(tok::utf8_len(static_cast<unsigned char>(text[pos])), text.size() - pos);
+        const size_t n =
+            std::min(tok::utf8_len(static_cast<unsigned char>(text[pos])), text.size() - pos);
         fn(text.substr(pos, n));
         pos += n;
         continue;
@@ -78,13 +82,17 @@ class BpeTokenizer : public Tokenizer {
     const int32_t n = static_cast<int32_t>(v_.tokens.size());
     if (n == 0) throw std::runtime_error("the vocabulary is empty");
     if (v_.types.empty()) v_.types.assign(n, TokenType::Normal);
-    if (static_cast<int32_t>(v_.types.size()) != n) throw std::runtime_error("vocabulary arrays differ in length");
+    if (static_cast<int32_t>(v_.types.size()) != n)
+      throw std::runtime_error("vocabulary arrays differ in length");
     for (int32_t i = 0; i < n; ++i) {
       const TokenType t = v_.types[i];
-      if (t == TokenType::Control || t == TokenType::UserDefined) specials_.push_back({v_.tokens[i], i});
-      else lookup_.emplace(v_.tokens[i], i);
+      if (t == TokenType::Control || t == TokenType::UserDefined)
+        specials_.push_back({v_.tokens[i], i});
+      else
+        lookup_.emplace(v_.tokens[i], i);
     }
-    std::sort(specials_.begin(), specials_.end(), [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+    std::sort(specials_.begin(), specials_.end(),
+              [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
     const auto& b2u = tok::byte_to_unicode();
     for (int b = 0; b < 256; ++b) {
       auto it = lookup_.find(b2u[b]);
@@ -94,13 +102,16 @@ class BpeTokenizer : public Tokenizer {
       const std::string& m = v_.merges[r];
       const size_t sp = m.find(' ', 1);
       if (sp == std::string::npos) throw std::runtime_error("malformed merge '" + m + "'");
-      auto a = lookup_.find(m.substr(0, sp)), b = lookup_.find(m.substr(sp + 1)), c = lookup_.find(m.substr(0, sp) + m.substr(sp + 1));
+      auto a = lookup_.find(m.substr(0, sp)), b = lookup_.find(m.substr(sp + 1)),
+           c = lookup_.find(m.substr(0, sp) + m.substr(sp + 1));
       if (a == lookup_.end() || b == lookup_.end() || c == lookup_.end()) continue;
-      merges_.emplace(key(a->second, b->second), std::make_pair(static_cast<int32_t>(r), c->second));
+      merges_.emplace(key(a->second, b->second),
+                      std::make_pair(static_cast<int32_t>(r), c->second));
     }
-    const std::string pattern = !v_.pre_regex.empty() ? v_.pre_regex
-                                : (v_.pre == "llama-bpe" || v_.pre == "llama3" || v_.pre == "llama-v3") ? kLlama3Pattern
-                                                                                                       : kGpt2Pattern;
+    const std::string pattern =
+        !v_.pre_regex.empty()                                                   ? v_.pre_regex
+        : (v_.pre == "llama-bpe" || v_.pre == "llama3" || v_.pre == "llama-v3") ? kLlama3Pattern
+                                                                                : kGpt2Pattern;
     regex_ = std::make_unique<Regex>(pattern);
     // Llama-3 keeps a pre-token that is itself in the vocabulary whole (llama.cpp's ignore_merges).
     whole_words_ = v_.pre == "llama-bpe" || v_.pre == "llama3" || v_.merges.empty();
@@ -109,11 +120,14 @@ class BpeTokenizer : public Tokenizer {
     add_bos_ = v_.add_bos && v_.bos_id >= 0;
     if (v_.eos_id >= 0) stop_ids_.push_back(v_.eos_id);
     for (const char* s : {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"}) {
-      auto it = std::find_if(specials_.begin(), specials_.end(), [&](auto& p) { return p.first == s; });
-      if (it != specials_.end() && std::find(stop_ids_.begin(), stop_ids_.end(), it->second) == stop_ids_.end())
+      auto it =
+          std::find_if(specials_.begin(), specials_.end(), [&](auto& p) { return p.first == s; });
+      if (it != specials_.end() &&
+          std::find(stop_ids_.begin(), stop_ids_.end(), it->second) == stop_ids_.end())
         stop_ids_.push_back(it->second);
     }
-    if (v_.eot_id >= 0 && std::find(stop_ids_.begin(), stop_ids_.end(), v_.eot_id) == stop_ids_.end())
+    if (v_.eot_id >= 0 &&
+        std::find(stop_ids_.begin(), stop_ids_.end(), v_.eot_id) == stop_ids_.end())
       stop_ids_.push_back(v_.eot_id);
     chat_template_ = v_.chat_template;
   }
@@ -131,10 +145,12 @@ class BpeTokenizer : public Tokenizer {
     return it == lookup_.end() ? -1 : it->second;
   }
 
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special) const override {
     std::vector<int32_t> out;
     if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-    auto segs = parse_special ? tok::split_specials(text, specials_) : std::vector<tok::Segment>{{text, -1}};
+    auto segs = parse_special ? tok::split_specials(text, specials_)
+                              : std::vector<tok::Segment>{{text, -1}};
     for (const auto& s : segs) {
       if (s.id >= 0) {
         out.push_back(s.id);
@@ -154,13 +170,17 @@ class BpeTokenizer : public Tokenizer {
   }
 
  private:
-  static uint64_t key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+  static uint64_t key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
 
   std::string raw_piece(int32_t id, bool keep_special) const {
-    if (id < 0 || id >= vocab_size()) throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
+    if (id < 0 || id >= vocab_size())
+      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
     const std::string& t = v_.tokens[id];
     const TokenType ty = v_.types[id];
-    if (ty == TokenType::Control || ty == TokenType::Unused || ty == TokenType::Unknown) return keep_special ? t : std::string();
+    if (ty == TokenType::Control || ty == TokenType::Unused || ty == TokenType::Unknown)
+      return keep_special ? t : std::string();
     if (ty == TokenType::UserDefined) return t;
     std::string bytes;
     if (!tok::unicode_to_bytes(t, bytes)) return t;  // not byte-level text: emit as is
@@ -195,8 +215,10 @@ class BpeTokenizer : public Tokenizer {
     std::vector<Sym> sym;
     sym.reserve(piece.size());
     for (unsigned char c : piece) {
-      if (byte_ids_[c] < 0) throw std::runtime_error("the vocabulary has no token for byte " + std::to_string(c));
-      sym.push_back({byte_ids_[c], static_cast<int>(sym.size()) - 1, static_cast<int>(sym.size()) + 1});
+      if (byte_ids_[c] < 0)
+        throw std::runtime_error("the vocabulary has no token for byte " + std::to_string(c));
+      sym.push_back(
+          {byte_ids_[c], static_cast<int>(sym.size()) - 1, static_cast<int>(sym.size()) + 1});
     }
     if (sym.empty()) return;
     sym.back().next = -1;
@@ -204,7 +226,9 @@ class BpeTokenizer : public Tokenizer {
       int32_t rank;
       int left;
       int32_t left_id, right_id;
-      bool operator<(const Cand& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
+      bool operator<(const Cand& o) const {
+        return rank > o.rank || (rank == o.rank && left > o.left);
+      }
     };
     std::priority_queue<Cand> q;
     auto consider = [&](int l) {
@@ -240,6 +264,8 @@ class BpeTokenizer : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab v) { return std::make_unique<BpeTokenizer>(std::move(v)); }
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab v) {
+  return std::make_unique<BpeTokenizer>(std::move(v));
+}
 
 }  // namespace sandwich

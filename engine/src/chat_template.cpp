@@ -21,25 +21,31 @@ std::optional<ChatFormat> detect_chat_format(std::string_view t) {
 
 const char* chat_format_name(ChatFormat f) {
   switch (f) {
-    case ChatFormat::Llama3: return "llama3";
-    case ChatFormat::Llama2: return "llama2";
-    case ChatFormat::ChatML: return "chatml";
+    case ChatFormat::Llama3:
+      return "llama3";
+    case ChatFormat::Llama2:
+      return "llama2";
+    case ChatFormat::ChatML:
+      return "chatml";
   }
   return "?";
 }
 
-std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                        const std::string& bos, const std::string& eos) {
+std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, const std::string& bos,
+                        const std::string& eos) {
   std::string out;
   switch (f) {
     case ChatFormat::Llama3:
       if (!bos.empty()) out += "<|begin_of_text|>";
       for (const auto& m : messages)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + strip(m.content) + "<|eot_id|>";
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + strip(m.content) +
+               "<|eot_id|>";
       if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       break;
     case ChatFormat::ChatML:
-      for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      for (const auto& m : messages)
+        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
       if (add_generation_prompt) out += "<|im_start|>assistant\n";
       break;
     case ChatFormat::Llama2: {
@@ -57,10 +63,13 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
         std::string content = m.content;
         if (first && !system.empty()) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
         first = false;
-        if (m.role == "user") out += bos + "[INST] " + strip(content) + " [/INST]";
-        else if (m.role == "assistant") out.append(" ").append(strip(content)).append(" ").append(eos);
+        if (m.role == "user")
+          out += bos + "[INST] " + strip(content) + " [/INST]";
+        else if (m.role == "assistant")
+          out.append(" ").append(strip(content)).append(" ").append(eos);
       }
-      if (first && !system.empty()) out += bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]";
+      if (first && !system.empty())
+        out += bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]";
       break;
     }
   }

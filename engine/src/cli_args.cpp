@@ -21,20 +21,22 @@ std::vector<std::string> split_names(const std::string& names) {
 ArgParser::ArgParser(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 
-void ArgParser::option(const std::string& names, const std::string& metavar, const std::string& help,
-                       std::function<void(const std::string&)> set) {
+void ArgParser::option(const std::string& names, const std::string& metavar,
+                       const std::string& help, std::function<void(const std::string&)> set) {
   opts_.push_back({split_names(names), metavar, help, false, std::move(set)});
 }
 
 void ArgParser::flag(const std::string& names, const std::string& help, std::function<void()> set) {
-  opts_.push_back({split_names(names), "", help, true, [s = std::move(set)](const std::string&) { s(); }});
+  opts_.push_back(
+      {split_names(names), "", help, true, [s = std::move(set)](const std::string&) { s(); }});
 }
 
 int64_t ArgParser::parse_int(const std::string& name, const std::string& v) {
   errno = 0;
   char* end = nullptr;
   long long r = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno == ERANGE) throw CliError(name + " expects an integer, got '" + v + "'");
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    throw CliError(name + " expects an integer, got '" + v + "'");
   return r;
 }
 
@@ -47,14 +49,16 @@ double ArgParser::parse_double(const std::string& name, const std::string& v) {
   return r;
 }
 
-void ArgParser::add(const std::string& names, std::string* dst, const std::string& help, const std::string& mv) {
-  option(names, mv, help, [dst](const std::string& v) { *dst = v; });
-}
-void ArgParser::add(const std::string& names, std::optional<std::string>* dst, const std::string& help,
+void ArgParser::add(const std::string& names, std::string* dst, const std::string& help,
                     const std::string& mv) {
   option(names, mv, help, [dst](const std::string& v) { *dst = v; });
 }
-void ArgParser::add(const std::string& names, int* dst, const std::string& help, const std::string& mv) {
+void ArgParser::add(const std::string& names, std::optional<std::string>* dst,
+                    const std::string& help, const std::string& mv) {
+  option(names, mv, help, [dst](const std::string& v) { *dst = v; });
+}
+void ArgParser::add(const std::string& names, int* dst, const std::string& help,
+                    const std::string& mv) {
   const std::string n = split_names(names).back();
   option(names, mv, help, [dst, n](const std::string& v) {
     int64_t r = parse_int(n, v);
@@ -62,17 +66,21 @@ void ArgParser::add(const std::string& names, int* dst, const std::string& help,
     *dst = static_cast<int>(r);
   });
 }
-void ArgParser::add(const std::string& names, int64_t* dst, const std::string& help, const std::string& mv) {
+void ArgParser::add(const std::string& names, int64_t* dst, const std::string& help,
+                    const std::string& mv) {
   const std::string n = split_names(names).back();
   option(names, mv, help, [dst, n](const std::string& v) { *dst = parse_int(n, v); });
 }
-void ArgParser::add(const std::string& names, double* dst, const std::string& help, const std::string& mv) {
+void ArgParser::add(const std::string& names, double* dst, const std::string& help,
+                    const std::string& mv) {
   const std::string n = split_names(names).back();
   option(names, mv, help, [dst, n](const std::string& v) { *dst = parse_double(n, v); });
 }
-void ArgParser::add(const std::string& names, float* dst, const std::string& help, const std::string& mv) {
+void ArgParser::add(const std::string& names, float* dst, const std::string& help,
+                    const std::string& mv) {
   const std::string n = split_names(names).back();
-  option(names, mv, help, [dst, n](const std::string& v) { *dst = static_cast<float>(parse_double(n, v)); });
+  option(names, mv, help,
+         [dst, n](const std::string& v) { *dst = static_cast<float>(parse_double(n, v)); });
 }
 void ArgParser::add(const std::string& names, std::optional<uint64_t>* dst, const std::string& help,
                     const std::string& mv) {
@@ -83,8 +91,8 @@ void ArgParser::add(const std::string& names, std::optional<uint64_t>* dst, cons
     *dst = static_cast<uint64_t>(r);
   });
 }
-void ArgParser::add(const std::string& names, std::vector<std::string>* dst, const std::string& help,
-                    const std::string& mv) {
+void ArgParser::add(const std::string& names, std::vector<std::string>* dst,
+                    const std::string& help, const std::string& mv) {
   option(names, mv, help + " (repeatable)", [dst](const std::string& v) { dst->push_back(v); });
 }
 void ArgParser::add_flag(const std::string& names, bool* dst, const std::string& help) {
@@ -148,8 +156,10 @@ std::string ArgParser::usage() const {
     for (size_t i = 0; i < o.names.size(); ++i) left += (i ? ", " : "") + o.names[i];
     if (!o.is_flag) left += " " + o.metavar;
     os << left;
-    if (left.size() < 30) os << std::string(30 - left.size(), ' ');
-    else os << "\n" << std::string(30, ' ');
+    if (left.size() < 30)
+      os << std::string(30 - left.size(), ' ');
+    else
+      os << "\n" << std::string(30, ' ');
     os << o.help << "\n";
   }
   os << "  -h, --help                  show this help\n";

@@ -25,7 +25,9 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-bool is_norm(const std::string& name) { return name.find("norm") != std::string::npos; }
+bool is_norm(const std::string& name) {
+  return name.find("norm") != std::string::npos;
+}
 
 }  // namespace
 
@@ -38,7 +40,8 @@ void fill_row(uint64_t state, int64_t width, float a, Store store) {
     const uint64_t bits = splitmix64(state);
     // Two 23-bit mantissas per draw: 1.m is uniform in [1, 2).
     const float u0 = std::bit_cast<float>(0x3f800000u | static_cast<uint32_t>(bits >> 41)) - 1.5f;
-    const float u1 = std::bit_cast<float>(0x3f800000u | static_cast<uint32_t>((bits >> 9) & 0x7fffffu)) - 1.5f;
+    const float u1 =
+        std::bit_cast<float>(0x3f800000u | static_cast<uint32_t>((bits >> 9) & 0x7fffffu)) - 1.5f;
     store(c, 2.0f * a * u0);
     if (c + 1 < width) store(c + 1, 2.0f * a * u1);
   }
@@ -65,13 +68,18 @@ void fill_dummy_tensor(const std::string& name, int64_t rows, int64_t cols, kern
     uint8_t* row = static_cast<uint8_t*>(dst) + static_cast<size_t>((r - r0) * width) * es;
     switch (dtype) {
       case kernels::DType::F32:
-        fill_row(state, width, a, [&](int64_t c, float v) { reinterpret_cast<float*>(row)[c] = v; });
+        fill_row(state, width, a,
+                 [&](int64_t c, float v) { reinterpret_cast<float*>(row)[c] = v; });
         break;
       case kernels::DType::BF16:
-        fill_row(state, width, a, [&](int64_t c, float v) { reinterpret_cast<uint16_t*>(row)[c] = kernels::f32_to_bf16(v); });
+        fill_row(state, width, a, [&](int64_t c, float v) {
+          reinterpret_cast<uint16_t*>(row)[c] = kernels::f32_to_bf16(v);
+        });
         break;
       case kernels::DType::F16:
-        fill_row(state, width, a, [&](int64_t c, float v) { reinterpret_cast<uint16_t*>(row)[c] = kernels::f32_to_f16(v); });
+        fill_row(state, width, a, [&](int64_t c, float v) {
+          reinterpret_cast<uint16_t*>(row)[c] = kernels::f32_to_f16(v);
+        });
         break;
     }
   }
@@ -86,7 +94,8 @@ Vocab default_dummy_vocab(const ModelConfig& config) {
 
 void write_dummy_gguf(const ModelConfig& c, kernels::DType dtype, const Vocab& vocab, uint64_t seed,
                       const std::filesystem::path& out) {
-  if (dtype == kernels::DType::F16) throw std::invalid_argument("dummy GGUF dtype must be f32 or bf16");
+  if (dtype == kernels::DType::F16)
+    throw std::invalid_argument("dummy GGUF dtype must be f32 or bf16");
   if (static_cast<int64_t>(vocab.tokens.size()) != c.vocab_size)
     throw std::invalid_argument("vocabulary has " + std::to_string(vocab.tokens.size()) +
                                 " tokens but the model expects " + std::to_string(c.vocab_size));
@@ -112,12 +121,16 @@ void write_dummy_gguf(const ModelConfig& c, kernels::DType dtype, const Vocab& v
   // row j at the file row it will be read from makes this file load into exactly the weights
   // --load-format dummy gives.
   const int64_t hd = c.head_dim, half = hd / 2;
-  auto file_row = [&](int64_t j) { return j / hd * hd + (j % hd < half ? 2 * (j % hd) : 2 * (j % hd - half) + 1); };
+  auto file_row = [&](int64_t j) {
+    return j / hd * hd + (j % hd < half ? 2 * (j % hd) : 2 * (j % hd - half) + 1);
+  };
   auto add = [&](const std::string& name, int64_t rows, int64_t cols, bool matrix) {
-    const bool rope_rows = name.find("attn_q") != std::string::npos || name.find("attn_k") != std::string::npos;
+    const bool rope_rows =
+        name.find("attn_q") != std::string::npos || name.find("attn_k") != std::string::npos;
     const kernels::DType dt = matrix ? dtype : kernels::DType::F32;
-    std::vector<uint64_t> dims = cols ? std::vector<uint64_t>{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}
-                                      : std::vector<uint64_t>{static_cast<uint64_t>(rows)};
+    std::vector<uint64_t> dims =
+        cols ? std::vector<uint64_t>{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}
+             : std::vector<uint64_t>{static_cast<uint64_t>(rows)};
     w.add_tensor(name, matrix ? mat_type : 0, dims, [=](uint8_t* dst, uint64_t) {
       const int64_t chunk = 64;
       const size_t row_bytes = static_cast<size_t>(cols ? cols : 1) * kernels::dtype_size(dt);
@@ -125,11 +138,13 @@ void write_dummy_gguf(const ModelConfig& c, kernels::DType dtype, const Vocab& v
       for (int64_t r = 0; r < rows; r += chunk) {
         const int64_t r1 = std::min(rows, r + chunk);
         if (!rope_rows) {
-          fill_dummy_tensor(name, rows, cols, dt, seed, r, r1, dst + static_cast<size_t>(r) * row_bytes);
+          fill_dummy_tensor(name, rows, cols, dt, seed, r, r1,
+                            dst + static_cast<size_t>(r) * row_bytes);
           continue;
         }
         for (int64_t j = r; j < r1; ++j)
-          fill_dummy_tensor(name, rows, cols, dt, seed, j, j + 1, dst + static_cast<size_t>(file_row(j)) * row_bytes);
+          fill_dummy_tensor(name, rows, cols, dt, seed, j, j + 1,
+                            dst + static_cast<size_t>(file_row(j)) * row_bytes);
       }
     });
   };

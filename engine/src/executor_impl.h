@@ -27,7 +27,8 @@ struct RankControl;
 
 class RankGroupExecutor : public Executor {
  public:
-  RankGroupExecutor(const Model& model, KVCache& kv, const ServiceConfig& config, const ExecutorLimits& limits);
+  RankGroupExecutor(const Model& model, KVCache& kv, const ServiceConfig& config,
+                    const ExecutorLimits& limits);
   ~RankGroupExecutor() override;
   void run(std::span<const BatchEntry> batch, float* logits) override;
   const ServiceConfig& config() const override { return config_; }

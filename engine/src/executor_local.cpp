@@ -4,12 +4,16 @@
 namespace sandwich {
 
 LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const ServiceConfig& config)
-    : config_(config), team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus), fp_(model, kv, team_) {}
+    : config_(config),
+      team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus),
+      fp_(model, kv, team_) {}
 
-void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits) { fp_.run(batch, logits); }
+void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits) {
+  fp_.run(batch, logits);
+}
 
-std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv, const ServiceConfig& config,
-                                        const ExecutorLimits& limits) {
+std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
+                                        const ServiceConfig& config, const ExecutorLimits& limits) {
   if (config.ranks.empty()) throw std::invalid_argument("the service configuration has no ranks");
   if (config.rank_count() == 1) return std::make_unique<LocalExecutor>(model, kv, config);
   return std::make_unique<RankGroupExecutor>(model, kv, config, limits);

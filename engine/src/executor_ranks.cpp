@@ -34,9 +34,10 @@ class ShmCollective : public Collective {
   explicit ShmCollective(kernels::ShmAllReduce& ar) : ar_(ar) {}
   void all_reduce_sum(float* data, size_t n) override { ar_.all_reduce(data, n); }
   // The logits buffer is shared: each rank writes its vocabulary columns, then all meet.
-  void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset, float* full,
-                          int64_t n_total) override {
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(full + r * n_total + offset, local + r * n_local, n_local * sizeof(float));
+  void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset,
+                          float* full, int64_t n_total) override {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(full + r * n_total + offset, local + r * n_local, n_local * sizeof(float));
     ar_.barrier();
   }
   float* reduce_buffer(size_t n) override {
@@ -59,7 +60,8 @@ void bind_to(const RankPlacement& p) {
     if (hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE) > 1) {
       hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
       hwloc_bitmap_set(nodes, static_cast<unsigned>(p.numa));
-      hwloc_set_membind(topo, nodes, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET);
+      hwloc_set_membind(topo, nodes, HWLOC_MEMBIND_BIND,
+                        HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET);
       hwloc_bitmap_free(nodes);
     }
   }
@@ -69,17 +71,26 @@ void bind_to(const RankPlacement& p) {
 }  // namespace
 
 struct RankControl {
-  alignas(64) std::atomic<uint32_t> seq{0};   // steps published; ranks sleep on it
-  alignas(64) std::atomic<uint32_t> done{0};  // ranks through the current step; the engine sleeps on it
+  alignas(64) std::atomic<uint32_t> seq{0};  // steps published; ranks sleep on it
+  alignas(64) std::atomic<uint32_t> done{
+      0};  // ranks through the current step; the engine sleeps on it
   alignas(64) std::atomic<uint32_t> stop{0};
   alignas(64) std::atomic<uint32_t> failed{0};
   alignas(64) char message[512] = {};
   int32_t n_entries = 0;
   size_t entries_off = 0, tokens_off = 0, tables_off = 0, logits_off = 0;
-  EntryDesc* entries() { return reinterpret_cast<EntryDesc*>(reinterpret_cast<uint8_t*>(this) + entries_off); }
-  int32_t* tokens() { return reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(this) + tokens_off); }
-  int32_t* tables() { return reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(this) + tables_off); }
-  float* logits() { return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + logits_off); }
+  EntryDesc* entries() {
+    return reinterpret_cast<EntryDesc*>(reinterpret_cast<uint8_t*>(this) + entries_off);
+  }
+  int32_t* tokens() {
+    return reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(this) + tokens_off);
+  }
+  int32_t* tables() {
+    return reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(this) + tables_off);
+  }
+  float* logits() {
+    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + logits_off);
+  }
 };
 
 RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv, const ServiceConfig& config,
@@ -88,9 +99,10 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv, const Serv
   const ModelConfig& c = model.config;
   const int R = config.rank_count();
   if (c.n_kv_heads % R != 0)
-    throw std::invalid_argument(std::to_string(R) + " ranks do not divide the model's " + std::to_string(c.n_kv_heads) +
-                                " KV heads");
-  if (limits_.max_blocks_per_seq <= 0) limits_.max_blocks_per_seq = static_cast<int32_t>(KVCache::blocks_for(c.max_seq_len));
+    throw std::invalid_argument(std::to_string(R) + " ranks do not divide the model's " +
+                                std::to_string(c.n_kv_heads) + " KV heads");
+  if (limits_.max_blocks_per_seq <= 0)
+    limits_.max_blocks_per_seq = static_cast<int32_t>(KVCache::blocks_for(c.max_seq_len));
   auto align = [](size_t v) { return (v + 63) / 64 * 64; };
   size_t off = align(sizeof(RankControl));
   const size_t entries_off = off;
@@ -98,7 +110,8 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv, const Serv
   const size_t tokens_off = off;
   off = align(off + sizeof(int32_t) * limits_.max_tokens);
   const size_t tables_off = off;
-  off = align(off + sizeof(int32_t) * static_cast<size_t>(limits_.max_entries) * limits_.max_blocks_per_seq);
+  off = align(off + sizeof(int32_t) * static_cast<size_t>(limits_.max_entries) *
+                        limits_.max_blocks_per_seq);
   const size_t logits_off = off;
   off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_entries) * c.vocab_size);
   control_region_ = SharedRegion("sandwich-step", off);
@@ -108,7 +121,8 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv, const Serv
   ctl_->tables_off = tables_off;
   ctl_->logits_off = logits_off;
   const size_t reduce_bytes = static_cast<size_t>(limits_.max_tokens) * c.dim * sizeof(float);
-  reduce_region_ = SharedRegion("sandwich-allreduce", kernels::ShmAllReduce::region_bytes(R, reduce_bytes));
+  reduce_region_ =
+      SharedRegion("sandwich-allreduce", kernels::ShmAllReduce::region_bytes(R, reduce_bytes));
 
   const pid_t parent = getpid();
   for (int r = 0; r < R; ++r) {
@@ -128,9 +142,13 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv, const Serv
   }
 }
 
-RankGroupExecutor::~RankGroupExecutor() { stop_all(false); }
+RankGroupExecutor::~RankGroupExecutor() {
+  stop_all(false);
+}
 
-std::vector<int> RankGroupExecutor::pids() const { return {pids_.begin(), pids_.end()}; }
+std::vector<int> RankGroupExecutor::pids() const {
+  return {pids_.begin(), pids_.end()};
+}
 
 void RankGroupExecutor::stop_all(bool kill_now) {
   if (pids_.empty()) return;
@@ -142,8 +160,10 @@ void RankGroupExecutor::stop_all(bool kill_now) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     for (pid_t& p : pids_) {
       while (p > 0 && std::chrono::steady_clock::now() < deadline) {
-        if (waitpid(p, nullptr, WNOHANG) == p) p = 0;
-        else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (waitpid(p, nullptr, WNOHANG) == p)
+          p = 0;
+        else
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
   }
@@ -162,20 +182,25 @@ void RankGroupExecutor::fail(const std::string& why) {
 }
 
 void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
-  if (broken_) throw std::runtime_error("the " + config_.to_string() + " rank group is stopped: " + broken_reason_);
+  if (broken_)
+    throw std::runtime_error("the " + config_.to_string() +
+                             " rank group is stopped: " + broken_reason_);
   const int R = config_.rank_count();
   const int32_t V = model_.config.vocab_size;
   if (static_cast<int32_t>(batch.size()) > limits_.max_entries)
-    throw std::invalid_argument("batch of " + std::to_string(batch.size()) + " sequences exceeds the executor's " +
+    throw std::invalid_argument("batch of " + std::to_string(batch.size()) +
+                                " sequences exceeds the executor's " +
                                 std::to_string(limits_.max_entries));
   // Publish the step.
   int32_t tok = 0, tab = 0, n_logits = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const BatchEntry& e = batch[i];
-    const int32_t n = static_cast<int32_t>(e.tokens.size()), nb = static_cast<int32_t>(e.block_table.size());
+    const int32_t n = static_cast<int32_t>(e.tokens.size()),
+                  nb = static_cast<int32_t>(e.block_table.size());
     if (tok + n > limits_.max_tokens || nb > limits_.max_blocks_per_seq)
-      throw std::invalid_argument("step larger than the executor's limits (" + std::to_string(limits_.max_tokens) +
-                                  " tokens, " + std::to_string(limits_.max_blocks_per_seq) + " blocks per sequence)");
+      throw std::invalid_argument(
+          "step larger than the executor's limits (" + std::to_string(limits_.max_tokens) +
+          " tokens, " + std::to_string(limits_.max_blocks_per_seq) + " blocks per sequence)");
     std::memcpy(ctl_->tokens() + tok, e.tokens.data(), n * sizeof(int32_t));
     std::memcpy(ctl_->tables() + tab, e.block_table.data(), nb * sizeof(int32_t));
     ctl_->entries()[i] = {tok, n, e.start_pos, tab, nb, e.want_logits ? 1 : 0};
@@ -203,8 +228,9 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
       int st = 0;
       if (waitpid(pids_[r], &st, WNOHANG) == pids_[r]) {
         pids_[r] = -1;
-        const std::string how = WIFSIGNALED(st) ? "was killed by signal " + std::to_string(WTERMSIG(st))
-                                                : "exited with status " + std::to_string(WEXITSTATUS(st));
+        const std::string how = WIFSIGNALED(st)
+                                    ? "was killed by signal " + std::to_string(WTERMSIG(st))
+                                    : "exited with status " + std::to_string(WEXITSTATUS(st));
         fail("rank " + std::to_string(r) + " of " + config_.to_string() + " " + how +
              "; the step failed and the other ranks were stopped");
       }
@@ -212,7 +238,8 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
   }
   if (ctl_->failed.load(std::memory_order_acquire))
     fail(std::string("rank step failed: ") + ctl_->message + "; the rank group was stopped");
-  if (n_logits > 0) std::memcpy(logits, ctl_->logits(), static_cast<size_t>(n_logits) * V * sizeof(float));
+  if (n_logits > 0)
+    std::memcpy(logits, ctl_->logits(), static_cast<size_t>(n_logits) * V * sizeof(float));
 }
 
 void RankGroupExecutor::rank_main(int rank) {
@@ -222,22 +249,26 @@ void RankGroupExecutor::rank_main(int rank) {
     bind_to(p);
     const int R = config_.rank_count();
     kernels::ThreadTeam team(static_cast<int>(p.cpus.size()), p.cpus);
-    kernels::ShmAllReduce ar(reduce_region_.data(), R, rank,
-                             static_cast<size_t>(limits_.max_tokens) * model_.config.dim * sizeof(float));
+    kernels::ShmAllReduce ar(
+        reduce_region_.data(), R, rank,
+        static_cast<size_t>(limits_.max_tokens) * model_.config.dim * sizeof(float));
     ShmCollective coll(ar);
     ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll);
     std::vector<BatchEntry> batch;
     // Steps count from 1; the first may be published before this process gets here.
     uint32_t seen = 0;
     for (;;) {
-      for (uint32_t s; (s = ctl_->seq.load(std::memory_order_acquire)) == seen;) futex(&ctl_->seq, FUTEX_WAIT, s);
+      for (uint32_t s; (s = ctl_->seq.load(std::memory_order_acquire)) == seen;)
+        futex(&ctl_->seq, FUTEX_WAIT, s);
       ++seen;  // the engine publishes one step at a time and waits for it
       if (ctl_->stop.load(std::memory_order_acquire)) break;
       batch.clear();
       for (int32_t i = 0; i < ctl_->n_entries; ++i) {
         const EntryDesc& d = ctl_->entries()[i];
-        batch.push_back({std::span<const int32_t>(ctl_->tokens() + d.token_offset, d.n_tokens), d.start_pos,
-                         std::span<const int32_t>(ctl_->tables() + d.table_offset, d.n_blocks), d.want_logits != 0});
+        batch.push_back({std::span<const int32_t>(ctl_->tokens() + d.token_offset, d.n_tokens),
+                         d.start_pos,
+                         std::span<const int32_t>(ctl_->tables() + d.table_offset, d.n_blocks),
+                         d.want_logits != 0});
       }
       try {
         fp.run(batch, ctl_->logits());
@@ -251,7 +282,8 @@ void RankGroupExecutor::rank_main(int rank) {
         futex(&ctl_->done, FUTEX_WAKE, 1);
     }
   } catch (const std::exception& e) {
-    std::snprintf(ctl_->message, sizeof ctl_->message, "rank %d could not start: %s", rank, e.what());
+    std::snprintf(ctl_->message, sizeof ctl_->message, "rank %d could not start: %s", rank,
+                  e.what());
     ctl_->failed.store(1, std::memory_order_release);
     futex(&ctl_->done, FUTEX_WAKE, 1);
     code = 1;

@@ -31,7 +31,8 @@ void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::
   t.epilogue = kernels::Epilogue::Store;
   kernels::gemm(w, t, team);
   for (int64_t i = 0; i < a.m; ++i)
-    std::copy(scratch.begin() + i * (b1 - b0) + (n0 - b0), scratch.begin() + i * (b1 - b0) + (n1 - b0), a.y + i * a.ldy);
+    std::copy(scratch.begin() + i * (b1 - b0) + (n0 - b0),
+              scratch.begin() + i * (b1 - b0) + (n1 - b0), a.y + i * a.ldy);
 }
 
 // Query tokens per attention work item: small enough to balance long prefill chunks over the
@@ -48,7 +49,8 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
   if (c.n_kv_heads % R != 0)
     throw std::invalid_argument(std::to_string(R) + " ranks do not divide the model's " +
                                 std::to_string(c.n_kv_heads) + " KV heads");
-  if (R > 1 && !collective) throw std::invalid_argument("a rank view of several ranks needs a collective");
+  if (R > 1 && !collective)
+    throw std::invalid_argument("a rank view of several ranks needs a collective");
   const int r = view.rank;
   kv_heads_ = {int64_t{c.n_kv_heads} * r / R, int64_t{c.n_kv_heads} * (r + 1) / R};
   // Column shards start on the GEMM's 64-column panels.
@@ -59,7 +61,8 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
   ffn_cols_ = panel_split(c.ffn_dim);
   vocab_cols_ = panel_split(c.vocab_size);
   if (ffn_cols_.size() == 0 || vocab_cols_.size() == 0)
-    throw std::invalid_argument("the model is too small to split over " + std::to_string(R) + " ranks");
+    throw std::invalid_argument("the model is too small to split over " + std::to_string(R) +
+                                " ranks");
 }
 
 void ForwardPass::ensure_scratch(int64_t tokens) {
@@ -97,8 +100,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
       throw std::invalid_argument("block table does not cover the chunk");
     for (int32_t t : e.tokens)
       if (t < 0 || t >= c.vocab_size)
-        throw std::invalid_argument("token id " + std::to_string(t) + " outside the vocabulary of " +
-                                    std::to_string(c.vocab_size));
+        throw std::invalid_argument("token id " + std::to_string(t) +
+                                    " outside the vocabulary of " + std::to_string(c.vocab_size));
     T += n;
     n_logits += e.want_logits ? 1 : 0;
   }
@@ -119,7 +122,9 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
 
   // With several ranks the residual stream lives in the collective's shared buffer, where it is
   // all-reduced in place.
-  float* x = view_.n_ranks > 1 && collective_ ? collective_->reduce_buffer(static_cast<size_t>(T * dim)) : nullptr;
+  float* x = view_.n_ranks > 1 && collective_
+                 ? collective_->reduce_buffer(static_cast<size_t>(T * dim))
+                 : nullptr;
   if (!x) x = x_.data();
   float* xb = xb_.data();
   team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
@@ -162,7 +167,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
     const kernels::PagedKV kv = kv_.layer(l);
 
     team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) kernels::rmsnorm(x + i * dim, L.attn_norm, xb + i * dim, dim, c.norm_eps);
+      for (int64_t i = b; i < e; ++i)
+        kernels::rmsnorm(x + i * dim, L.attn_norm, xb + i * dim, dim, c.norm_eps);
     });
     kernels::GemmArgs a;
     a.x = xb;
@@ -186,10 +192,12 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
         const float* cs = model_.rope_cos.data() + static_cast<size_t>(tok_pos[i]) * half;
         const float* sn = model_.rope_sin.data() + static_cast<size_t>(tok_pos[i]) * half;
         kernels::rope(q_.data() + i * q_local, static_cast<int>(q_local / hd), c.head_dim, cs, sn);
-        kernels::rope(k_.data() + i * kv_local, static_cast<int>(kv_local / hd), c.head_dim, cs, sn);
+        kernels::rope(k_.data() + i * kv_local, static_cast<int>(kv_local / hd), c.head_dim, cs,
+                      sn);
         const BatchEntry& be = batch[tok_entry[i]];
         kernels::kv_store(kv, be.block_table.data(), tok_pos[i], static_cast<int32_t>(kvh0),
-                          static_cast<int32_t>(kvh1), k_.data() + i * kv_local, v_.data() + i * kv_local);
+                          static_cast<int32_t>(kvh1), k_.data() + i * kv_local,
+                          v_.data() + i * kv_local);
       }
     });
 
@@ -199,8 +207,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
         const Item& w = items[it];
         const BatchEntry& be = batch[w.entry];
         const int64_t off = (w.head - kvh0) * group * hd;
-        kernels::attention(kv, be.block_table.data(), w.head, q_.data() + w.row * q_local + off, q_local,
-                           w.n, static_cast<int32_t>(group), be.start_pos + w.t0, scale,
+        kernels::attention(kv, be.block_table.data(), w.head, q_.data() + w.row * q_local + off,
+                           q_local, w.n, static_cast<int32_t>(group), be.start_pos + w.t0, scale,
                            att_.data() + w.row * q_local + off, q_local);
       }
     });
@@ -220,7 +228,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
     if (view_.n_ranks > 1) collective_->all_reduce_sum(x, static_cast<size_t>(T * dim));
 
     team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) kernels::rmsnorm(x + i * dim, L.ffn_norm, xb + i * dim, dim, c.norm_eps);
+      for (int64_t i = b; i < e; ++i)
+        kernels::rmsnorm(x + i * dim, L.ffn_norm, xb + i * dim, dim, c.norm_eps);
     });
     a = {};
     a.x = xb;
@@ -251,7 +260,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
     for (const BatchEntry& e : batch) {
       row += static_cast<int64_t>(e.tokens.size());
       if (e.want_logits) {
-        kernels::rmsnorm(x + (row - 1) * dim, W.final_norm, last_.data() + k * dim, dim, c.norm_eps);
+        kernels::rmsnorm(x + (row - 1) * dim, W.final_norm, last_.data() + k * dim, dim,
+                         c.norm_eps);
         ++k;
       }
     }
@@ -272,8 +282,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
   a.y = logits_local_.data();
   a.ldy = vocab_cols_.size();
   kernels::gemm(W.output, a, team_);
-  collective_->all_gather_columns(logits_local_.data(), n_logits, vocab_cols_.size(), vocab_cols_.begin,
-                                  logits, c.vocab_size);
+  collective_->all_gather_columns(logits_local_.data(), n_logits, vocab_cols_.size(),
+                                  vocab_cols_.begin, logits, c.vocab_size);
 }
 
 }  // namespace sandwich

@@ -29,7 +29,8 @@ struct Generator::Impl {
 Generator::Generator(const Model& model, int threads, ForwardKind kind)
     : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt}) {}
 
-Generator::Generator(const Model& model, const GeneratorOptions& o) : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
+Generator::Generator(const Model& model, const GeneratorOptions& o)
+    : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
   if (o.kind == ForwardKind::Reference) return;
   const ModelConfig& c = model.config;
   impl_->kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, c.max_seq_len));
@@ -56,7 +57,8 @@ GenerationResult Generator::generate(const GenerationRequest& req,
   if (req.max_tokens < 0) throw std::invalid_argument("max_tokens must not be negative");
   for (int32_t t : req.prompt)
     if (t < 0 || t >= c.vocab_size)
-      throw std::invalid_argument("prompt token " + std::to_string(t) + " is outside the vocabulary");
+      throw std::invalid_argument("prompt token " + std::to_string(t) +
+                                  " is outside the vocabulary");
   req.sampling.validate();
 
   GenerationResult res;
@@ -111,7 +113,8 @@ GenerationResult Generator::generate(const GenerationRequest& req,
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < n_prompt; s += kPrefillChunk) {
     const int64_t n = std::min<int64_t>(kPrefillChunk, n_prompt - s);
-    forward(std::span<const int32_t>(req.prompt).subspan(s, n), static_cast<int32_t>(s), s + n == n_prompt);
+    forward(std::span<const int32_t>(req.prompt).subspan(s, n), static_cast<int32_t>(s),
+            s + n == n_prompt);
   }
   auto t1 = std::chrono::steady_clock::now();
   prefilling = false;

@@ -19,16 +19,16 @@ struct TypeInfo {
   uint32_t bytes;
 };
 constexpr TypeInfo kTypes[] = {
-    {0, "F32", 1, 4},         {1, "F16", 1, 2},          {2, "Q4_0", 32, 18},
-    {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},       {7, "Q5_1", 32, 24},
-    {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},       {10, "Q2_K", 256, 84},
-    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},    {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},    {16, "IQ2_XXS", 256, 66},
-    {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98},  {19, "IQ1_S", 256, 50},
-    {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},   {22, "IQ2_S", 256, 82},
-    {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},          {25, "I16", 1, 2},
-    {26, "I32", 1, 4},        {27, "I64", 1, 8},         {28, "F64", 1, 8},
-    {29, "IQ1_M", 256, 56},   {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
+    {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
+    {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},      {10, "Q2_K", 256, 84},
+    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66},
+    {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},
+    {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},  {22, "IQ2_S", 256, 82},
+    {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},
+    {29, "IQ1_M", 256, 56},   {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},
     {35, "TQ2_0", 256, 66},
 };
 
@@ -98,15 +98,24 @@ uint64_t min_element_bytes(ValueType t) {
 
 double read_number(Cursor& c, ValueType t, int64_t* as_int) {
   switch (t) {
-    case ValueType::U8: return static_cast<double>(*as_int = c.read<uint8_t>("value"));
-    case ValueType::I8: return static_cast<double>(*as_int = c.read<int8_t>("value"));
-    case ValueType::U16: return static_cast<double>(*as_int = c.read<uint16_t>("value"));
-    case ValueType::I16: return static_cast<double>(*as_int = c.read<int16_t>("value"));
-    case ValueType::U32: return static_cast<double>(*as_int = c.read<uint32_t>("value"));
-    case ValueType::I32: return static_cast<double>(*as_int = c.read<int32_t>("value"));
-    case ValueType::U64: return static_cast<double>(*as_int = static_cast<int64_t>(c.read<uint64_t>("value")));
-    case ValueType::I64: return static_cast<double>(*as_int = c.read<int64_t>("value"));
-    case ValueType::BOOL: return static_cast<double>(*as_int = c.read<uint8_t>("value") != 0);
+    case ValueType::U8:
+      return static_cast<double>(*as_int = c.read<uint8_t>("value"));
+    case ValueType::I8:
+      return static_cast<double>(*as_int = c.read<int8_t>("value"));
+    case ValueType::U16:
+      return static_cast<double>(*as_int = c.read<uint16_t>("value"));
+    case ValueType::I16:
+      return static_cast<double>(*as_int = c.read<int16_t>("value"));
+    case ValueType::U32:
+      return static_cast<double>(*as_int = c.read<uint32_t>("value"));
+    case ValueType::I32:
+      return static_cast<double>(*as_int = c.read<int32_t>("value"));
+    case ValueType::U64:
+      return static_cast<double>(*as_int = static_cast<int64_t>(c.read<uint64_t>("value")));
+    case ValueType::I64:
+      return static_cast<double>(*as_int = c.read<int64_t>("value"));
+    case ValueType::BOOL:
+      return static_cast<double>(*as_int = c.read<uint8_t>("value") != 0);
     case ValueType::F32: {
       double f = c.read<float>("value");
       *as_int = static_cast<int64_t>(f);
@@ -117,7 +126,9 @@ double read_number(Cursor& c, ValueType t, int64_t* as_int) {
       *as_int = static_cast<int64_t>(f);
       return f;
     }
-    default: throw std::runtime_error("unknown metadata value type " + std::to_string(static_cast<uint32_t>(t)));
+    default:
+      throw std::runtime_error("unknown metadata value type " +
+                               std::to_string(static_cast<uint32_t>(t)));
   }
 }
 
@@ -176,27 +187,82 @@ uint64_t TensorInfo::elements() const {
 
 bool Value::is_integer() const {
   switch (type) {
-    case ValueType::U8: case ValueType::I8: case ValueType::U16: case ValueType::I16:
-    case ValueType::U32: case ValueType::I32: case ValueType::U64: case ValueType::I64:
-    case ValueType::BOOL: return true;
-    default: return false;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::U16:
+    case ValueType::I16:
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::BOOL:
+      return true;
+    default:
+      return false;
   }
 }
 
-Value Value::of_string(std::string v) { Value r; r.type = ValueType::STRING; r.s = std::move(v); return r; }
-Value Value::of_u32(uint32_t v) { Value r; r.type = ValueType::U32; r.i = v; r.f = v; return r; }
-Value Value::of_i32(int32_t v) { Value r; r.type = ValueType::I32; r.i = v; r.f = v; return r; }
-Value Value::of_u64(uint64_t v) { Value r; r.type = ValueType::U64; r.i = static_cast<int64_t>(v); r.f = static_cast<double>(v); return r; }
-Value Value::of_f32(float v) { Value r; r.type = ValueType::F32; r.f = v; r.i = static_cast<int64_t>(v); return r; }
-Value Value::of_bool(bool v) { Value r; r.type = ValueType::BOOL; r.i = v; r.f = v; return r; }
+Value Value::of_string(std::string v) {
+  Value r;
+  r.type = ValueType::STRING;
+  r.s = std::move(v);
+  return r;
+}
+Value Value::of_u32(uint32_t v) {
+  Value r;
+  r.type = ValueType::U32;
+  r.i = v;
+  r.f = v;
+  return r;
+}
+Value Value::of_i32(int32_t v) {
+  Value r;
+  r.type = ValueType::I32;
+  r.i = v;
+  r.f = v;
+  return r;
+}
+Value Value::of_u64(uint64_t v) {
+  Value r;
+  r.type = ValueType::U64;
+  r.i = static_cast<int64_t>(v);
+  r.f = static_cast<double>(v);
+  return r;
+}
+Value Value::of_f32(float v) {
+  Value r;
+  r.type = ValueType::F32;
+  r.f = v;
+  r.i = static_cast<int64_t>(v);
+  return r;
+}
+Value Value::of_bool(bool v) {
+  Value r;
+  r.type = ValueType::BOOL;
+  r.i = v;
+  r.f = v;
+  return r;
+}
 Value Value::of_strings(std::vector<std::string> v) {
-  Value r; r.type = ValueType::ARRAY; r.array_type = ValueType::STRING; r.strings = std::move(v); return r;
+  Value r;
+  r.type = ValueType::ARRAY;
+  r.array_type = ValueType::STRING;
+  r.strings = std::move(v);
+  return r;
 }
 Value Value::of_f32s(std::vector<float> v) {
-  Value r; r.type = ValueType::ARRAY; r.array_type = ValueType::F32; r.numbers.assign(v.begin(), v.end()); return r;
+  Value r;
+  r.type = ValueType::ARRAY;
+  r.array_type = ValueType::F32;
+  r.numbers.assign(v.begin(), v.end());
+  return r;
 }
 Value Value::of_i32s(std::vector<int32_t> v) {
-  Value r; r.type = ValueType::ARRAY; r.array_type = ValueType::I32; r.numbers.assign(v.begin(), v.end()); return r;
+  Value r;
+  r.type = ValueType::ARRAY;
+  r.array_type = ValueType::I32;
+  r.numbers.assign(v.begin(), v.end());
+  return r;
 }
 
 void Reader::fail(const std::string& what) const {
@@ -211,7 +277,8 @@ Reader::Reader(const std::filesystem::path& path) : file_(path) {
     if (magic != kMagic) throw std::runtime_error("not a GGUF file (bad magic)");
     version_ = c.read<uint32_t>("version");
     if (version_ < 2 || version_ > 3)
-      throw std::runtime_error("unsupported GGUF version " + std::to_string(version_) + " (need 2 or 3)");
+      throw std::runtime_error("unsupported GGUF version " + std::to_string(version_) +
+                               " (need 2 or 3)");
     uint64_t n_tensors = c.read<uint64_t>("tensor count");
     uint64_t n_kv = c.read<uint64_t>("metadata count");
     // Each entry needs at least 8+4 bytes: a larger count cannot fit in the file.
@@ -239,7 +306,8 @@ Reader::Reader(const std::filesystem::path& path) : file_(path) {
       for (uint32_t d = 0; d < nd; ++d) ti.dims.push_back(c.read<uint64_t>("tensor shape"));
       ti.type = c.read<uint32_t>("tensor type");
       ti.offset = c.read<uint64_t>("tensor offset");
-      if (tensor_index_.count(ti.name)) throw std::runtime_error("duplicate tensor '" + ti.name + "'");
+      if (tensor_index_.count(ti.name))
+        throw std::runtime_error("duplicate tensor '" + ti.name + "'");
       tensor_index_[ti.name] = tensors_.size();
       tensors_.push_back(std::move(ti));
     }
@@ -258,7 +326,8 @@ Reader::Reader(const std::filesystem::path& path) : file_(path) {
         n *= d;
       }
       if (!type_info(ti.type))
-        throw std::runtime_error("tensor '" + ti.name + "' has unknown type " + std::to_string(ti.type));
+        throw std::runtime_error("tensor '" + ti.name + "' has unknown type " +
+                                 std::to_string(ti.type));
       ti.nbytes = tensor_type_bytes(ti.type, n);
       if (ti.nbytes == 0)
         throw std::runtime_error("tensor '" + ti.name + "' size is not a whole number of " +

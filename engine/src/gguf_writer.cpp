@@ -24,7 +24,9 @@ class Out {
     pos_ += n;
   }
   template <class T>
-  void pod(T v) { bytes(&v, sizeof v); }
+  void pod(T v) {
+    bytes(&v, sizeof v);
+  }
   void str(const std::string& s) {
     pod<uint64_t>(s.size());
     bytes(s.data(), s.size());
@@ -49,18 +51,41 @@ class Out {
 
 void write_number(Out& o, ValueType t, double f, int64_t i) {
   switch (t) {
-    case ValueType::U8: o.pod<uint8_t>(static_cast<uint8_t>(i)); break;
-    case ValueType::I8: o.pod<int8_t>(static_cast<int8_t>(i)); break;
-    case ValueType::U16: o.pod<uint16_t>(static_cast<uint16_t>(i)); break;
-    case ValueType::I16: o.pod<int16_t>(static_cast<int16_t>(i)); break;
-    case ValueType::U32: o.pod<uint32_t>(static_cast<uint32_t>(i)); break;
-    case ValueType::I32: o.pod<int32_t>(static_cast<int32_t>(i)); break;
-    case ValueType::U64: o.pod<uint64_t>(static_cast<uint64_t>(i)); break;
-    case ValueType::I64: o.pod<int64_t>(i); break;
-    case ValueType::BOOL: o.pod<uint8_t>(i != 0); break;
-    case ValueType::F32: o.pod<float>(static_cast<float>(f)); break;
-    case ValueType::F64: o.pod<double>(f); break;
-    default: throw std::logic_error("not a numeric GGUF type");
+    case ValueType::U8:
+      o.pod<uint8_t>(static_cast<uint8_t>(i));
+      break;
+    case ValueType::I8:
+      o.pod<int8_t>(static_cast<int8_t>(i));
+      break;
+    case ValueType::U16:
+      o.pod<uint16_t>(static_cast<uint16_t>(i));
+      break;
+    case ValueType::I16:
+      o.pod<int16_t>(static_cast<int16_t>(i));
+      break;
+    case ValueType::U32:
+      o.pod<uint32_t>(static_cast<uint32_t>(i));
+      break;
+    case ValueType::I32:
+      o.pod<int32_t>(static_cast<int32_t>(i));
+      break;
+    case ValueType::U64:
+      o.pod<uint64_t>(static_cast<uint64_t>(i));
+      break;
+    case ValueType::I64:
+      o.pod<int64_t>(i);
+      break;
+    case ValueType::BOOL:
+      o.pod<uint8_t>(i != 0);
+      break;
+    case ValueType::F32:
+      o.pod<float>(static_cast<float>(f));
+      break;
+    case ValueType::F64:
+      o.pod<double>(f);
+      break;
+    default:
+      throw std::logic_error("not a numeric GGUF type");
   }
 }
 
@@ -75,7 +100,8 @@ void Writer::set(const std::string& key, Value v) {
   kv_.emplace_back(key, std::move(v));
 }
 
-void Writer::add_tensor(const std::string& name, uint32_t type, std::vector<uint64_t> dims, Fill fill) {
+void Writer::add_tensor(const std::string& name, uint32_t type, std::vector<uint64_t> dims,
+                        Fill fill) {
   tensors_.push_back({name, type, std::move(dims), std::move(fill)});
 }
 

@@ -5,7 +5,8 @@
 namespace sandwich {
 
 size_t KVCache::block_bytes(const ModelConfig& c) {
-  return static_cast<size_t>(kernels::PagedKV::block_floats(c.n_kv_heads, c.head_dim)) * 4 * c.n_layers;
+  return static_cast<size_t>(kernels::PagedKV::block_floats(c.n_kv_heads, c.head_dim)) * 4 *
+         c.n_layers;
 }
 
 size_t KVCache::bytes_for_tokens(const ModelConfig& c, int64_t tokens) {

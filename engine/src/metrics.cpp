@@ -5,13 +5,15 @@
 
 namespace sandwich {
 
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {
   std::sort(bounds_.begin(), bounds_.end());
 }
 
 void Histogram::observe(double v) {
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  const size_t i =
+      static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
   ++counts_[i];
   sum_ += v;
   ++count_;
@@ -37,14 +39,15 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
                   static_cast<unsigned long long>(s.cumulative[i]));
     out += buf;
   }
-  std::snprintf(buf, sizeof buf, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n", name.c_str(),
-                static_cast<unsigned long long>(s.cumulative.back()), name.c_str(), s.sum, name.c_str(),
-                static_cast<unsigned long long>(s.count));
+  std::snprintf(buf, sizeof buf, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n",
+                name.c_str(), static_cast<unsigned long long>(s.cumulative.back()), name.c_str(),
+                s.sum, name.c_str(), static_cast<unsigned long long>(s.count));
   out += buf;
 }
 
 std::vector<double> latency_buckets() {
-  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 60.0};
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 60.0};
 }
 
 }  // namespace sandwich

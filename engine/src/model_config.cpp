@@ -123,20 +123,23 @@ int64_t ModelConfig::param_count() const {
 
 ModelConfig config_from_hf_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw std::runtime_error(where + ": not a JSON object");
-  if (auto mt = j.find("model_type"); mt != j.end() && mt->is_string() && *mt != "llama" &&
-                                      *mt != "mistral")
+  if (auto mt = j.find("model_type");
+      mt != j.end() && mt->is_string() && *mt != "llama" && *mt != "mistral")
     throw std::runtime_error(where + ": unsupported architecture \"" + mt->get<std::string>() +
                              "\" (Sandwich runs Llama-family models)");
   ModelConfig c;
   c.dim = get_int(j, "hidden_size", where);
   c.n_layers = get_int(j, "num_hidden_layers", where);
   c.n_heads = get_int(j, "num_attention_heads", where);
-  c.n_kv_heads = j.contains("num_key_value_heads") ? get_int(j, "num_key_value_heads", where) : c.n_heads;
+  c.n_kv_heads =
+      j.contains("num_key_value_heads") ? get_int(j, "num_key_value_heads", where) : c.n_heads;
   c.ffn_dim = get_int(j, "intermediate_size", where);
   c.vocab_size = get_int(j, "vocab_size", where);
-  c.max_seq_len = j.contains("max_position_embeddings") ? get_int(j, "max_position_embeddings", where) : 2048;
-  c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? get_int(j, "head_dim", where)
-                                                                  : (c.n_heads ? c.dim / c.n_heads : 0);
+  c.max_seq_len =
+      j.contains("max_position_embeddings") ? get_int(j, "max_position_embeddings", where) : 2048;
+  c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null()
+                   ? get_int(j, "head_dim", where)
+                   : (c.n_heads ? c.dim / c.n_heads : 0);
   c.norm_eps = get_float(j, "rms_norm_eps", c.norm_eps, where);
   c.rope_theta = get_float(j, "rope_theta", c.rope_theta, where);
   c.tied_embeddings = get_bool(j, "tie_word_embeddings", false, where);
@@ -187,8 +190,9 @@ ModelConfig load_preset(const std::string& name) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     std::string known;
     for (auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::runtime_error("unknown model preset '" + name + "' (known: " +
-                             (known.empty() ? "none found in " + (configs_dir() / "models").string() : known) + ")");
+    throw std::runtime_error(
+        "unknown model preset '" + name + "' (known: " +
+        (known.empty() ? "none found in " + (configs_dir() / "models").string() : known) + ")");
   }
   ModelConfig c = config_from_hf_json(read_json_file(path), path.string());
   c.name = name;

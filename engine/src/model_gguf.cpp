@@ -10,12 +10,16 @@ namespace {
 
 kernels::DType to_dtype(const gguf::TensorInfo& t, const std::string& file) {
   switch (t.type) {
-    case 0: return kernels::DType::F32;
-    case 1: return kernels::DType::F16;
-    case 30: return kernels::DType::BF16;
+    case 0:
+      return kernels::DType::F32;
+    case 1:
+      return kernels::DType::F16;
+    case 30:
+      return kernels::DType::BF16;
     default:
-      throw std::runtime_error(file + ": tensor '" + t.name + "' is " + gguf::tensor_type_name(t.type) +
-                               "; quantized GGUF files are not supported, use an F32, F16 or BF16 file");
+      throw std::runtime_error(
+          file + ": tensor '" + t.name + "' is " + gguf::tensor_type_name(t.type) +
+          "; quantized GGUF files are not supported, use an F32, F16 or BF16 file");
   }
 }
 
@@ -56,9 +60,11 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
     throw std::runtime_error(file + ": unsupported rope scaling '" + scaling + "'");
   }
   int64_t vocab = r.get_int(key("vocab_size"), -1);
-  if (vocab < 0 && r.has("tokenizer.ggml.tokens")) vocab = static_cast<int64_t>(r.get_strings("tokenizer.ggml.tokens").size());
+  if (vocab < 0 && r.has("tokenizer.ggml.tokens"))
+    vocab = static_cast<int64_t>(r.get_strings("tokenizer.ggml.tokens").size());
   if (vocab < 0) {
-    if (auto* t = r.find_tensor("token_embd.weight"); t && t->dims.size() == 2) vocab = static_cast<int64_t>(t->dims[1]);
+    if (auto* t = r.find_tensor("token_embd.weight"); t && t->dims.size() == 2)
+      vocab = static_cast<int64_t>(t->dims[1]);
   }
   c.vocab_size = narrow(vocab, key("vocab_size"));
   c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
@@ -87,7 +93,8 @@ ModelSource read_gguf(const std::filesystem::path& path) {
     if (t.name == "rope_freqs.weight") continue;
     SourceTensor st;
     st.dtype = to_dtype(t, file);
-    for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it) st.shape.push_back(static_cast<int64_t>(*it));
+    for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
+      st.shape.push_back(static_cast<int64_t>(*it));
     st.data = t.data;
     src.tensors[t.name] = st;
     ++dtype_counts[std::string(kernels::dtype_name(st.dtype))];

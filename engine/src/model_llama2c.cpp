@@ -20,11 +20,13 @@ constexpr uint32_t kVersionedMagic = 0x616b3432;  // "ak42": llama2.c export ver
 ModelSource read_llama2c(const fs::path& path) {
   auto map = std::make_shared<MappedFile>(path);
   const std::string where = path.string();
-  if (map->size() < sizeof(Header)) throw std::runtime_error(where + ": too small to be a llama2.c checkpoint");
+  if (map->size() < sizeof(Header))
+    throw std::runtime_error(where + ": too small to be a llama2.c checkpoint");
   uint32_t magic;
   std::memcpy(&magic, map->data(), 4);
   if (magic == kVersionedMagic)
-    throw std::runtime_error(where + ": llama2.c version-1/2 exports are not supported; export with "
+    throw std::runtime_error(where +
+                             ": llama2.c version-1/2 exports are not supported; export with "
                              "--version 0 (legacy fp32) or convert to GGUF");
   Header h;
   std::memcpy(&h, map->data(), sizeof h);
@@ -57,11 +59,13 @@ ModelSource read_llama2c(const fs::path& path) {
   const int64_t freq = int64_t{c.max_seq_len} * c.head_dim / 2;
   const int64_t base_floats = vocab * dim + L * dim + L * dim * q + 2 * L * dim * kv + L * q * dim +
                               L * dim + 3 * L * dim * hid + dim + 2 * freq;
-  const int64_t expected = static_cast<int64_t>(sizeof(Header)) + 4 * (base_floats + (shared ? 0 : vocab * dim));
+  const int64_t expected =
+      static_cast<int64_t>(sizeof(Header)) + 4 * (base_floats + (shared ? 0 : vocab * dim));
   if (static_cast<int64_t>(map->size()) != expected)
-    throw std::runtime_error(where + ": " + (static_cast<int64_t>(map->size()) < expected ? "truncated" : "corrupt") +
-                             " llama2.c checkpoint: " + std::to_string(map->size()) + " bytes, the header implies " +
-                             std::to_string(expected));
+    throw std::runtime_error(
+        where + ": " + (static_cast<int64_t>(map->size()) < expected ? "truncated" : "corrupt") +
+        " llama2.c checkpoint: " + std::to_string(map->size()) + " bytes, the header implies " +
+        std::to_string(expected));
 
   const float* p = reinterpret_cast<const float*>(map->data() + sizeof(Header));
   auto take = [&](int64_t rows, int64_t cols) {

@@ -27,7 +27,8 @@ std::string tensor_name(int layer, const char* what) {
 
 fs::path models_dir() {
   if (const char* env = std::getenv("SANDWICH_MODELS"); env && *env) return env;
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache/sandwich/models";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".cache/sandwich/models";
   return ".cache/sandwich/models";
 }
 
@@ -57,25 +58,39 @@ ModelConfig read_config_only(const fs::path& path) {
     return c;
   }
   switch (detect_format(path)) {
-    case FileFormat::GGUF: return read_gguf_config(path);
-    case FileFormat::SafetensorsFolder: return read_hf_config(path);
-    case FileFormat::SafetensorsFile: return read_hf_config(path.parent_path());
-    case FileFormat::Llama2c: return read_llama2c(path).config;
-    case FileFormat::Unknown: break;
+    case FileFormat::GGUF:
+      return read_gguf_config(path);
+    case FileFormat::SafetensorsFolder:
+      return read_hf_config(path);
+    case FileFormat::SafetensorsFile:
+      return read_hf_config(path.parent_path());
+    case FileFormat::Llama2c:
+      return read_llama2c(path).config;
+    case FileFormat::Unknown:
+      break;
   }
   throw std::runtime_error(path.string() + ": unrecognised model file");
 }
 
-ModelConfig read_model_config(const fs::path& path) { return read_config_only(path); }
+ModelConfig read_model_config(const fs::path& path) {
+  return read_config_only(path);
+}
 
 ModelFileInfo inspect_model(const fs::path& path) {
   ModelSource src;
   switch (detect_format(path)) {
-    case FileFormat::GGUF: src = read_gguf(path); break;
+    case FileFormat::GGUF:
+      src = read_gguf(path);
+      break;
     case FileFormat::SafetensorsFolder:
-    case FileFormat::SafetensorsFile: src = read_safetensors(path); break;
-    case FileFormat::Llama2c: src = read_llama2c(path); break;
-    case FileFormat::Unknown: throw std::runtime_error(path.string() + ": unrecognised model file");
+    case FileFormat::SafetensorsFile:
+      src = read_safetensors(path);
+      break;
+    case FileFormat::Llama2c:
+      src = read_llama2c(path);
+      break;
+    case FileFormat::Unknown:
+      throw std::runtime_error(path.string() + ": unrecognised model file");
   }
   ModelFileInfo info;
   info.config = src.config;
@@ -91,7 +106,8 @@ ModelFileInfo inspect_model(const fs::path& path) {
 std::vector<double> rope_inv_freq(const ModelConfig& c) {
   const int half = c.head_dim / 2;
   std::vector<double> f(half);
-  for (int i = 0; i < half; ++i) f[i] = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
+  for (int i = 0; i < half; ++i)
+    f[i] = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScaling::Type::Linear) {
     for (auto& v : f) v /= s.factor;
@@ -128,18 +144,22 @@ class ModelBuilder {
     if (src_) check_layer_count();
     // Sizes first, so the region is one allocation.
     size_t bytes = 0;
-    auto mat_bytes = [&](int64_t n, int64_t k) { return kernels::plan_packed_weight(n, k, storage_).bytes + 4096; };
+    auto mat_bytes = [&](int64_t n, int64_t k) {
+      return kernels::plan_packed_weight(n, k, storage_).bytes + 4096;
+    };
     bytes += mat_bytes(c.vocab_size, c.dim) * (c.tied_embeddings ? 1 : 2);
     bytes += static_cast<size_t>(c.n_layers) *
-             (mat_bytes(c.q_dim(), c.dim) + 2 * mat_bytes(c.kv_dim(), c.dim) + mat_bytes(c.dim, c.q_dim()) +
-              2 * mat_bytes(c.ffn_dim, c.dim) + mat_bytes(c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64));
+             (mat_bytes(c.q_dim(), c.dim) + 2 * mat_bytes(c.kv_dim(), c.dim) +
+              mat_bytes(c.dim, c.q_dim()) + 2 * mat_bytes(c.ffn_dim, c.dim) +
+              mat_bytes(c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64));
     bytes += c.dim * 4 + 64;
     m_.region_ = SharedRegion("sandwich-weights", bytes, SharedRegion::Kind::Fork);
 
     ModelWeights& w = m_.weights;
     w.dtype = storage_;
     w.embedding = matrix("token_embd.weight", c.vocab_size, c.dim, false);
-    w.output = c.tied_embeddings ? w.embedding : matrix("output.weight", c.vocab_size, c.dim, false);
+    w.output =
+        c.tied_embeddings ? w.embedding : matrix("output.weight", c.vocab_size, c.dim, false);
     w.final_norm = vector("output_norm.weight", c.dim);
     w.layers.resize(c.n_layers);
     for (int l = 0; l < c.n_layers; ++l) {
@@ -183,8 +203,8 @@ class ModelBuilder {
         for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
         return r + "]";
       };
-      throw std::runtime_error("tensor '" + name + "' has shape " + str(it->second.shape) + ", expected " +
-                               str(shape) + " for this model's config");
+      throw std::runtime_error("tensor '" + name + "' has shape " + str(it->second.shape) +
+                               ", expected " + str(shape) + " for this model's config");
     }
     return it->second;
   }
@@ -230,7 +250,8 @@ class ModelBuilder {
       return dst;
     }
     const SourceTensor& t = find(name, {n});
-    for (int64_t i = 0; i < n; ++i) dst[i] = kernels::load_as_f32(t.data, static_cast<size_t>(i), t.dtype);
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = kernels::load_as_f32(t.data, static_cast<size_t>(i), t.dtype);
     return dst;
   }
 
@@ -271,7 +292,10 @@ DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::
     any_f16 |= t.dtype == DType::F16;
     any_bf16 |= t.dtype == DType::BF16;
   }
-  if (any_f16) notes.push_back("F16 weights are converted to BF16 (as vLLM does on CPU); pass --dtype float32 to keep full precision");
+  if (any_f16)
+    notes.push_back(
+        "F16 weights are converted to BF16 (as vLLM does on CPU); pass --dtype float32 to keep "
+        "full precision");
   return any_f16 || any_bf16 ? DType::BF16 : DType::F32;
 }
 
@@ -295,24 +319,39 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
       m->config = load_preset(o.model);
       m->source = "dummy weights with the shapes of preset " + o.model;
     } else {
-      throw std::runtime_error("model '" + o.model + "' is neither a file or folder nor a known preset (" +
-                               [] { std::string s; for (auto& n : preset_names()) s += (s.empty() ? "" : ", ") + n; return s; }() + ")");
+      throw std::runtime_error("model '" + o.model +
+                               "' is neither a file or folder nor a known preset (" +
+                               [] {
+                                 std::string s;
+                                 for (auto& n : preset_names()) s += (s.empty() ? "" : ", ") + n;
+                                 return s;
+                               }() +
+                               ")");
     }
   } else {
     if (!path) {
       if (is_preset)
-        throw std::runtime_error("no weights found for preset '" + o.model + "' (looked in " + looked +
-                                 "); put a GGUF file or Hugging Face folder there (or set SANDWICH_MODELS), "
-                                 "or run with --load-format dummy for random weights with its shapes");
-      throw std::runtime_error("model '" + o.model + "' not found: no such file or folder, and it is not a preset name");
+        throw std::runtime_error(
+            "no weights found for preset '" + o.model + "' (looked in " + looked +
+            "); put a GGUF file or Hugging Face folder there (or set SANDWICH_MODELS), "
+            "or run with --load-format dummy for random weights with its shapes");
+      throw std::runtime_error("model '" + o.model +
+                               "' not found: no such file or folder, and it is not a preset name");
     }
     switch (detect_format(*path)) {
-      case FileFormat::GGUF: src = read_gguf(*path); break;
+      case FileFormat::GGUF:
+        src = read_gguf(*path);
+        break;
       case FileFormat::SafetensorsFolder:
-      case FileFormat::SafetensorsFile: src = read_safetensors(*path); break;
-      case FileFormat::Llama2c: src = read_llama2c(*path); break;
+      case FileFormat::SafetensorsFile:
+        src = read_safetensors(*path);
+        break;
+      case FileFormat::Llama2c:
+        src = read_llama2c(*path);
+        break;
       case FileFormat::Unknown:
-        throw std::runtime_error(path->string() + ": unrecognised model file (expected GGUF, safetensors or llama2.c)");
+        throw std::runtime_error(
+            path->string() + ": unrecognised model file (expected GGUF, safetensors or llama2.c)");
     }
     m->config = src->config;
     m->source = path->string() + " (" + src->description + ")";
@@ -339,7 +378,8 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     if (path) {
       // Dummy weights for a real file: use its tokenizer when it has one.
       try {
-        ModelSource real = detect_format(*path) == FileFormat::GGUF ? read_gguf(*path) : ModelSource{};
+        ModelSource real =
+            detect_format(*path) == FileFormat::GGUF ? read_gguf(*path) : ModelSource{};
         if (real.vocab) m->tokenizer = make_tokenizer(*real.vocab);
       } catch (const std::exception&) {
       }
@@ -347,16 +387,18 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     if (!m->tokenizer) {
       m->tokenizer = make_tokenizer(default_dummy_vocab(m->config));
       m->notes.push_back("no tokenizer given: using a synthetic vocabulary of " +
-                         std::to_string(m->config.vocab_size) + " tokens (pass --tokenizer for a real one)");
+                         std::to_string(m->config.vocab_size) +
+                         " tokens (pass --tokenizer for a real one)");
     }
   } else if (o.require_tokenizer) {
-    throw std::runtime_error("no tokenizer found for " + path->string() + " (looked in " + src->tokenizer_searched +
-                             "); pass --tokenizer FILE");
+    throw std::runtime_error("no tokenizer found for " + path->string() + " (looked in " +
+                             src->tokenizer_searched + "); pass --tokenizer FILE");
   }
   if (m->tokenizer) {
     if (m->tokenizer->vocab_size() > m->config.vocab_size)
       throw std::runtime_error("the tokenizer has " + std::to_string(m->tokenizer->vocab_size()) +
-                               " tokens but the model's vocabulary has only " + std::to_string(m->config.vocab_size));
+                               " tokens but the model's vocabulary has only " +
+                               std::to_string(m->config.vocab_size));
     if (m->config.bos_id < 0) m->config.bos_id = m->tokenizer->bos_id();
     if (m->config.eos_id < 0) m->config.eos_id = m->tokenizer->eos_id();
   }

@@ -25,10 +25,10 @@ std::string map_name(const std::string& hf) {
   std::smatch m;
   if (!std::regex_match(hf, m, layer_re)) return "";
   static const std::pair<const char*, const char*> kParts[] = {
-      {"input_layernorm", "attn_norm"},          {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},            {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"},       {"post_attention_layernorm", "ffn_norm"},
-      {"mlp.gate_proj", "ffn_gate"},             {"mlp.up_proj", "ffn_up"},
+      {"input_layernorm", "attn_norm"},    {"self_attn.q_proj", "attn_q"},
+      {"self_attn.k_proj", "attn_k"},      {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"}, {"post_attention_layernorm", "ffn_norm"},
+      {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"},
   };
   for (auto& [from, to] : kParts)
@@ -50,7 +50,8 @@ void read_one_file(const fs::path& file, ModelSource& src, const std::set<std::s
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(where + ": corrupt safetensors header (" + e.what() + ")");
   }
-  if (!header.is_object()) throw std::runtime_error(where + ": safetensors header is not an object");
+  if (!header.is_object())
+    throw std::runtime_error(where + ": safetensors header is not an object");
   const uint8_t* data = map->data() + 8 + header_len;
   const uint64_t data_size = map->size() - 8 - header_len;
   for (auto& [name, info] : header.items()) {
@@ -59,15 +60,19 @@ void read_one_file(const fs::path& file, ModelSource& src, const std::set<std::s
     const std::string mapped = map_name(name);
     if (mapped.empty()) continue;
     SourceTensor t;
-    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
+    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
+        !info.contains("data_offsets"))
       throw std::runtime_error(where + ": tensor '" + name + "' has an incomplete header entry");
     const std::string bad_entry = where + ": tensor '" + name + "' has an invalid ";
     if (!info["dtype"].is_string())
       throw std::runtime_error(bad_entry + "\"dtype\" " + info["dtype"].dump());
     const std::string dt = info["dtype"].get<std::string>();
-    if (dt == "F32") t.dtype = kernels::DType::F32;
-    else if (dt == "BF16") t.dtype = kernels::DType::BF16;
-    else if (dt == "F16") t.dtype = kernels::DType::F16;
+    if (dt == "F32")
+      t.dtype = kernels::DType::F32;
+    else if (dt == "BF16")
+      t.dtype = kernels::DType::BF16;
+    else if (dt == "F16")
+      t.dtype = kernels::DType::F16;
     else
       throw std::runtime_error(where + ": tensor '" + name + "' has dtype " + dt +
                                " (supported: F32, BF16, F16)");
@@ -88,7 +93,8 @@ void read_one_file(const fs::path& file, ModelSource& src, const std::set<std::s
       throw std::runtime_error(bad_entry + "\"data_offsets\" " + off.dump());
     const uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     if (b > e || e > data_size)
-      throw std::runtime_error(where + ": truncated file: tensor '" + name + "' extends past the end");
+      throw std::runtime_error(where + ": truncated file: tensor '" + name +
+                               "' extends past the end");
     if (e - b != static_cast<uint64_t>(t.elements()) * kernels::dtype_size(t.dtype))
       throw std::runtime_error(where + ": tensor '" + name + "' size does not match its shape");
     t.data = data + b;
@@ -97,14 +103,17 @@ void read_one_file(const fs::path& file, ModelSource& src, const std::set<std::s
   src.keep_alive.push_back(map);
 }
 
-fs::path folder_of(const fs::path& p) { return fs::is_directory(p) ? p : p.parent_path(); }
+fs::path folder_of(const fs::path& p) {
+  return fs::is_directory(p) ? p : p.parent_path();
+}
 
 }  // namespace
 
 ModelConfig read_hf_config(const fs::path& folder) {
   const fs::path cfg = folder / "config.json";
   if (!fs::exists(cfg))
-    throw std::runtime_error(folder.string() + ": no config.json (a Hugging Face model folder needs one)");
+    throw std::runtime_error(folder.string() +
+                             ": no config.json (a Hugging Face model folder needs one)");
   ModelConfig c = config_from_hf_json(read_json_file(cfg), cfg.string());
   c.name = fs::absolute(folder).lexically_normal().filename().string();
   if (c.name.empty()) c.name = fs::absolute(folder).parent_path().filename().string();
@@ -122,7 +131,8 @@ ModelSource read_safetensors(const fs::path& path) {
   } else if (fs::exists(folder / "model.safetensors.index.json")) {
     auto index = read_json_file(folder / "model.safetensors.index.json");
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
-      throw std::runtime_error((folder / "model.safetensors.index.json").string() + ": no weight_map");
+      throw std::runtime_error((folder / "model.safetensors.index.json").string() +
+                               ": no weight_map");
     std::set<std::string> shards;
     for (auto& [name, file] : index["weight_map"].items()) {
       if (!file.is_string())
@@ -133,7 +143,8 @@ ModelSource read_safetensors(const fs::path& path) {
     }
     for (auto& s : shards) {
       if (!fs::exists(folder / s))
-        throw std::runtime_error(folder.string() + ": shard " + s + " listed in the index is missing");
+        throw std::runtime_error(folder.string() + ": shard " + s +
+                                 " listed in the index is missing");
       files.push_back(folder / s);
     }
   } else if (fs::exists(folder / "model.safetensors")) {

@@ -14,7 +14,8 @@ std::vector<float> unpack(const kernels::PackedWeight& w) {
 }
 
 // y[n] = W[n x k] x[k]
-void matvec(const std::vector<float>& w, const std::vector<float>& x, std::vector<float>& y, int64_t n, int64_t k) {
+void matvec(const std::vector<float>& w, const std::vector<float>& x, std::vector<float>& y,
+            int64_t n, int64_t k) {
   y.assign(n, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
     double s = 0;
@@ -67,7 +68,8 @@ ReferenceForward::ReferenceForward(const Model& model) : model_(model) {
 
 std::vector<float> ReferenceForward::step(int32_t token) {
   const ModelConfig& c = model_.config;
-  if (token < 0 || token >= c.vocab_size) throw std::invalid_argument("token outside the vocabulary");
+  if (token < 0 || token >= c.vocab_size)
+    throw std::invalid_argument("token outside the vocabulary");
   if (pos_ >= c.max_seq_len) throw std::invalid_argument("position past the context");
   const int64_t dim = c.dim, hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
   const int group = c.n_heads / c.n_kv_heads;
@@ -93,7 +95,8 @@ std::vector<float> ReferenceForward::step(int32_t token) {
       double mx = -INFINITY;
       for (int p = 0; p <= pos_; ++p) {
         double dot = 0;
-        for (int64_t i = 0; i < hd; ++i) dot += static_cast<double>(q[h * hd + i]) * kcache_[l][p * kvd + kvh * hd + i];
+        for (int64_t i = 0; i < hd; ++i)
+          dot += static_cast<double>(q[h * hd + i]) * kcache_[l][p * kvd + kvh * hd + i];
         s[p] = dot / std::sqrt(static_cast<double>(hd));
         mx = std::max(mx, s[p]);
       }
@@ -111,7 +114,8 @@ std::vector<float> ReferenceForward::step(int32_t token) {
     xb = rmsnorm(x, L.ffn_norm, c.norm_eps);
     matvec(wg_[l], xb, g, c.ffn_dim, dim);
     matvec(wu_[l], xb, u, c.ffn_dim, dim);
-    for (int64_t i = 0; i < c.ffn_dim; ++i) g[i] = static_cast<float>(g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i]);
+    for (int64_t i = 0; i < c.ffn_dim; ++i)
+      g[i] = static_cast<float>(g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i]);
     matvec(wd_[l], g, d, dim, c.ffn_dim);
     for (int64_t i = 0; i < dim; ++i) x[i] += d[i];
   }

@@ -14,9 +14,12 @@ void SamplingParams::validate() const {
   if (top_k < -1) bad("top_k must be -1 (disabled), 0 (disabled) or a positive count");
   if (!(top_p > 0.0f && top_p <= 1.0f)) bad("top_p must be in (0, 1]");
   if (!(min_p >= 0.0f && min_p <= 1.0f)) bad("min_p must be in [0, 1]");
-  if (!(repetition_penalty > 0.0f) || repetition_penalty > 100.0f) bad("repetition_penalty must be in (0, 100]");
-  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) bad("presence_penalty must be in [-2, 2]");
-  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) bad("frequency_penalty must be in [-2, 2]");
+  if (!(repetition_penalty > 0.0f) || repetition_penalty > 100.0f)
+    bad("repetition_penalty must be in (0, 100]");
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
+    bad("presence_penalty must be in [-2, 2]");
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
+    bad("frequency_penalty must be in [-2, 2]");
   for (const auto& [token, bias] : logit_bias)
     if (!(bias >= -100.0f && bias <= 100.0f))
       bad("logit_bias of token " + std::to_string(token) + " must be in [-100, 100]");
@@ -38,7 +41,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t vocab_size, uint64_t defa
                                   ", outside the vocabulary of " + std::to_string(vocab_));
 }
 
-void Sampler::apply_penalties(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output) {
+void Sampler::apply_penalties(float* logits, std::span<const int32_t> prompt,
+                              std::span<const int32_t> output) {
   for (const auto& [token, bias] : p_.logit_bias) logits[token] += bias;
   if (p_.repetition_penalty != 1.0f) {
     // Each distinct token seen once: the penalty does not compound with repeats.
@@ -46,7 +50,8 @@ void Sampler::apply_penalties(float* logits, std::span<const int32_t> prompt, st
     auto mark = [&](int32_t t) {
       if (t < 0 || t >= vocab_ || seen[t]) return;
       seen[t] = 1;
-      logits[t] = logits[t] > 0 ? logits[t] / p_.repetition_penalty : logits[t] * p_.repetition_penalty;
+      logits[t] =
+          logits[t] > 0 ? logits[t] / p_.repetition_penalty : logits[t] * p_.repetition_penalty;
     };
     for (int32_t t : prompt) mark(t);
     for (int32_t t : output) mark(t);
@@ -107,7 +112,8 @@ int64_t nucleus(int32_t* ids, int64_t n, const float* logits, const float* w, do
 
 }  // namespace
 
-int32_t Sampler::sample(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output) {
+int32_t Sampler::sample(float* logits, std::span<const int32_t> prompt,
+                        std::span<const int32_t> output) {
   apply_penalties(logits, prompt, output);
   if (p_.greedy()) return argmax(logits, vocab_);
 
@@ -144,7 +150,8 @@ int32_t Sampler::sample(float* logits, std::span<const int32_t> prompt, std::spa
   }
   // top-p and min-p each keep a prefix of the top-k candidates in logit order, so together they
   // keep the shorter one. top-p's mass is relative to the top-k distribution, as in vLLM.
-  if (p_.top_p < 1.0f) n = nucleus(ids_.data(), n, logits, w, p_.top_p * mass_of(w, ids_.data(), n));
+  if (p_.top_p < 1.0f)
+    n = nucleus(ids_.data(), n, logits, w, p_.top_p * mass_of(w, ids_.data(), n));
   if (p_.min_p > 0.0f) {
     // p_i / p_max >= min_p; the most likely token always passes (min_p <= 1).
     const float cut = p_.min_p * w[top];
@@ -153,7 +160,8 @@ int32_t Sampler::sample(float* logits, std::span<const int32_t> prompt, std::spa
       if (w[ids_[i]] >= cut) ids_[keep++] = ids_[i];
     n = keep;
   }
-  const double r = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * mass_of(w, ids_.data(), n);
+  const double r =
+      std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * mass_of(w, ids_.data(), n);
   double cum = 0;
   for (int64_t i = 0; i < n; ++i) {
     cum += w[ids_[i]];
@@ -169,7 +177,8 @@ float Sampler::logprob_of(const float* logits, int32_t vocab_size, int32_t token
   return static_cast<float>(logits[token] - mx - std::log(z));
 }
 
-std::vector<Sampler::TopLogprob> Sampler::top_logprobs(const float* logits, int32_t vocab_size, int n) {
+std::vector<Sampler::TopLogprob> Sampler::top_logprobs(const float* logits, int32_t vocab_size,
+                                                       int n) {
   n = std::max(0, std::min(n, vocab_size));
   const float mx = *std::max_element(logits, logits + vocab_size);
   double z = 0;

@@ -16,7 +16,9 @@
 namespace sandwich {
 namespace {
 using Clock = std::chrono::steady_clock;
-double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double secs(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 }  // namespace
 
 struct Seq {
@@ -50,7 +52,8 @@ struct Scheduler::Impl {
   std::vector<int32_t> stop_ids;
 
   Histogram ttft{latency_buckets()};
-  Histogram itl{{0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}};
+  Histogram itl{{0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                 0.75, 1.0, 2.5}};
   Histogram e2e{latency_buckets()};
 
   mutable std::mutex mu;
@@ -84,22 +87,27 @@ struct Scheduler::Impl {
   void publish_counts();
 };
 
-Scheduler::Scheduler(const Model& model, const SchedulerOptions& options) : impl_(new Impl(model, options)) {
+Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
+    : impl_(new Impl(model, options)) {
   Impl& I = *impl_;
   const ModelConfig& c = model.config;
   if (!model.tokenizer) throw std::invalid_argument("the scheduler needs a model with a tokenizer");
   if (I.opt.max_num_seqs < 1) throw std::invalid_argument("max_num_seqs must be at least 1");
-  if (I.opt.max_batched_tokens < 1) throw std::invalid_argument("max_batched_tokens must be at least 1");
-  if (I.opt.max_model_len <= 0 || I.opt.max_model_len > c.max_seq_len) I.opt.max_model_len = c.max_seq_len;
+  if (I.opt.max_batched_tokens < 1)
+    throw std::invalid_argument("max_batched_tokens must be at least 1");
+  if (I.opt.max_model_len <= 0 || I.opt.max_model_len > c.max_seq_len)
+    I.opt.max_model_len = c.max_seq_len;
   if (I.opt.kv_cache_bytes == 0)
-    I.opt.kv_cache_bytes = std::max(KVCache::bytes_for_tokens(c, I.opt.max_model_len),
-                                    std::min<size_t>(size_t{4} << 30, KVCache::bytes_for_tokens(c, I.opt.max_model_len) *
-                                                                          static_cast<size_t>(I.opt.max_num_seqs)));
+    I.opt.kv_cache_bytes = std::max(
+        KVCache::bytes_for_tokens(c, I.opt.max_model_len),
+        std::min<size_t>(size_t{4} << 30, KVCache::bytes_for_tokens(c, I.opt.max_model_len) *
+                                              static_cast<size_t>(I.opt.max_num_seqs)));
   I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes);
   if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
     throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
                                 " bytes) cannot hold one sequence of max_model_len " +
-                                std::to_string(I.opt.max_model_len) + " tokens; raise it or lower max_model_len");
+                                std::to_string(I.opt.max_model_len) +
+                                " tokens; raise it or lower max_model_len");
   const ServiceConfig pc = I.opt.prefill_config.value_or(single_rank_config(0));
   const ServiceConfig dc = I.opt.decode_config.value_or(pc);
   ExecutorLimits limits;
@@ -112,13 +120,25 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options) : impl
   I.thread = std::thread([this] { impl_->loop(); });
 }
 
-Scheduler::~Scheduler() { shutdown(false); }
+Scheduler::~Scheduler() {
+  shutdown(false);
+}
 
-int32_t Scheduler::max_model_len() const { return impl_->opt.max_model_len; }
-int32_t Scheduler::max_waiting() const { return impl_->opt.max_waiting; }
-const Histogram& Scheduler::ttft() const { return impl_->ttft; }
-const Histogram& Scheduler::inter_token() const { return impl_->itl; }
-const Histogram& Scheduler::e2e() const { return impl_->e2e; }
+int32_t Scheduler::max_model_len() const {
+  return impl_->opt.max_model_len;
+}
+int32_t Scheduler::max_waiting() const {
+  return impl_->opt.max_waiting;
+}
+const Histogram& Scheduler::ttft() const {
+  return impl_->ttft;
+}
+const Histogram& Scheduler::inter_token() const {
+  return impl_->itl;
+}
+const Histogram& Scheduler::e2e() const {
+  return impl_->e2e;
+}
 
 SchedulerStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -135,7 +155,8 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
   Impl& I = *impl_;
   if (static_cast<int64_t>(rs.size()) > I.opt.max_waiting)
     throw std::invalid_argument("the request has " + std::to_string(rs.size()) +
-                                " sequences but the waiting queue holds at most " + std::to_string(I.opt.max_waiting));
+                                " sequences but the waiting queue holds at most " +
+                                std::to_string(I.opt.max_waiting));
   // Everything that can fail on its own is checked before any sequence is queued.
   std::vector<std::unique_ptr<Seq>> seqs;
   for (auto& r : rs) {
@@ -143,9 +164,10 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
     if (n == 0) throw std::invalid_argument("the prompt is empty");
     if (r.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
     if (n + r.max_tokens > I.opt.max_model_len)
-      throw std::invalid_argument("this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
-                                  " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
-                                  std::to_string(r.max_tokens) + " more");
+      throw std::invalid_argument(
+          "this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
+          " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
+          std::to_string(r.max_tokens) + " more");
     for (int32_t t : r.prompt)
       if (t < 0 || t >= I.model.config.vocab_size)
         throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
@@ -162,7 +184,8 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
   std::lock_guard<std::mutex> lock(I.mu);
   if (I.stopping) throw QueueFull("the server is shutting down");
   if (I.st.waiting + static_cast<int64_t>(seqs.size()) > I.opt.max_waiting)
-    throw QueueFull("the waiting queue is full (" + std::to_string(I.opt.max_waiting) + " sequences); retry later");
+    throw QueueFull("the waiting queue is full (" + std::to_string(I.opt.max_waiting) +
+                    " sequences); retry later");
   std::vector<uint64_t> ids;
   for (auto& s : seqs) {
     s->id = I.next_id++;
@@ -265,7 +288,8 @@ void Scheduler::Impl::preempt(Seq& s) {
     ++st.preemptions;
     ++st.waiting;
   }
-  auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == &s; });
+  auto it =
+      std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == &s; });
   waiting.push_front(std::move(*it));
   running.erase(it);
 }
@@ -296,15 +320,17 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   out.tokens.push_back(next);
   if (!raw.empty())
     out.logprobs.push_back({next, Sampler::logprob_of(raw.data(), V, next),
-                            s.req.logprobs > 0 ? Sampler::top_logprobs(raw.data(), V, s.req.logprobs)
-                                               : std::vector<Sampler::TopLogprob>{}});
+                            s.req.logprobs > 0
+                                ? Sampler::top_logprobs(raw.data(), V, s.req.logprobs)
+                                : std::vector<Sampler::TopLogprob>{}});
   out.text = s.stops->push(s.decoder->push(next));
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
   if (s.req.on_output) s.req.on_output(out);
   if (s.stops->stopped())
     finish(s, "stop");
-  else if (s.generated() >= s.req.max_tokens || static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
+  else if (s.generated() >= s.req.max_tokens ||
+           static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
     finish(s, "length");
 }
 
@@ -318,8 +344,8 @@ void Scheduler::Impl::prefill_step() {
     const int32_t total = static_cast<int32_t>(s.tokens.size());
     const int32_t n = std::min(budget, total - s.n_computed);
     budget -= n;
-    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, n), s.n_computed, s.blocks,
-                     s.n_computed + n == total});
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, n), s.n_computed,
+                     s.blocks, s.n_computed + n == total});
     seqs.push_back(&s);
   }
   if (batch.empty()) return;
@@ -341,7 +367,8 @@ void Scheduler::Impl::prefill_step() {
   for (size_t i = 0; i < batch.size(); ++i) {
     Seq& s = *seqs[i];
     s.n_computed += static_cast<int32_t>(batch[i].tokens.size());
-    if (batch[i].want_logits) accept_token(s, logits.data() + static_cast<size_t>(row++) * model.config.vocab_size);
+    if (batch[i].want_logits)
+      accept_token(s, logits.data() + static_cast<size_t>(row++) * model.config.vocab_size);
   }
 }
 
@@ -360,7 +387,8 @@ void Scheduler::Impl::decode_step() {
   for (auto& p : running) {
     Seq& s = *p;
     if (s.in_prefill()) continue;
-    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, 1), s.n_computed, s.blocks, true});
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, 1), s.n_computed,
+                     s.blocks, true});
     seqs.push_back(&s);
   }
   if (batch.empty()) return;
@@ -384,7 +412,10 @@ void Scheduler::Impl::loop() {
     bool stop = false, finish_all = true;
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return stopping || !inbox.empty() || !cancels.empty() || !running.empty() || !waiting.empty(); });
+      cv.wait(lock, [&] {
+        return stopping || !inbox.empty() || !cancels.empty() || !running.empty() ||
+               !waiting.empty();
+      });
       while (!inbox.empty()) {
         waiting.push_back(std::move(inbox.front()));
         inbox.pop_front();
@@ -402,7 +433,8 @@ void Scheduler::Impl::loop() {
           abort(s, AbortReason::Cancelled, "cancelled");
         else if (now > s.req.deadline)
           abort(s, AbortReason::Timeout, "request timed out");
-        else if (stop && !finish_all) abort(s, AbortReason::Shutdown, "the server is shutting down");
+        else if (stop && !finish_all)
+          abort(s, AbortReason::Shutdown, "the server is shutting down");
       }
     };
     sweep(running);
@@ -422,8 +454,10 @@ void Scheduler::Impl::loop() {
       }
       continue;
     }
-    const bool has_prefill = std::any_of(running.begin(), running.end(), [](auto& s) { return s->in_prefill(); });
-    const bool has_decode = std::any_of(running.begin(), running.end(), [](auto& s) { return !s->in_prefill(); });
+    const bool has_prefill =
+        std::any_of(running.begin(), running.end(), [](auto& s) { return s->in_prefill(); });
+    const bool has_decode =
+        std::any_of(running.begin(), running.end(), [](auto& s) { return !s->in_prefill(); });
     try {
       if (has_prefill && (!has_decode || !last_was_prefill)) {
         prefill_step();

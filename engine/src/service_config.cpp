@@ -85,15 +85,18 @@ int64_t short_form_count(const std::string& digits, const std::string& text, con
 }
 
 void check(const ServiceConfig& c) {
-  if (c.ranks.empty()) throw std::invalid_argument("a service configuration needs at least one rank");
+  if (c.ranks.empty())
+    throw std::invalid_argument("a service configuration needs at least one rank");
   std::set<int> seen;
   const int n = online_cpus();
   for (size_t r = 0; r < c.ranks.size(); ++r) {
-    if (c.ranks[r].cpus.empty()) throw std::invalid_argument("rank " + std::to_string(r) + " has no CPUs");
+    if (c.ranks[r].cpus.empty())
+      throw std::invalid_argument("rank " + std::to_string(r) + " has no CPUs");
     for (int cpu : c.ranks[r].cpus) {
       if (cpu < 0 || cpu >= n)
         throw std::invalid_argument("CPU " + std::to_string(cpu) + " of rank " + std::to_string(r) +
-                                    " does not exist (this machine has CPUs 0-" + std::to_string(n - 1) + ")");
+                                    " does not exist (this machine has CPUs 0-" +
+                                    std::to_string(n - 1) + ")");
       if (!seen.insert(cpu).second)
         throw std::invalid_argument("CPU " + std::to_string(cpu) + " is given to two ranks");
     }
@@ -121,7 +124,8 @@ nlohmann::json ServiceConfig::to_json() const {
 
 ServiceConfig service_config_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("ranks") || !j["ranks"].is_array())
-    throw std::invalid_argument("a service configuration is {\"ranks\": [{\"numa\": N, \"cpus\": [...]}, ...]}");
+    throw std::invalid_argument(
+        "a service configuration is {\"ranks\": [{\"numa\": N, \"cpus\": [...]}, ...]}");
   ServiceConfig c;
   for (const auto& r : j["ranks"]) {
     RankPlacement p;
@@ -162,10 +166,11 @@ ServiceConfig parse_service_config(const std::string& text) {
   if (std::regex_match(text, m, short_form)) {
     const int64_t R = short_form_count(m[1], text, "ranks"),
                   T = short_form_count(m[2], text, "cores per rank");
-    if (R < 1 || T < 1) throw std::invalid_argument("'" + text + "': ranks and cores must be at least 1");
+    if (R < 1 || T < 1)
+      throw std::invalid_argument("'" + text + "': ranks and cores must be at least 1");
     if (R * T > online_cpus())
-      throw std::invalid_argument("'" + text + "' needs " + std::to_string(R * T) + " cores; this machine has " +
-                                  std::to_string(online_cpus()));
+      throw std::invalid_argument("'" + text + "' needs " + std::to_string(R * T) +
+                                  " cores; this machine has " + std::to_string(online_cpus()));
     ServiceConfig c;
     for (int64_t r = 0; r < R; ++r) {
       RankPlacement p;
@@ -179,7 +184,8 @@ ServiceConfig parse_service_config(const std::string& text) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception&) {
-    throw std::invalid_argument("'" + text + "' is neither RxT (e.g. 2x1) nor a JSON service configuration");
+    throw std::invalid_argument("'" + text +
+                                "' is neither RxT (e.g. 2x1) nor a JSON service configuration");
   }
   return service_config_from_json(j);
 }
@@ -214,7 +220,8 @@ Plan load_plan(const std::filesystem::path& file) {
     throw std::invalid_argument(e.what());  // names the file already
   }
   if (!j.is_object() || !j.contains("prefill") || !j.contains("decode"))
-    throw std::invalid_argument(file.string() + ": a plan needs \"prefill\" and \"decode\" configurations");
+    throw std::invalid_argument(file.string() +
+                                ": a plan needs \"prefill\" and \"decode\" configurations");
   try {
     auto config_of = [](const nlohmann::json& c) {
       // A plan may hold {"config": {...}, "schedules": ...} per phase, the config itself, or

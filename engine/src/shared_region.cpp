@@ -22,20 +22,23 @@ std::string gib(size_t b) {
 SharedRegion::SharedRegion(const std::string& name, size_t bytes, Kind kind) {
   size_ = (std::max<size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
   if (kind == Kind::Fork) {
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
-      throw std::runtime_error("cannot reserve " + gib(bytes) + " of memory for " + name + ": " + std::strerror(errno));
+      throw std::runtime_error("cannot reserve " + gib(bytes) + " of memory for " + name + ": " +
+                               std::strerror(errno));
     data_ = static_cast<uint8_t*>(p);
     ::madvise(data_, size_, MADV_HUGEPAGE);
     return;
   }
   fd_ = ::memfd_create(name.c_str(), MFD_CLOEXEC);
-  if (fd_ < 0) throw std::runtime_error("memfd_create failed: " + std::string(std::strerror(errno)));
+  if (fd_ < 0)
+    throw std::runtime_error("memfd_create failed: " + std::string(std::strerror(errno)));
   if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
     int e = errno;
     release();
-    throw std::runtime_error("cannot reserve " + gib(bytes) + " of shared memory for " + name + ": " +
-                             std::strerror(e));
+    throw std::runtime_error("cannot reserve " + gib(bytes) + " of shared memory for " + name +
+                             ": " + std::strerror(e));
   }
   void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) {
@@ -53,7 +56,8 @@ SharedRegion::SharedRegion(const std::string& name, size_t bytes, Kind kind) {
 SharedRegion SharedRegion::map_fd(int fd, size_t bytes) {
   SharedRegion r;
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) throw std::runtime_error("cannot map shared region: " + std::string(std::strerror(errno)));
+  if (p == MAP_FAILED)
+    throw std::runtime_error("cannot map shared region: " + std::string(std::strerror(errno)));
   r.data_ = static_cast<uint8_t*>(p);
   r.size_ = bytes;
   r.used_ = bytes;
@@ -69,7 +73,9 @@ void SharedRegion::release() {
   size_ = used_ = 0;
 }
 
-SharedRegion::~SharedRegion() { release(); }
+SharedRegion::~SharedRegion() {
+  release();
+}
 
 SharedRegion::SharedRegion(SharedRegion&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),

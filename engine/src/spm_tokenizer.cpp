@@ -34,9 +34,11 @@ class SpmTokenizer : public Tokenizer {
         const int b = tok::parse_byte_piece(v_.tokens[i]);
         if (b >= 0) byte_ids_[b] = i;
       }
-      if (t == TokenType::Control || t == TokenType::UserDefined) specials_.push_back({v_.tokens[i], i});
+      if (t == TokenType::Control || t == TokenType::UserDefined)
+        specials_.push_back({v_.tokens[i], i});
     }
-    std::sort(specials_.begin(), specials_.end(), [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+    std::sort(specials_.begin(), specials_.end(),
+              [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
     bos_id_ = v_.bos_id;
     eos_id_ = v_.eos_id;
     add_bos_ = v_.add_bos && v_.bos_id >= 0;
@@ -58,11 +60,13 @@ class SpmTokenizer : public Tokenizer {
   }
   void add_stop_id(int32_t id) { stop_ids_.push_back(id); }
 
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special) const override {
     std::vector<int32_t> out;
     if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
     bool prev_special = true;  // the dummy prefix goes at the start and after special tokens
-    auto segs = parse_special ? tok::split_specials(text, specials_) : std::vector<tok::Segment>{{text, -1}};
+    auto segs = parse_special ? tok::split_specials(text, specials_)
+                              : std::vector<tok::Segment>{{text, -1}};
     for (const auto& s : segs) {
       if (s.id >= 0) {
         out.push_back(s.id);
@@ -78,7 +82,8 @@ class SpmTokenizer : public Tokenizer {
 
   std::string piece(int32_t id, int32_t prev) const override {
     std::string p = raw_piece(id, false);
-    if (v_.add_space_prefix && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ') p.erase(0, 1);
+    if (v_.add_space_prefix && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ')
+      p.erase(0, 1);
     return p;
   }
 
@@ -87,7 +92,8 @@ class SpmTokenizer : public Tokenizer {
     int32_t prev = -1;
     for (int32_t id : ids) {
       std::string p = raw_piece(id, keep_special);
-      if (v_.add_space_prefix && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ') p.erase(0, 1);
+      if (v_.add_space_prefix && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ')
+        p.erase(0, 1);
       out += p;
       prev = id;
     }
@@ -96,7 +102,8 @@ class SpmTokenizer : public Tokenizer {
 
  private:
   std::string raw_piece(int32_t id, bool keep_special) const {
-    if (id < 0 || id >= vocab_size()) throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
+    if (id < 0 || id >= vocab_size())
+      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
     const std::string& t = v_.tokens[id];
     switch (v_.types[id]) {
       case TokenType::Byte: {
@@ -104,9 +111,12 @@ class SpmTokenizer : public Tokenizer {
         return b >= 0 ? std::string(1, static_cast<char>(b)) : std::string();
       }
       case TokenType::Control:
-      case TokenType::Unused: return keep_special ? t : std::string();
-      case TokenType::Unknown: return keep_special ? t : std::string(" \xe2\x81\x87 ");  // " ⁇ ", as sentencepiece
-      default: break;
+      case TokenType::Unused:
+        return keep_special ? t : std::string();
+      case TokenType::Unknown:
+        return keep_special ? t : std::string(" \xe2\x81\x87 ");  // " ⁇ ", as sentencepiece
+      default:
+        break;
     }
     std::string s;
     s.reserve(t.size());
@@ -129,7 +139,9 @@ class SpmTokenizer : public Tokenizer {
     float score;
     int left;
     size_t len;  // merged length when queued; stale entries are skipped
-    bool operator<(const Bigram& o) const { return score < o.score || (score == o.score && left > o.left); }
+    bool operator<(const Bigram& o) const {
+      return score < o.score || (score == o.score && left > o.left);
+    }
   };
 
   void encode_plain(std::string_view text, bool prefix, std::vector<int32_t>& out) const {
@@ -137,8 +149,10 @@ class SpmTokenizer : public Tokenizer {
     s.reserve(text.size() + 3);
     if (prefix) s += kSpace;
     for (char c : text) {
-      if (c == ' ') s += kSpace;
-      else s += c;
+      if (c == ' ')
+        s += kSpace;
+      else
+        s += c;
     }
     std::vector<Symbol> sym;
     for (size_t i = 0; i < s.size();) {
@@ -177,7 +191,8 @@ class SpmTokenizer : public Tokenizer {
         out.push_back(it->second);
         continue;
       }
-      for (unsigned char c : piece) out.push_back(byte_ids_[c] >= 0 ? byte_ids_[c] : v_.unk_id >= 0 ? v_.unk_id : 0);
+      for (unsigned char c : piece)
+        out.push_back(byte_ids_[c] >= 0 ? byte_ids_[c] : v_.unk_id >= 0 ? v_.unk_id : 0);
     }
   }
 

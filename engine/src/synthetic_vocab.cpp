@@ -21,7 +21,8 @@ std::string alphabet() {
 }
 
 Vocab synthetic_spm(int32_t n) {
-  if (n < 3 + 256 + 1) throw std::invalid_argument("a SentencePiece vocabulary needs at least 260 tokens");
+  if (n < 3 + 256 + 1)
+    throw std::invalid_argument("a SentencePiece vocabulary needs at least 260 tokens");
   Vocab v;
   v.kind = Vocab::Kind::SentencePiece;
   auto add = [&](const std::string& t, TokenType type) {
@@ -32,7 +33,8 @@ Vocab synthetic_spm(int32_t n) {
   add("<unk>", TokenType::Unknown);
   add("<s>", TokenType::Control);
   add("</s>", TokenType::Control);
-  for (int b = 0; b < 256; ++b) add(tok::byte_piece_name(static_cast<unsigned char>(b)), TokenType::Byte);
+  for (int b = 0; b < 256; ++b)
+    add(tok::byte_piece_name(static_cast<unsigned char>(b)), TokenType::Byte);
   // Pieces of growing length over "▁" + printable ASCII; every prefix of a piece is a piece, so
   // the score-ordered merges can build each of them.
   const std::string mark = "\xe2\x96\x81";
@@ -60,7 +62,8 @@ Vocab synthetic_spm(int32_t n) {
 
 Vocab synthetic_bpe(int32_t n) {
   const int32_t n_special = n >= 4096 ? 256 : 16;
-  if (n < 256 + n_special + 1) throw std::invalid_argument("a byte-level BPE vocabulary needs at least 273 tokens");
+  if (n < 256 + n_special + 1)
+    throw std::invalid_argument("a byte-level BPE vocabulary needs at least 273 tokens");
   Vocab v;
   v.kind = Vocab::Kind::ByteLevelBPE;
   v.pre = "llama-bpe";

@@ -30,11 +30,15 @@ std::pair<fs::path, Kind> resolve(const fs::path& path) {
     if (fs::exists(path / "tokenizer.json")) return {path / "tokenizer.json", Kind::TokenizerJson};
     if (fs::exists(path / "tokenizer.model")) return resolve(path / "tokenizer.model");
     if (fs::exists(path / "tokenizer.bin")) return {path / "tokenizer.bin", Kind::Llama2c};
-    throw std::runtime_error(path.string() + ": no tokenizer.json, tokenizer.model or tokenizer.bin in this folder");
+    throw std::runtime_error(
+        path.string() + ": no tokenizer.json, tokenizer.model or tokenizer.bin in this folder");
   }
-  if (!fs::exists(path, ec)) throw std::runtime_error("tokenizer " + path.string() + " does not exist");
-  if (!fs::is_regular_file(path, ec)) throw std::runtime_error("tokenizer " + path.string() + " is not a file");
-  if (fs::file_size(path, ec) == 0) throw std::runtime_error("tokenizer " + path.string() + " is empty");
+  if (!fs::exists(path, ec))
+    throw std::runtime_error("tokenizer " + path.string() + " does not exist");
+  if (!fs::is_regular_file(path, ec))
+    throw std::runtime_error("tokenizer " + path.string() + " is not a file");
+  if (fs::file_size(path, ec) == 0)
+    throw std::runtime_error("tokenizer " + path.string() + " is empty");
   const std::string h = head(path, 8);
   if (h.rfind("GGUF", 0) == 0) return {path, Kind::Gguf};
   const size_t first = h.find_first_not_of(" \t\r\n");
@@ -51,7 +55,8 @@ void attach_config_template(Tokenizer& t, const fs::path& file) {
   std::ifstream in(cfg);
   try {
     const auto j = nlohmann::json::parse(in);
-    if (j.contains("chat_template") && j["chat_template"].is_string()) t.set_chat_template(j["chat_template"]);
+    if (j.contains("chat_template") && j["chat_template"].is_string())
+      t.set_chat_template(j["chat_template"]);
   } catch (const std::exception&) {
     // The template is optional: an unreadable file (even a directory by that name) means none.
   }
@@ -74,18 +79,30 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& path) {
     auto [file, kind] = resolve(path);
     std::unique_ptr<Tokenizer> t;
     switch (kind) {
-      case Kind::Gguf: t = make_tokenizer(vocab_from_gguf(gguf::Reader(file))); break;
-      case Kind::SentencePiece: t = make_sentencepiece_tokenizer(file); break;
-      case Kind::Tiktoken: t = make_tokenizer(vocab_from_tiktoken(file, false)); break;
-      case Kind::TokenizerJson: t = make_tokenizer(vocab_from_tokenizer_json(file)); break;
-      case Kind::Llama2c: t = make_tokenizer(vocab_from_llama2c(file)); break;
+      case Kind::Gguf:
+        t = make_tokenizer(vocab_from_gguf(gguf::Reader(file)));
+        break;
+      case Kind::SentencePiece:
+        t = make_sentencepiece_tokenizer(file);
+        break;
+      case Kind::Tiktoken:
+        t = make_tokenizer(vocab_from_tiktoken(file, false));
+        break;
+      case Kind::TokenizerJson:
+        t = make_tokenizer(vocab_from_tokenizer_json(file));
+        break;
+      case Kind::Llama2c:
+        t = make_tokenizer(vocab_from_llama2c(file));
+        break;
     }
     attach_config_template(*t, file);
     return t;
   } catch (const std::exception& e) {
     // Any failure (a JSON type error, an allocation a corrupt file provoked) names the file.
     const std::string msg = e.what();
-    if (msg.find(path.string()) != std::string::npos || msg.find(path.filename().string()) != std::string::npos) throw;
+    if (msg.find(path.string()) != std::string::npos ||
+        msg.find(path.filename().string()) != std::string::npos)
+      throw;
     throw std::runtime_error(path.string() + ": " + msg);
   }
 }
@@ -93,11 +110,16 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& path) {
 Vocab vocab_from_tokenizer_file(const fs::path& path) {
   auto [file, kind] = resolve(path);
   switch (kind) {
-    case Kind::Gguf: return vocab_from_gguf(gguf::Reader(file));
-    case Kind::SentencePiece: return vocab_from_sentencepiece(file);
-    case Kind::Tiktoken: return vocab_from_tiktoken(file, true);
-    case Kind::TokenizerJson: return vocab_from_tokenizer_json(file);
-    case Kind::Llama2c: return vocab_from_llama2c(file);
+    case Kind::Gguf:
+      return vocab_from_gguf(gguf::Reader(file));
+    case Kind::SentencePiece:
+      return vocab_from_sentencepiece(file);
+    case Kind::Tiktoken:
+      return vocab_from_tiktoken(file, true);
+    case Kind::TokenizerJson:
+      return vocab_from_tokenizer_json(file);
+    case Kind::Llama2c:
+      return vocab_from_llama2c(file);
   }
   throw std::logic_error("unreachable");
 }
@@ -111,27 +133,36 @@ std::string IncrementalDecoder::push(int32_t id) {
   size_t i = 0;
   while (i < pending_.size()) {
     const unsigned char c = static_cast<unsigned char>(pending_[i]);
-    size_t need = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    size_t need = c < 0x80           ? 1
+                  : (c >> 5) == 0x6  ? 2
+                  : (c >> 4) == 0xe  ? 3
+                  : (c >> 3) == 0x1e ? 4
+                                     : 0;
     if (need == 0) {  // stray continuation byte or invalid lead byte
       out += "\xef\xbf\xbd";
       ++i;
       continue;
     }
     size_t k = 1;
-    while (k < need && i + k < pending_.size() && (static_cast<unsigned char>(pending_[i + k]) & 0xc0) == 0x80) ++k;
+    while (k < need && i + k < pending_.size() &&
+           (static_cast<unsigned char>(pending_[i + k]) & 0xc0) == 0x80)
+      ++k;
     if (k == need) {
       // Overlong or out-of-range sequences are invalid too.
       const unsigned char c1 = need > 1 ? static_cast<unsigned char>(pending_[i + 1]) : 0;
       const bool bad = (need == 2 && c < 0xc2) || (need == 3 && c == 0xe0 && c1 < 0xa0) ||
-                       (need == 3 && c == 0xed && c1 >= 0xa0) || (need == 4 && c == 0xf0 && c1 < 0x90) ||
+                       (need == 3 && c == 0xed && c1 >= 0xa0) ||
+                       (need == 4 && c == 0xf0 && c1 < 0x90) ||
                        (need == 4 && (c > 0xf4 || (c == 0xf4 && c1 >= 0x90)));
-      if (bad) out += "\xef\xbf\xbd";
-      else out.append(pending_, i, need);
+      if (bad)
+        out += "\xef\xbf\xbd";
+      else
+        out.append(pending_, i, need);
       i += need;
       continue;
     }
     if (i + k == pending_.size()) break;  // incomplete: wait for more bytes
-    out += "\xef\xbf\xbd";               // interrupted sequence
+    out += "\xef\xbf\xbd";                // interrupted sequence
     i += k;
   }
   pending_.erase(0, i);

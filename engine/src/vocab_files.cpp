@@ -20,12 +20,20 @@
 namespace sandwich {
 
 void append_llama3_special_tokens(Vocab& v, int count) {
-  const char* named[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
-                         "<|reserved_special_token_1|>", "<|reserved_special_token_2|>", "<|reserved_special_token_3|>",
-                         "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_4|>", "<|eot_id|>"};
+  const char* named[] = {"<|begin_of_text|>",
+                         "<|end_of_text|>",
+                         "<|reserved_special_token_0|>",
+                         "<|reserved_special_token_1|>",
+                         "<|reserved_special_token_2|>",
+                         "<|reserved_special_token_3|>",
+                         "<|start_header_id|>",
+                         "<|end_header_id|>",
+                         "<|reserved_special_token_4|>",
+                         "<|eot_id|>"};
   const int32_t base = static_cast<int32_t>(v.tokens.size());
   for (int i = 0; i < count; ++i) {
-    v.tokens.push_back(i < 10 ? named[i] : "<|reserved_special_token_" + std::to_string(i - 5) + "|>");
+    v.tokens.push_back(i < 10 ? named[i]
+                              : "<|reserved_special_token_" + std::to_string(i - 5) + "|>");
     v.types.push_back(TokenType::Control);
   }
   v.bos_id = base;
@@ -43,8 +51,10 @@ const std::string kSpace = "\xe2\x96\x81";
 std::string spaces_to_marks(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == ' ') out += kSpace;
-    else out += c;
+    if (c == ' ')
+      out += kSpace;
+    else
+      out += c;
   }
   return out;
 }
@@ -104,13 +114,16 @@ Vocab vocab_from_llama2c(const fs::path& path) {
   const uint8_t* p = f.data();
   size_t n = f.size(), pos = 0;
   auto need = [&](size_t k) {
-    if (k > n - pos) throw std::runtime_error(where + ": truncated llama2.c tokenizer at byte " + std::to_string(pos));
+    if (k > n - pos)
+      throw std::runtime_error(where + ": truncated llama2.c tokenizer at byte " +
+                               std::to_string(pos));
   };
   need(4);
   int32_t max_len;
   std::memcpy(&max_len, p, 4);
   pos = 4;
-  if (max_len <= 0 || max_len > 4096) throw std::runtime_error(where + ": not a llama2.c tokenizer (bad max token length)");
+  if (max_len <= 0 || max_len > 4096)
+    throw std::runtime_error(where + ": not a llama2.c tokenizer (bad max token length)");
   Vocab v;
   v.kind = Vocab::Kind::SentencePiece;
   while (pos < n) {
@@ -120,21 +133,27 @@ Vocab vocab_from_llama2c(const fs::path& path) {
     std::memcpy(&score, p + pos, 4);
     std::memcpy(&len, p + pos + 4, 4);
     pos += 8;
-    if (len < 0 || len > max_len) throw std::runtime_error(where + ": corrupt llama2.c tokenizer (token length " + std::to_string(len) + ")");
+    if (len < 0 || len > max_len)
+      throw std::runtime_error(where + ": corrupt llama2.c tokenizer (token length " +
+                               std::to_string(len) + ")");
     need(static_cast<size_t>(len));
     std::string piece(reinterpret_cast<const char*>(p + pos), static_cast<size_t>(len));
     pos += static_cast<size_t>(len);
     const int32_t id = static_cast<int32_t>(v.tokens.size());
     TokenType t = TokenType::Normal;
-    if (id == 0) t = TokenType::Unknown;
-    else if (id == 1 || id == 2) t = TokenType::Control;
-    else if (tok::parse_byte_piece(piece) >= 0) t = TokenType::Byte;
+    if (id == 0)
+      t = TokenType::Unknown;
+    else if (id == 1 || id == 2)
+      t = TokenType::Control;
+    else if (tok::parse_byte_piece(piece) >= 0)
+      t = TokenType::Byte;
     v.tokens.push_back(t == TokenType::Normal ? spaces_to_marks(piece) : piece);
     v.scores.push_back(score);
     v.types.push_back(t);
   }
   if (v.tokens.size() < 3 + 256)
-    throw std::runtime_error(where + ": not a llama2.c tokenizer (" + std::to_string(v.tokens.size()) + " tokens)");
+    throw std::runtime_error(where + ": not a llama2.c tokenizer (" +
+                             std::to_string(v.tokens.size()) + " tokens)");
   v.unk_id = 0;
   v.bos_id = 1;
   v.eos_id = 2;
@@ -149,7 +168,8 @@ Vocab vocab_from_llama2c(const fs::path& path) {
 // tokens is a merge, ordered by the token's rank and then by the ranks of the two parts.
 static std::vector<std::string> merges_from_ranks(const std::vector<std::string>& bytes_of_rank) {
   std::unordered_map<std::string, int32_t> rank;
-  for (size_t i = 0; i < bytes_of_rank.size(); ++i) rank.emplace(bytes_of_rank[i], static_cast<int32_t>(i));
+  for (size_t i = 0; i < bytes_of_rank.size(); ++i)
+    rank.emplace(bytes_of_rank[i], static_cast<int32_t>(i));
   std::vector<std::string> merges;
   for (size_t r = 0; r < bytes_of_rank.size(); ++r) {
     const std::string& t = bytes_of_rank[r];
@@ -160,7 +180,8 @@ static std::vector<std::string> merges_from_ranks(const std::vector<std::string>
       if (a != rank.end() && b != rank.end()) local.emplace_back(a->second, b->second, i);
     }
     std::sort(local.begin(), local.end());
-    for (auto& [ra, rb, i] : local) merges.push_back(to_byte_level(t.substr(0, i)) + " " + to_byte_level(t.substr(i)));
+    for (auto& [ra, rb, i] : local)
+      merges.push_back(to_byte_level(t.substr(0, i)) + " " + to_byte_level(t.substr(i)));
   }
   return merges;
 }
@@ -176,13 +197,16 @@ Vocab vocab_from_tiktoken(const fs::path& path, bool with_merges) {
     if (line.empty()) continue;
     const size_t sp = line.find(' ');
     if (sp == std::string::npos || !base64_decode(std::string_view(line).substr(0, sp), bytes))
-      throw std::runtime_error(path.string() + ":" + std::to_string(lineno) + ": not a tiktoken 'base64 rank' line");
+      throw std::runtime_error(path.string() + ":" + std::to_string(lineno) +
+                               ": not a tiktoken 'base64 rank' line");
     const long rank = std::strtol(line.c_str() + sp + 1, nullptr, 10);
     if (rank != static_cast<long>(bytes_of_rank.size()))
-      throw std::runtime_error(path.string() + ":" + std::to_string(lineno) + ": ranks must run 0, 1, 2, ...");
+      throw std::runtime_error(path.string() + ":" + std::to_string(lineno) +
+                               ": ranks must run 0, 1, 2, ...");
     bytes_of_rank.push_back(bytes);
   }
-  if (bytes_of_rank.size() < 256) throw std::runtime_error(path.string() + ": too few tiktoken ranks");
+  if (bytes_of_rank.size() < 256)
+    throw std::runtime_error(path.string() + ": too few tiktoken ranks");
   Vocab v;
   v.kind = Vocab::Kind::ByteLevelBPE;
   v.pre = "llama-bpe";
@@ -198,7 +222,8 @@ namespace {
 
 std::string token_string(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string())
+    return v["content"].get<std::string>();
   return {};
 }
 
@@ -241,8 +266,10 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
     throw std::runtime_error(where + ": not a tokenizer.json (no \"model\")");
   const auto& m = j["model"];
   if (m.value("type", "") != "BPE")
-    throw std::runtime_error(where + ": unsupported tokenizer model '" + m.value("type", std::string("?")) + "' (supported: BPE)");
-  if (!m.contains("vocab") || !m["vocab"].is_object()) throw std::runtime_error(where + ": the BPE model has no vocab");
+    throw std::runtime_error(where + ": unsupported tokenizer model '" +
+                             m.value("type", std::string("?")) + "' (supported: BPE)");
+  if (!m.contains("vocab") || !m["vocab"].is_object())
+    throw std::runtime_error(where + ": the BPE model has no vocab");
   std::map<int32_t, std::pair<std::string, TokenType>> by_id;
   for (auto& [tok, id] : m["vocab"].items())
     by_id[token_id(id, "vocab token '" + tok + "'", where)] = {tok, TokenType::Normal};
@@ -270,10 +297,13 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
   std::vector<std::string> merges;
   if (m.contains("merges") && m["merges"].is_array())
     for (auto& e : m["merges"]) {
-      if (e.is_string()) merges.push_back(e.get<std::string>());
-      else if (e.is_array() && e.size() == 2) merges.push_back(e[0].get<std::string>() + " " + e[1].get<std::string>());
+      if (e.is_string())
+        merges.push_back(e.get<std::string>());
+      else if (e.is_array() && e.size() == 2)
+        merges.push_back(e[0].get<std::string>() + " " + e[1].get<std::string>());
     }
-  const bool spm_style = m.value("byte_fallback", false) || mentions(j.value("normalizer", nlohmann::json()), "\xe2\x96\x81") ||
+  const bool spm_style = m.value("byte_fallback", false) ||
+                         mentions(j.value("normalizer", nlohmann::json()), "\xe2\x96\x81") ||
                          mentions(j.value("pre_tokenizer", nlohmann::json()), "Metaspace");
   if (spm_style) {
     v.kind = Vocab::Kind::SentencePiece;
@@ -285,7 +315,8 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
       const size_t sp = merges[r].find(' ', 1);
       if (sp == std::string::npos) continue;
       auto it = id_of.find(merges[r].substr(0, sp) + merges[r].substr(sp + 1));
-      if (it != id_of.end() && v.scores[it->second] == 0.0f) v.scores[it->second] = -static_cast<float>(r + 1);
+      if (it != id_of.end() && v.scores[it->second] == 0.0f)
+        v.scores[it->second] = -static_cast<float>(r + 1);
     }
     for (int32_t i = 0; i < n; ++i) {
       if (v.types[i] != TokenType::Normal) continue;
@@ -306,13 +337,15 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
     v.add_space_prefix = false;
     const auto& pre = j.value("pre_tokenizer", nlohmann::json());
     std::function<void(const nlohmann::json&)> find_regex = [&](const nlohmann::json& p) {
-      if (p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") && p["pattern"].contains("Regex"))
+      if (p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") &&
+          p["pattern"].contains("Regex"))
         v.pre_regex = p["pattern"]["Regex"].get<std::string>();
       if (p.is_object() && p.contains("pretokenizers"))
         for (auto& q : p["pretokenizers"]) find_regex(q);
     };
     find_regex(pre);
-    if (m.value("ignore_merges", false) || v.pre_regex.find("\\p{N}{1,3}") != std::string::npos) v.pre = "llama-bpe";
+    if (m.value("ignore_merges", false) || v.pre_regex.find("\\p{N}{1,3}") != std::string::npos)
+      v.pre = "llama-bpe";
   }
   // Special ids and settings live in tokenizer_config.json / generation_config.json beside it.
   auto id_of_text = [&](const std::string& s) -> int32_t {
@@ -330,7 +363,8 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
       v.add_bos = c["add_bos_token"].get<bool>();
       add_bos_known = true;
     }
-    if (c.contains("chat_template") && c["chat_template"].is_string()) v.chat_template = c["chat_template"];
+    if (c.contains("chat_template") && c["chat_template"].is_string())
+      v.chat_template = c["chat_template"];
   }
   if (v.bos_id < 0)
     for (const char* s : {"<|begin_of_text|>", "<s>", "<|startoftext|>"})
@@ -338,7 +372,9 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
   if (v.eos_id < 0)
     for (const char* s : {"<|end_of_text|>", "</s>", "<|endoftext|>"})
       if ((v.eos_id = id_of_text(s)) >= 0) break;
-  if (!add_bos_known) v.add_bos = v.bos_id >= 0 && mentions(j.value("post_processor", nlohmann::json()), v.tokens[v.bos_id]);
+  if (!add_bos_known)
+    v.add_bos =
+        v.bos_id >= 0 && mentions(j.value("post_processor", nlohmann::json()), v.tokens[v.bos_id]);
   if (fs::exists(dir / "generation_config.json")) {
     const auto g = read_json_file(dir / "generation_config.json");
     if (g.contains("eos_token_id") && g["eos_token_id"].is_array())

@@ -10,28 +10,39 @@ Vocab vocab_from_gguf(const gguf::Reader& r) {
   const std::string where = r.path().string();
   const std::string model = r.get_string("tokenizer.ggml.model", "");
   Vocab v;
-  if (model == "llama") v.kind = Vocab::Kind::SentencePiece;
-  else if (model == "gpt2") v.kind = Vocab::Kind::ByteLevelBPE;
-  else if (model.empty()) throw std::runtime_error(where + ": no tokenizer in this GGUF (tokenizer.ggml.model is missing)");
-  else throw std::runtime_error(where + ": unsupported tokenizer model '" + model + "' (supported: llama, gpt2)");
+  if (model == "llama")
+    v.kind = Vocab::Kind::SentencePiece;
+  else if (model == "gpt2")
+    v.kind = Vocab::Kind::ByteLevelBPE;
+  else if (model.empty())
+    throw std::runtime_error(where +
+                             ": no tokenizer in this GGUF (tokenizer.ggml.model is missing)");
+  else
+    throw std::runtime_error(where + ": unsupported tokenizer model '" + model +
+                             "' (supported: llama, gpt2)");
   v.tokens = r.get_strings("tokenizer.ggml.tokens");
   const size_t n = v.tokens.size();
   if (n == 0) throw std::runtime_error(where + ": tokenizer.ggml.tokens is empty");
   if (r.has("tokenizer.ggml.scores")) {
     const auto& s = r.get_numbers("tokenizer.ggml.scores");
-    if (s.size() != n) throw std::runtime_error(where + ": tokenizer.ggml.scores has " + std::to_string(s.size()) + " entries for " + std::to_string(n) + " tokens");
+    if (s.size() != n)
+      throw std::runtime_error(where + ": tokenizer.ggml.scores has " + std::to_string(s.size()) +
+                               " entries for " + std::to_string(n) + " tokens");
     v.scores.assign(s.begin(), s.end());
   }
   if (r.has("tokenizer.ggml.token_type")) {
     const auto& t = r.get_numbers("tokenizer.ggml.token_type");
-    if (t.size() != n) throw std::runtime_error(where + ": tokenizer.ggml.token_type does not match the token count");
+    if (t.size() != n)
+      throw std::runtime_error(where +
+                               ": tokenizer.ggml.token_type does not match the token count");
     for (double d : t) v.types.push_back(static_cast<TokenType>(static_cast<int32_t>(d)));
   }
   if (r.has("tokenizer.ggml.merges")) v.merges = r.get_strings("tokenizer.ggml.merges");
   v.pre = r.get_string("tokenizer.ggml.pre", "default");
   auto id = [&](const char* key) {
     const int64_t x = r.get_int(key, -1);
-    if (x >= static_cast<int64_t>(n)) throw std::runtime_error(where + ": " + key + " is outside the vocabulary");
+    if (x >= static_cast<int64_t>(n))
+      throw std::runtime_error(where + ": " + key + " is outside the vocabulary");
     return static_cast<int32_t>(x);
   };
   v.bos_id = id("tokenizer.ggml.bos_token_id");
@@ -39,9 +50,11 @@ Vocab vocab_from_gguf(const gguf::Reader& r) {
   v.unk_id = id("tokenizer.ggml.unknown_token_id");
   v.pad_id = id("tokenizer.ggml.padding_token_id");
   v.eot_id = id("tokenizer.ggml.eot_token_id");
-  v.add_bos = r.get_bool("tokenizer.ggml.add_bos_token", v.kind == Vocab::Kind::SentencePiece || v.bos_id >= 0);
+  v.add_bos = r.get_bool("tokenizer.ggml.add_bos_token",
+                         v.kind == Vocab::Kind::SentencePiece || v.bos_id >= 0);
   v.add_eos = r.get_bool("tokenizer.ggml.add_eos_token", false);
-  v.add_space_prefix = r.get_bool("tokenizer.ggml.add_space_prefix", v.kind == Vocab::Kind::SentencePiece);
+  v.add_space_prefix =
+      r.get_bool("tokenizer.ggml.add_space_prefix", v.kind == Vocab::Kind::SentencePiece);
   v.chat_template = r.get_string("tokenizer.chat_template", "");
   return v;
 }
@@ -72,7 +85,8 @@ void vocab_to_gguf(const Vocab& v, gguf::Writer& w) {
   w.set("tokenizer.ggml.add_bos_token", gguf::Value::of_bool(v.add_bos));
   w.set("tokenizer.ggml.add_eos_token", gguf::Value::of_bool(v.add_eos));
   if (spm) w.set("tokenizer.ggml.add_space_prefix", gguf::Value::of_bool(v.add_space_prefix));
-  if (!v.chat_template.empty()) w.set("tokenizer.chat_template", gguf::Value::of_string(v.chat_template));
+  if (!v.chat_template.empty())
+    w.set("tokenizer.chat_template", gguf::Value::of_string(v.chat_template));
 }
 
 }  // namespace sandwich

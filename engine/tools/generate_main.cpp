@@ -23,26 +23,33 @@ int main(int argc, char** argv) {
     p.add("-p,--prompt", &prompt, "prompt text (default: empty, generation starts from BOS)");
     p.add("-f,--prompt-file", &prompt_file, "read the prompt from a file", "F");
     p.add("-n,--max-tokens", &req.max_tokens, "number of tokens to generate (default 128)");
-    p.add("--temperature", &req.sampling.temperature, "sampling temperature, 0 = greedy (default 1.0)");
+    p.add("--temperature", &req.sampling.temperature,
+          "sampling temperature, 0 = greedy (default 1.0)");
     p.add("--top-k", &req.sampling.top_k, "keep the k most likely tokens (default: all)");
     p.add("--top-p", &req.sampling.top_p, "nucleus sampling mass (default 1.0)");
     p.add("--min-p", &req.sampling.min_p, "drop tokens below min-p x p(max) (default 0)");
-    p.add("--repetition-penalty", &req.sampling.repetition_penalty, "penalty for repeated tokens (default 1.0)");
-    p.add("--presence-penalty", &req.sampling.presence_penalty, "OpenAI presence penalty (default 0)");
-    p.add("--frequency-penalty", &req.sampling.frequency_penalty, "OpenAI frequency penalty (default 0)");
+    p.add("--repetition-penalty", &req.sampling.repetition_penalty,
+          "penalty for repeated tokens (default 1.0)");
+    p.add("--presence-penalty", &req.sampling.presence_penalty,
+          "OpenAI presence penalty (default 0)");
+    p.add("--frequency-penalty", &req.sampling.frequency_penalty,
+          "OpenAI frequency penalty (default 0)");
     p.add("-s,--seed", &req.sampling.seed, "random seed (default: random)");
     p.add("--stop", &req.stop, "stop when the text contains S");
     p.add_flag("--ignore-eos", &req.ignore_eos, "keep generating past end-of-sequence tokens");
     p.add("-t,--threads", &threads, "compute threads (default: all cores)");
     p.add_flag("--output-ids", &output_ids, "print the generated token ids instead of text");
-    p.add_flag("--reference", &reference, "use the scalar reference forward pass (slow; for checking)");
+    p.add_flag("--reference", &reference,
+               "use the scalar reference forward pass (slow; for checking)");
     p.add_flag("-q,--quiet", &quiet, "no statistics on stderr");
     std::optional<std::string> prefill_config, decode_config, plan;
-    p.add("--prefill-config", &prefill_config, "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
+    p.add("--prefill-config", &prefill_config,
+          "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
     p.add("--decode-config", &decode_config, "service configuration of decode: RxT or JSON", "C");
     p.add("--plan", &plan, "plan file holding both configurations", "F");
-    p.option("--weights-seed", "N", "seed of dummy weights (default 0)",
-             [&](const std::string& v) { load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v)); });
+    p.option("--weights-seed", "N", "seed of dummy weights (default 0)", [&](const std::string& v) {
+      load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v));
+    });
     if (!p.parse(argc, argv)) return 0;
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (prompt && prompt_file) throw CliError("give --prompt or --prompt-file, not both");
@@ -95,13 +102,14 @@ int main(int argc, char** argv) {
     std::cout << "\n" << std::flush;
     if (!quiet) {
       const double n_dec = r.tokens.size() > 1 ? static_cast<double>(r.tokens.size() - 1) : 0.0;
-      std::fprintf(stderr,
-                   "model: %s\nload: %.2f s | prompt: %zu tokens, %.2f tok/s | generated: %zu tokens, "
-                   "%.2f tok/s | finish: %s\n",
-                   model->source.c_str(), model->load_seconds, req.prompt.size(),
-                   r.prefill_seconds > 0 ? static_cast<double>(req.prompt.size()) / r.prefill_seconds : 0.0,
-                   r.tokens.size(), r.decode_seconds > 0 ? n_dec / r.decode_seconds : 0.0,
-                   r.finish_reason.c_str());
+      std::fprintf(
+          stderr,
+          "model: %s\nload: %.2f s | prompt: %zu tokens, %.2f tok/s | generated: %zu tokens, "
+          "%.2f tok/s | finish: %s\n",
+          model->source.c_str(), model->load_seconds, req.prompt.size(),
+          r.prefill_seconds > 0 ? static_cast<double>(req.prompt.size()) / r.prefill_seconds : 0.0,
+          r.tokens.size(), r.decode_seconds > 0 ? n_dec / r.decode_seconds : 0.0,
+          r.finish_reason.c_str());
     }
     return 0;
   });

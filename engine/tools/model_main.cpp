@@ -29,19 +29,24 @@ int cmd_make(int argc, char** argv) {
   std::optional<std::string> vocab_file;
   std::optional<uint64_t> seed;
   ArgParser p("sandwich-model make", "Write a dummy-weight GGUF file for a model preset.");
-  p.add("--preset", &preset, "model preset (configs/models/<P>.json) or a config.json / model file for its shapes", "P");
+  p.add("--preset", &preset,
+        "model preset (configs/models/<P>.json) or a config.json / model file for its shapes", "P");
   p.add("--dtype", &dtype, "matrix element type: bf16 (default) or f32", "D");
   p.add("-o,--output", &out, "output GGUF path", "FILE");
-  p.add("--vocab", &vocab_file, "take the vocabulary from this tokenizer (default: a synthetic one)", "T");
-  p.add("--seed", &seed, "weight seed (default 0; the same seed as --weights-seed gives the same weights)");
+  p.add("--vocab", &vocab_file,
+        "take the vocabulary from this tokenizer (default: a synthetic one)", "T");
+  p.add("--seed", &seed,
+        "weight seed (default 0; the same seed as --weights-seed gives the same weights)");
   if (!p.parse(argc, argv, 2)) return 0;
   if (preset.empty() || out.empty()) throw CliError("make needs --preset and -o (see --help)");
-  if (dtype != "bf16" && dtype != "f32") throw CliError("--dtype must be bf16 or f32, got '" + dtype + "'");
-  const ModelConfig c = std::filesystem::exists(preset) ? read_model_config(preset) : load_preset(preset);
+  if (dtype != "bf16" && dtype != "f32")
+    throw CliError("--dtype must be bf16 or f32, got '" + dtype + "'");
+  const ModelConfig c =
+      std::filesystem::exists(preset) ? read_model_config(preset) : load_preset(preset);
   Vocab vocab = vocab_file ? vocab_from_tokenizer_file(*vocab_file) : default_dummy_vocab(c);
   if (static_cast<int32_t>(vocab.tokens.size()) > c.vocab_size)
-    throw CliError("the vocabulary has " + std::to_string(vocab.tokens.size()) + " tokens, the preset only " +
-                   std::to_string(c.vocab_size));
+    throw CliError("the vocabulary has " + std::to_string(vocab.tokens.size()) +
+                   " tokens, the preset only " + std::to_string(c.vocab_size));
   // A real vocabulary smaller than the embedding (padded vocabularies) gets unused filler tokens.
   for (int32_t i = static_cast<int32_t>(vocab.tokens.size()); i < c.vocab_size; ++i) {
     vocab.tokens.push_back("<unused_" + std::to_string(i) + ">");
@@ -68,8 +73,8 @@ int cmd_info(int argc, char** argv) {
     auto tok = load_tokenizer(std::filesystem::is_directory(path) || path.extension() == ".gguf"
                                   ? path
                                   : path.parent_path() / "tokenizer.bin");
-    tokenizer = std::to_string(tok->vocab_size()) + " tokens, BOS " + std::to_string(tok->bos_id()) + ", EOS " +
-                std::to_string(tok->eos_id());
+    tokenizer = std::to_string(tok->vocab_size()) + " tokens, BOS " +
+                std::to_string(tok->bos_id()) + ", EOS " + std::to_string(tok->eos_id());
   } catch (const std::exception&) {
   }
   std::cout << "file:          " << path.string() << "\n"
@@ -78,7 +83,8 @@ int cmd_info(int argc, char** argv) {
             << "name:          " << c.name << "\n"
             << "dim:           " << c.dim << "\n"
             << "layers:        " << c.n_layers << "\n"
-            << "heads:         " << c.n_heads << " (kv " << c.n_kv_heads << ", head size " << c.head_dim << ")\n"
+            << "heads:         " << c.n_heads << " (kv " << c.n_kv_heads << ", head size "
+            << c.head_dim << ")\n"
             << "ffn:           " << c.ffn_dim << "\n"
             << "vocab:         " << c.vocab_size << "\n"
             << "context:       " << c.max_seq_len << "\n"
@@ -90,7 +96,8 @@ int cmd_info(int argc, char** argv) {
             << "dtypes:       ";
   for (auto& [name, n] : info.dtypes) std::cout << " " << name << " x" << n;
   std::cout << "\n"
-            << "size:          " << info.bytes << " bytes (" << static_cast<double>(info.bytes) / (1 << 30) << " GiB)\n"
+            << "size:          " << info.bytes << " bytes ("
+            << static_cast<double>(info.bytes) / (1 << 30) << " GiB)\n"
             << "tokenizer:     " << tokenizer << "\n";
   return 0;
 }
@@ -99,7 +106,9 @@ int cmd_tokenize(int argc, char** argv) {
   std::string tokenizer, text;
   bool no_bos = false, special = false;
   ArgParser p("sandwich-model tokenize", "Print the token ids of a text.");
-  p.add("--tokenizer", &tokenizer, "tokenizer file or model (GGUF, tokenizer.model, tokenizer.json, tokenizer.bin, HF folder)", "T");
+  p.add("--tokenizer", &tokenizer,
+        "tokenizer file or model (GGUF, tokenizer.model, tokenizer.json, tokenizer.bin, HF folder)",
+        "T");
   p.add("--text", &text, "text to encode");
   p.add_flag("--no-bos", &no_bos, "do not prepend BOS");
   p.add_flag("--special", &special, "parse special-token strings such as <|eot_id|>");
@@ -128,13 +137,16 @@ int cmd_detokenize(int argc, char** argv) {
     if (cur.empty()) return;
     const int64_t v = ArgParser::parse_int("--ids", cur);
     if (v < 0 || v >= tok->vocab_size())
-      throw CliError("token id " + cur + " is outside the vocabulary of " + std::to_string(tok->vocab_size()));
+      throw CliError("token id " + cur + " is outside the vocabulary of " +
+                     std::to_string(tok->vocab_size()));
     ids.push_back(static_cast<int32_t>(v));
     cur.clear();
   };
   for (char ch : ids_text) {
-    if (ch == ' ' || ch == ',' || ch == '\n' || ch == '\t') flush();
-    else cur += ch;
+    if (ch == ' ' || ch == ',' || ch == '\n' || ch == '\t')
+      flush();
+    else
+      cur += ch;
   }
   flush();
   std::cout << tok->decode(ids, keep_special) << "\n";

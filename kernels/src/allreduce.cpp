@@ -15,21 +15,33 @@ namespace {
 
 constexpr size_t kLine = 64;
 
-size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t round_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
 
 // Spins on a flag shared with other processes; yields once it has spun for a while so an
 // oversubscribed machine still makes progress.
 inline void wait_at_least(const std::atomic<uint64_t>& f, uint64_t v) {
   for (int i = 0; f.load(std::memory_order_acquire) < v; ++i) {
-    if (i < 4096) _mm_pause();
-    else sched_yield();
+    if (i < 4096)
+      _mm_pause();
+    else
+      sched_yield();
   }
 }
 
-inline float to_f32(float v) { return v; }
-inline float to_f32(bf16_t v) { return bf16_to_f32(v); }
-inline void from_f32(float& d, float v) { d = v; }
-inline void from_f32(bf16_t& d, float v) { d = f32_to_bf16(v); }
+inline float to_f32(float v) {
+  return v;
+}
+inline float to_f32(bf16_t v) {
+  return bf16_to_f32(v);
+}
+inline void from_f32(float& d, float v) {
+  d = v;
+}
+inline void from_f32(bf16_t& d, float v) {
+  d = f32_to_bf16(v);
+}
 
 // out[i] = src[0][i] + src[1][i] + ... in that order, for i in [0, n); FP32 sums. Blocks of
 // 16 lanes so the compiler keeps it in vector registers; BF16 converts exactly as the scalar
@@ -51,7 +63,8 @@ void sum_f32_512(const float* const* src, int R, size_t n, float* out) {
 }
 void sum_bf16_512(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
   auto widen = [](const bf16_t* p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
   };
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -90,7 +103,8 @@ template <class T>
 std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
   const size_t per_line = kLine / sizeof(T);
   const size_t lines = (n + per_line - 1) / per_line;
-  const size_t b = std::min(n, lines * c / parts * per_line), e = std::min(n, lines * (c + 1) / parts * per_line);
+  const size_t b = std::min(n, lines * c / parts * per_line),
+               e = std::min(n, lines * (c + 1) / parts * per_line);
   return {b, e};
 }
 
@@ -98,22 +112,29 @@ std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
 
 size_t ShmAllReduce::region_bytes(int ranks, size_t capacity_bytes) {
   const size_t cap = round_up(capacity_bytes, kLine);
-  return flag_count(ranks) * kLine + static_cast<size_t>(ranks) * cap + 2 * static_cast<size_t>(ranks) * kOnePhaseBytes +
-         2 * cap;
+  return flag_count(ranks) * kLine + static_cast<size_t>(ranks) * cap +
+         2 * static_cast<size_t>(ranks) * kOnePhaseBytes + 2 * cap;
 }
 
 ShmAllReduce::ShmAllReduce(void* region, int ranks, int rank, size_t capacity_bytes)
-    : base_(static_cast<uint8_t*>(region)), ranks_(ranks), rank_(rank), capacity_(round_up(capacity_bytes, kLine)) {
+    : base_(static_cast<uint8_t*>(region)),
+      ranks_(ranks),
+      rank_(rank),
+      capacity_(round_up(capacity_bytes, kLine)) {
   if (ranks < 1 || ranks > 64 || rank < 0 || rank >= ranks)
-    throw std::invalid_argument("all-reduce: invalid rank " + std::to_string(rank) + " of " + std::to_string(ranks));
-  if (reinterpret_cast<uintptr_t>(region) % kLine) throw std::invalid_argument("all-reduce: region must be 64-byte aligned");
+    throw std::invalid_argument("all-reduce: invalid rank " + std::to_string(rank) + " of " +
+                                std::to_string(ranks));
+  if (reinterpret_cast<uintptr_t>(region) % kLine)
+    throw std::invalid_argument("all-reduce: region must be 64-byte aligned");
 }
 
 std::atomic<uint64_t>& ShmAllReduce::flag(size_t index) const {
   return *reinterpret_cast<std::atomic<uint64_t>*>(base_ + index * kLine);
 }
 
-uint8_t* ShmAllReduce::slot(int r) const { return base_ + flag_count(ranks_) * kLine + static_cast<size_t>(r) * capacity_; }
+uint8_t* ShmAllReduce::slot(int r) const {
+  return base_ + flag_count(ranks_) * kLine + static_cast<size_t>(r) * capacity_;
+}
 
 uint8_t* ShmAllReduce::small_slot(int set, int r) const {
   return base_ + flag_count(ranks_) * kLine + static_cast<size_t>(ranks_) * capacity_ +
@@ -176,8 +197,8 @@ void ShmAllReduce::reduce_one_phase(T* data, size_t n) {
 template <class T>
 void ShmAllReduce::reduce(T* data, size_t n) {
   if (n * sizeof(T) > capacity_)
-    throw std::length_error("all-reduce of " + std::to_string(n * sizeof(T)) + " bytes exceeds the segment's " +
-                            std::to_string(capacity_));
+    throw std::length_error("all-reduce of " + std::to_string(n * sizeof(T)) +
+                            " bytes exceeds the segment's " + std::to_string(capacity_));
   if (ranks_ == 1 || n == 0) return;
   T* mine = reinterpret_cast<T*>(slot(rank_));
   if (data == mine) return reduce_in_place<T>(n);
@@ -207,10 +228,18 @@ void ShmAllReduce::reduce_naive(T* data, size_t n) {
   std::memcpy(data, res, n * sizeof(T));
 }
 
-void ShmAllReduce::all_reduce(float* data, size_t n) { reduce(data, n); }
-void ShmAllReduce::all_reduce(bf16_t* data, size_t n) { reduce(data, n); }
-void ShmAllReduce::all_reduce_naive(float* data, size_t n) { reduce_naive(data, n); }
-void ShmAllReduce::all_reduce_naive(bf16_t* data, size_t n) { reduce_naive(data, n); }
+void ShmAllReduce::all_reduce(float* data, size_t n) {
+  reduce(data, n);
+}
+void ShmAllReduce::all_reduce(bf16_t* data, size_t n) {
+  reduce(data, n);
+}
+void ShmAllReduce::all_reduce_naive(float* data, size_t n) {
+  reduce_naive(data, n);
+}
+void ShmAllReduce::all_reduce_naive(bf16_t* data, size_t n) {
+  reduce_naive(data, n);
+}
 
 void ShmAllReduce::barrier() {
   const uint64_t target = ++barriers_ * static_cast<uint64_t>(ranks_);

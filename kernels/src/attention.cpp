@@ -35,7 +35,8 @@ void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_hea
       for (int32_t p = 0; p < n_ctx; ++p) {
         const float* kb = kv.key(block_table[p / kKVBlock], kv_head) + p % kKVBlock;
         double s = 0;
-        for (int32_t d = 0; d < hd; ++d) s += static_cast<double>(qr[d]) * kb[int64_t{d} * kKVBlock];
+        for (int32_t d = 0; d < hd; ++d)
+          s += static_cast<double>(qr[d]) * kb[int64_t{d} * kKVBlock];
         scores[p] = static_cast<float>(s) * scale;
       }
       float mx = *std::max_element(scores.begin(), scores.end());
@@ -62,9 +63,11 @@ constexpr int kRows = 4;  // query rows sharing each K/V block load
 // hide the FMA latency (one chain per row and 16 dims left this half of attention latency-bound).
 // Rows past a row's visible positions have p = 0.
 template <int NR>
-__attribute__((target("avx512f"), always_inline)) inline void pv_block(const float (*p)[kKVBlock], const float* corr,
-                                                                      const float* vb, int32_t hd, int32_t vis,
-                                                                      float (*acc)[1024]) {
+__attribute__((target("avx512f"), always_inline)) inline void pv_block(const float (*p)[kKVBlock],
+                                                                       const float* corr,
+                                                                       const float* vb, int32_t hd,
+                                                                       int32_t vis,
+                                                                       float (*acc)[1024]) {
   for (int32_t d0 = 0; d0 < hd; d0 += 64) {
     __mmask16 dm[4];
 #pragma GCC unroll 4
@@ -74,7 +77,8 @@ __attribute__((target("avx512f"), always_inline)) inline void pv_block(const flo
     for (int i = 0; i < NR; ++i)
 #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v)
-        a[i][v] = _mm512_mul_ps(_mm512_maskz_load_ps(dm[v], acc[i] + d0 + 16 * v), _mm512_set1_ps(corr[i]));
+        a[i][v] = _mm512_mul_ps(_mm512_maskz_load_ps(dm[v], acc[i] + d0 + 16 * v),
+                                _mm512_set1_ps(corr[i]));
     for (int32_t j = 0; j < vis; ++j) {
       const float* vr = vb + int64_t{j} * hd + d0;
       __m512 vv[4];
@@ -97,8 +101,9 @@ __attribute__((target("avx512f"), always_inline)) inline void pv_block(const flo
 // Rows r of a chunk: token t = r / group, head g = r % group.
 __attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const int32_t* block_table,
                                                       int32_t kv_head, const float* q, int64_t ldq,
-                                                      int32_t n_tok, int32_t group, int32_t start_pos,
-                                                      float scale, float* out, int64_t ldo) {
+                                                      int32_t n_tok, int32_t group,
+                                                      int32_t start_pos, float scale, float* out,
+                                                      int64_t ldo) {
   const int32_t hd = kv.head_dim;
   const int32_t n_rows = n_tok * group;
   // Per-row running output, max and sum; hd <= 1024 is checked by the model config.
@@ -158,19 +163,29 @@ __attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const i
         const __mmask16 vis = simd::tail_mask(visible);
         sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), vis, sv);
         const float m_new = std::max(m[i], _mm512_reduce_max_ps(sv));
-        const __m512 e = _mm512_maskz_mov_ps(vis, simd::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(m_new))));
+        const __m512 e =
+            _mm512_maskz_mov_ps(vis, simd::exp512(_mm512_sub_ps(sv, _mm512_set1_ps(m_new))));
         corr[i] = std::exp(m[i] - m_new);
         l[i] = l[i] * corr[i] + _mm512_reduce_add_ps(e);
         m[i] = m_new;
         _mm512_store_ps(p[i], e);
       }
       int32_t vis_max = 0;
-      for (int i = 0; i < nr; ++i) vis_max = std::max(vis_max, std::min<int32_t>(kKVBlock, limit[i] - b * kKVBlock));
+      for (int i = 0; i < nr; ++i)
+        vis_max = std::max(vis_max, std::min<int32_t>(kKVBlock, limit[i] - b * kKVBlock));
       switch (nr) {
-        case 1: pv_block<1>(p, corr, vb, hd, vis_max, acc); break;
-        case 2: pv_block<2>(p, corr, vb, hd, vis_max, acc); break;
-        case 3: pv_block<3>(p, corr, vb, hd, vis_max, acc); break;
-        default: pv_block<kRows>(p, corr, vb, hd, vis_max, acc); break;
+        case 1:
+          pv_block<1>(p, corr, vb, hd, vis_max, acc);
+          break;
+        case 2:
+          pv_block<2>(p, corr, vb, hd, vis_max, acc);
+          break;
+        case 3:
+          pv_block<3>(p, corr, vb, hd, vis_max, acc);
+          break;
+        default:
+          pv_block<kRows>(p, corr, vb, hd, vis_max, acc);
+          break;
       }
     }
     for (int i = 0; i < nr; ++i) {
@@ -183,10 +198,11 @@ __attribute__((target("avx512f"))) void attention_512(const PagedKV& kv, const i
 }  // namespace
 
 void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-               int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
-               int64_t ldo) {
+               int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+               float* out, int64_t ldo) {
   if (simd::has_avx512() && kv.head_dim % 2 == 0 && kv.head_dim <= 1024)
-    return attention_512(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+    return attention_512(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out,
+                         ldo);
   attention_ref(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
 }
 

@@ -25,7 +25,9 @@ MachineModel& machine_model() {
 
 namespace {
 
-int lanes(Isa isa) { return isa == Isa::Avx512Bf16 || isa == Isa::Avx512 ? 16 : isa == Isa::Avx2 ? 8 : 1; }
+int lanes(Isa isa) {
+  return isa == Isa::Avx512Bf16 || isa == Isa::Avx512 ? 16 : isa == Isa::Avx2 ? 8 : 1;
+}
 
 // Cycles of one K step of a tile: FMA throughput (2 pipes), the FMA latency chain (6 cycles per
 // accumulator set), and loads (B vectors plus one broadcast per row, 2 per cycle).
@@ -39,7 +41,9 @@ double step_cycles(const MicroKernel& k) {
 }
 
 // Cycles of a call besides its steps: loading and storing the C tile, the call itself.
-double call_cycles(const MicroKernel& k) { return 20.0 + 2.0 * k.um * k.un / lanes(k.isa); }
+double call_cycles(const MicroKernel& k) {
+  return 20.0 + 2.0 * k.um * k.un / lanes(k.isa);
+}
 
 struct Share {
   double m, panels, steps;
@@ -51,7 +55,8 @@ Share busiest(const GemmShape& s, const Schedule& c) {
   const double m_tiles = std::ceil(double(s.m) / c.um);
   const double panels = std::ceil(double(s.n) / kPanel);
   const double steps = std::ceil(s.k / g);
-  return {std::min<double>(s.m, std::ceil(m_tiles / c.tm) * c.um), std::ceil(panels / c.tn), std::ceil(steps / c.tk)};
+  return {std::min<double>(s.m, std::ceil(m_tiles / c.tm) * c.um), std::ceil(panels / c.tn),
+          std::ceil(steps / c.tk)};
 }
 
 }  // namespace
@@ -82,8 +87,8 @@ double predict_seconds(const GemmShape& s, const Schedule& c) {
   const double chunk = bk_steps * c.un * g * wes;
   if (chunk > mm.l1_bytes / 2 && sh.m > c.um) {
     const double l2_cycles = c.un * g * wes / 32.0;  // per step of a tile
-    cycles += std::max(0.0, l2_cycles - step_cycles(*k) * 0.5) * std::ceil(sh.m / c.um) * subpanels * sh.panels *
-              sh.steps * mats;
+    cycles += std::max(0.0, l2_cycles - step_cycles(*k) * 0.5) * std::ceil(sh.m / c.um) *
+              subpanels * sh.panels * sh.steps * mats;
   }
   const double t_compute = cycles / mm.clock_hz;
 
@@ -94,13 +99,17 @@ double predict_seconds(const GemmShape& s, const Schedule& c) {
   const double a_bytes = sh.m * sh.steps * g * aes;
   const double n_slices = std::ceil(sh.panels * kPanel / c.bn);
   const double a_traffic = a_bytes * (a_bytes > mm.l2_bytes / 2 ? n_slices : 1.0);
-  const double c_slice = std::min<double>(c.bm, sh.m) * std::min<double>(c.bn, sh.panels * kPanel) * 4.0 * mats;
-  const double c_traffic =
-      c_slice > mm.l2_bytes / 2 ? sh.m * sh.panels * kPanel * 4.0 * mats * 2.0 * k_blocks : sh.m * sh.panels * kPanel * 4.0;
+  const double c_slice =
+      std::min<double>(c.bm, sh.m) * std::min<double>(c.bn, sh.panels * kPanel) * 4.0 * mats;
+  const double c_traffic = c_slice > mm.l2_bytes / 2
+                               ? sh.m * sh.panels * kPanel * 4.0 * mats * 2.0 * k_blocks
+                               : sh.m * sh.panels * kPanel * 4.0;
   const double bw = std::min(mm.dram_bytes_per_s_per_core, mm.dram_bytes_per_s_total / s.threads);
   const double t_mem = (w_bytes + a_traffic + c_traffic) / bw;
 
-  const double t_reduce = c.tk > 1 ? (c.tk - 1) * double(s.m) * sh.panels * c.tn * kPanel * 4.0 * 2 / mm.dram_bytes_per_s_total : 0.0;
+  const double t_reduce = c.tk > 1 ? (c.tk - 1) * double(s.m) * sh.panels * c.tn * kPanel * 4.0 *
+                                         2 / mm.dram_bytes_per_s_total
+                                   : 0.0;
   return std::max(t_compute, t_mem) + 0.05 * std::min(t_compute, t_mem) + t_reduce +
          mm.region_overhead_s * (c.tk > 1 ? 2 : 1);
 }
@@ -117,7 +126,9 @@ Schedule choose(const GemmShape& s) {
   Schedule best;
   double best_t = 1e30;
   for (const MicroKernel& k : microkernel_table()) {
-    if (k.isa != isa || k.weights != s.weights || k.um > std::max<int64_t>(s.m, 1) || !cpu_has(k.isa)) continue;
+    if (k.isa != isa || k.weights != s.weights || k.um > std::max<int64_t>(s.m, 1) ||
+        !cpu_has(k.isa))
+      continue;
     for (int tm = 1; tm <= s.threads; ++tm)
       for (int tk = 1; tm * tk <= s.threads; ++tk) {
         if (s.threads % (tm * tk)) continue;
@@ -143,7 +154,8 @@ Schedule choose(const GemmShape& s) {
             int64_t bm = static_cast<int64_t>(mm.l2_bytes / 4 / a_row) / k.um * k.um;
             bm = std::clamp<int64_t>(bm, k.um, static_cast<int64_t>(std::ceil(sh.m / k.um)) * k.um);
             c.bm = bm;
-            int64_t bn = static_cast<int64_t>(mm.l2_bytes / 4 / (4.0 * bm * (s.pair ? 2 : 1))) / kPanel * kPanel;
+            int64_t bn = static_cast<int64_t>(mm.l2_bytes / 4 / (4.0 * bm * (s.pair ? 2 : 1))) /
+                         kPanel * kPanel;
             c.bn = std::clamp<int64_t>(bn, kPanel, static_cast<int64_t>(sh.panels) * kPanel);
             // Equal slices: a short last slice re-streams the A block for little work (measured
             // 666 -> 786 GFLOPS at 128x1152x2304 with 9 panels a thread as one slice, not 7 + 2).
@@ -169,7 +181,8 @@ Schedule choose(const GemmShape& s) {
       }
   }
   if (best_t >= 1e30)
-    throw std::runtime_error("no micro-kernel for " + std::string(dtype_name(s.weights)) + " weights on this CPU");
+    throw std::runtime_error("no micro-kernel for " + std::string(dtype_name(s.weights)) +
+                             " weights on this CPU");
   return best;
 }
 

@@ -61,26 +61,28 @@ struct Job {
   const PackedWeight* w;
   const PackedWeight* up;  // the gate/up pair when set
   GemmArgs a;
-  int64_t n1, ncols;   // resolved column end, n1 - n0
-  int64_t kk;          // K width of the range [k0, k1)
-  int64_t steps;       // K steps of the range (the last one zero-padded)
-  int64_t step0;       // k0 / g: the range's first step inside a panel
-  int64_t p0, p1;      // panel range
-  int g;               // K elements per step
-  size_t a_es, w_es;   // element sizes of packed activations and weights
+  int64_t n1, ncols;  // resolved column end, n1 - n0
+  int64_t kk;         // K width of the range [k0, k1)
+  int64_t steps;      // K steps of the range (the last one zero-padded)
+  int64_t step0;      // k0 / g: the range's first step inside a panel
+  int64_t p0, p1;     // panel range
+  int g;              // K elements per step
+  size_t a_es, w_es;  // element sizes of packed activations and weights
   Schedule s;
   const MicroKernel* tiles[32] = {};  // by height, all of width s.un
-  unsigned char* A;    // packed activations: rows [r, r + h) start at element r * steps * g
-  float* partial;      // split-k: (tk - 1) x m x (p1 - p0) * 64 sums of K shares 1..tk-1
+  unsigned char* A;  // packed activations: rows [r, r + h) start at element r * steps * g
+  float* partial;    // split-k: (tk - 1) x m x (p1 - p0) * 64 sums of K shares 1..tk-1
 };
 
 const unsigned char* b_at(const Job& j, const PackedWeight& w, int64_t p, int64_t step, int c0) {
   return static_cast<const unsigned char*>(w.data) + static_cast<size_t>(p) * w.panel_bytes() +
-         (static_cast<size_t>(j.step0 + step) * kPanel * j.g + static_cast<size_t>(c0) * j.g) * j.w_es;
+         (static_cast<size_t>(j.step0 + step) * kPanel * j.g + static_cast<size_t>(c0) * j.g) *
+             j.w_es;
 }
 
 const unsigned char* a_at(const Job& j, int64_t r, int h, int64_t step) {
-  return j.A + (static_cast<size_t>(r) * j.steps * j.g + static_cast<size_t>(step) * h * j.g) * j.a_es;
+  return j.A +
+         (static_cast<size_t>(r) * j.steps * j.g + static_cast<size_t>(step) * h * j.g) * j.a_es;
 }
 
 // C[rows r0..r0+mb) x panel p] (=|+=) A * B over K steps [s0, s0 + sc), into c (row stride
@@ -90,8 +92,8 @@ const unsigned char* a_at(const Job& j, int64_t r, int h, int64_t step) {
 // whole panel row: decode streams at DRAM bandwidth this way), two or three tiles 2 each,
 // more tiles 1 each until the chunk is covered. The next chunk then arrives while this one is
 // computed instead of stalling the first tile that needs it.
-void run_block(const Job& j, const PackedWeight& w, int64_t p, int64_t r0, int64_t mb, int64_t s0, int64_t sc,
-               float* c, int64_t ldc, bool accumulate, const unsigned char* next) {
+void run_block(const Job& j, const PackedWeight& w, int64_t p, int64_t r0, int64_t mb, int64_t s0,
+               int64_t sc, float* c, int64_t ldc, bool accumulate, const unsigned char* next) {
   const Schedule& s = j.s;
   const int64_t tiles = (mb + s.um - 1) / s.um * (kPanel / s.un);
   const int rate_idx = tiles == 1 ? 3 : tiles < 4 ? 2 : 1;  // fn[i] fetches 2^(i-1) lines a step
@@ -104,8 +106,8 @@ void run_block(const Job& j, const PackedWeight& w, int64_t p, int64_t r0, int64
     for (int64_t r = r0; r < m_end; r += s.um) {
       const int h = static_cast<int>(std::min<int64_t>(s.um, j.a.m - r));
       const bool fetch = next && fetched < chunk;
-      j.tiles[h]->fn[fetch ? rate_idx : 0](a_at(j, r, h, s0), b, sc, c + (r - r0) * ldc + c0, ldc, accumulate,
-                                           fetch ? next + fetched : nullptr);
+      j.tiles[h]->fn[fetch ? rate_idx : 0](a_at(j, r, h, s0), b, sc, c + (r - r0) * ldc + c0, ldc,
+                                           accumulate, fetch ? next + fetched : nullptr);
       if (fetch) fetched += per_tile;
     }
   }
@@ -113,12 +115,14 @@ void run_block(const Job& j, const PackedWeight& w, int64_t p, int64_t r0, int64
 
 // Row stride of a C slice buffer `width` floats wide: padded off multiples of 4 KiB, whose rows
 // would share L1 sets.
-int64_t slice_stride(int64_t width) { return width % 1024 == 0 ? width + 16 : width; }
+int64_t slice_stride(int64_t width) {
+  return width % 1024 == 0 ? width + 16 : width;
+}
 
 // Writes a finished C slice (rows x width, row stride ldc) to y's columns [0, valid) with the
 // epilogue: store, add (residual or split-k partial), or silu(gate) * up.
-void write_slice(const float* c, const float* up, int64_t ldc, int64_t rows, int64_t valid, float* y, int64_t ldy,
-                 bool add) {
+void write_slice(const float* c, const float* up, int64_t ldc, int64_t rows, int64_t valid,
+                 float* y, int64_t ldy, bool add) {
   for (int64_t r = 0; r < rows; ++r) {
     float* yr = y + r * ldy;
     const float* cr = c + r * ldc;
@@ -154,7 +158,8 @@ void thread_body(const Job& j, int tid, float* y, int64_t ldy, bool add) {
   slices.clear();
   const int64_t np = j.p1 - j.p0;
   const int64_t plo = j.p0 + np * in / s.tn, phi = j.p0 + np * (in + 1) / s.tn;
-  for (int64_t pp = plo; pp < phi; pp += bn_panels) slices.emplace_back(pp, std::min(bn_panels, phi - pp));
+  for (int64_t pp = plo; pp < phi; pp += bn_panels)
+    slices.emplace_back(pp, std::min(bn_panels, phi - pp));
   if (slices.empty()) return;
   int64_t widest = 0;
   for (auto& sl : slices) widest = std::max(widest, sl.second);
@@ -194,7 +199,8 @@ void thread_body(const Job& j, int tid, float* y, int64_t ldy, bool add) {
         }
       }
       const int64_t col0 = pp * kPanel - j.a.n0;
-      write_slice(cbuf, ubuf, ldc, mb, std::min(pn * kPanel, j.ncols - col0), y + m0 * ldy + col0, ldy, add);
+      write_slice(cbuf, ubuf, ldc, mb, std::min(pn * kPanel, j.ncols - col0), y + m0 * ldy + col0,
+                  ldy, add);
     }
   }
 }
@@ -217,20 +223,25 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
   j.a = args;
   j.n1 = args.n1 < 0 ? w.n : args.n1;
   const int64_t k1 = args.k1 < 0 ? w.k : args.k1;
-  if (!w.data) throw std::invalid_argument("gemm: the weight has no buffer (set PackedWeight::data)");
-  if (w.dtype != DType::F32 && w.dtype != DType::BF16) throw std::invalid_argument("gemm: weights must be f32 or bf16");
+  if (!w.data)
+    throw std::invalid_argument("gemm: the weight has no buffer (set PackedWeight::data)");
+  if (w.dtype != DType::F32 && w.dtype != DType::BF16)
+    throw std::invalid_argument("gemm: weights must be f32 or bf16");
   if (args.m < 0) throw std::invalid_argument("gemm: negative m");
   if (args.n0 < 0 || args.n0 >= j.n1 || j.n1 > w.n || args.n0 % shard_granularity_n(w) != 0)
-    throw std::invalid_argument("gemm: output columns [" + std::to_string(args.n0) + ", " + std::to_string(j.n1) +
-                                ") must lie in the weight's " + std::to_string(w.n) + " and start on a multiple of " +
+    throw std::invalid_argument("gemm: output columns [" + std::to_string(args.n0) + ", " +
+                                std::to_string(j.n1) + ") must lie in the weight's " +
+                                std::to_string(w.n) + " and start on a multiple of " +
                                 std::to_string(shard_granularity_n(w)));
   if (args.k0 < 0 || args.k0 >= k1 || k1 > w.k || args.k0 % shard_granularity_k(w) != 0)
-    throw std::invalid_argument("gemm: input columns [" + std::to_string(args.k0) + ", " + std::to_string(k1) +
-                                ") must lie in the weight's " + std::to_string(w.k) + " and start on a multiple of " +
+    throw std::invalid_argument("gemm: input columns [" + std::to_string(args.k0) + ", " +
+                                std::to_string(k1) + ") must lie in the weight's " +
+                                std::to_string(w.k) + " and start on a multiple of " +
                                 std::to_string(shard_granularity_k(w)));
   if (args.m == 0) return;
   if (!args.x || !args.y || args.ldx < k1 - args.k0 || args.ldy < j.n1 - args.n0)
-    throw std::invalid_argument("gemm: x and y must be set, with ldx >= k1 - k0 and ldy >= n1 - n0");
+    throw std::invalid_argument(
+        "gemm: x and y must be set, with ldx >= k1 - k0 and ldy >= n1 - n0");
   j.g = k_group(w.dtype);
   j.kk = k1 - args.k0;
   j.steps = (j.kk + j.g - 1) / j.g;
@@ -252,13 +263,15 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
   for (int h = 1; h <= j.s.um; ++h) j.tiles[h] = find_microkernel(j.s.isa, w.dtype, h, j.s.un);
   j.a_es = dtype_size(activation_type(j.s.isa, w.dtype));
   j.w_es = dtype_size(w.dtype);
-  j.A = static_cast<unsigned char*>(shared_a.get(static_cast<size_t>(args.m) * j.steps * j.g * j.a_es + 64));
+  j.A = static_cast<unsigned char*>(
+      shared_a.get(static_cast<size_t>(args.m) * j.steps * j.g * j.a_es + 64));
   const int64_t a_panels = (args.m + j.s.um - 1) / j.s.um;
   const bool caller_packs = args.m * j.kk < kCallerPacksBelow || team.size() == 1;
   if (caller_packs) pack_panels(j, 0, a_panels);
   const int tk = j.s.tk;
   const int64_t pwidth = (j.p1 - j.p0) * kPanel;
-  j.partial = tk > 1 ? static_cast<float*>(shared_partial.get(static_cast<size_t>(tk - 1) * args.m * pwidth * 4))
+  j.partial = tk > 1 ? static_cast<float*>(
+                           shared_partial.get(static_cast<size_t>(tk - 1) * args.m * pwidth * 4))
                      : nullptr;
   const bool y_acc = args.epilogue == Epilogue::Accumulate;
   team.run([&](int tid, int nt) {
@@ -290,15 +303,19 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
 
 }  // namespace
 
-int64_t shard_granularity_n(const PackedWeight& w) { return w.panel > 0 ? w.panel : kPanel; }
-int64_t shard_granularity_k(const PackedWeight& w) { return k_group(w.dtype); }
+int64_t shard_granularity_n(const PackedWeight& w) {
+  return w.panel > 0 ? w.panel : kPanel;
+}
+int64_t shard_granularity_k(const PackedWeight& w) {
+  return k_group(w.dtype);
+}
 
 void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team, const Schedule* schedule) {
   run(w, nullptr, a, team, schedule);
 }
 
-void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a, ThreadTeam& team,
-                   const Schedule* schedule) {
+void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a,
+                   ThreadTeam& team, const Schedule* schedule) {
   if (gate.n != up.n || gate.k != up.k || gate.dtype != up.dtype)
     throw std::invalid_argument("gemm_silu_mul: gate and up differ in shape or type");
   if (!up.data) throw std::invalid_argument("gemm_silu_mul: the up weight has no buffer");

@@ -10,8 +10,8 @@ void add_avx2_microkernels(std::vector<MicroKernel>& t);
 void add_scalar_microkernels(std::vector<MicroKernel>& t);
 
 std::string MicroKernel::name() const {
-  return std::string(isa_name(isa)) + "_" + std::string(dtype_name(weights)) + "_" + std::to_string(um) + "x" +
-         std::to_string(un);
+  return std::string(isa_name(isa)) + "_" + std::string(dtype_name(weights)) + "_" +
+         std::to_string(um) + "x" + std::to_string(un);
 }
 
 const std::vector<MicroKernel>& microkernel_table() {

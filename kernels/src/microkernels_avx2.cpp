@@ -21,11 +21,13 @@ __attribute__((always_inline)) inline void prefetch_lines(const char* pf) {
 }
 
 template <int UM, int V, bool ACC, int PF>
-__attribute__((always_inline)) inline void bf16_body(const float* a, const uint16_t* b, int64_t steps, float* c,
-                                                     int64_t ldc, const char* pf) {
+__attribute__((always_inline)) inline void bf16_body(const float* a, const uint16_t* b,
+                                                     int64_t steps, float* c, int64_t ldc,
+                                                     const char* pf) {
   __m256 acc[UM * V];
 #pragma GCC unroll 16
-  for (int i = 0; i < UM * V; ++i) acc[i] = ACC ? _mm256_loadu_ps(c + (i / V) * ldc + 8 * (i % V)) : _mm256_setzero_ps();
+  for (int i = 0; i < UM * V; ++i)
+    acc[i] = ACC ? _mm256_loadu_ps(c + (i / V) * ldc + 8 * (i % V)) : _mm256_setzero_ps();
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t j = 0; j < steps; ++j) {
     const uint16_t* bp = b + j * 2 * kPanel;
@@ -48,11 +50,12 @@ __attribute__((always_inline)) inline void bf16_body(const float* a, const uint1
 }
 
 template <int UM, int V, bool ACC, int PF>
-__attribute__((always_inline)) inline void f32_body(const float* a, const float* b, int64_t steps, float* c,
-                                                    int64_t ldc, const char* pf) {
+__attribute__((always_inline)) inline void f32_body(const float* a, const float* b, int64_t steps,
+                                                    float* c, int64_t ldc, const char* pf) {
   __m256 acc[UM * V];
 #pragma GCC unroll 16
-  for (int i = 0; i < UM * V; ++i) acc[i] = ACC ? _mm256_loadu_ps(c + (i / V) * ldc + 8 * (i % V)) : _mm256_setzero_ps();
+  for (int i = 0; i < UM * V; ++i)
+    acc[i] = ACC ? _mm256_loadu_ps(c + (i / V) * ldc + 8 * (i % V)) : _mm256_setzero_ps();
   for (int64_t j = 0; j < steps; ++j) {
     const float* bp = b + j * kPanel;
     const float* ap = a + j * UM;
@@ -61,7 +64,8 @@ __attribute__((always_inline)) inline void f32_body(const float* a, const float*
     for (int v = 0; v < V; ++v) {
       const __m256 bv = _mm256_load_ps(bp + 8 * v);
 #pragma GCC unroll 16
-      for (int m = 0; m < UM; ++m) acc[m * V + v] = _mm256_fmadd_ps(_mm256_broadcast_ss(ap + m), bv, acc[m * V + v]);
+      for (int m = 0; m < UM; ++m)
+        acc[m * V + v] = _mm256_fmadd_ps(_mm256_broadcast_ss(ap + m), bv, acc[m * V + v]);
     }
   }
 #pragma GCC unroll 16
@@ -69,7 +73,8 @@ __attribute__((always_inline)) inline void f32_body(const float* a, const float*
 }
 
 template <int UM, int V, int PF>
-void bf16_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate, const void* pf) {
+void bf16_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate,
+               const void* pf) {
   const auto* ap = static_cast<const float*>(a);
   const auto* bp = static_cast<const uint16_t*>(b);
   const auto* pfp = static_cast<const char*>(pf);
@@ -80,7 +85,8 @@ void bf16_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ld
 }
 
 template <int UM, int V, int PF>
-void f32_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate, const void* pf) {
+void f32_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate,
+              const void* pf) {
   const auto* ap = static_cast<const float*>(a);
   const auto* bp = static_cast<const float*>(b);
   const auto* pfp = static_cast<const char*>(pf);
@@ -94,20 +100,36 @@ void f32_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc
 
 constexpr int kRegisters = 16;
 // BF16: the accumulators, the even/odd halves of one B vector and two broadcasts.
-constexpr int bf16_registers(int um, int v) { return um * v + 4; }
+constexpr int bf16_registers(int um, int v) {
+  return um * v + 4;
+}
 // F32: the accumulators, one B vector and one broadcast.
-constexpr int f32_registers(int um, int v) { return um * v + 2; }
+constexpr int f32_registers(int um, int v) {
+  return um * v + 2;
+}
 
 template <int V, int... I>
 void add_bf16(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
-  (t.push_back({Isa::Avx2, DType::BF16, I + 1, 8 * V, bf16_registers(I + 1, V), 1,
-                {&bf16_tile<I + 1, V, 0>, &bf16_tile<I + 1, V, 1>, &bf16_tile<I + 1, V, 2>, &bf16_tile<I + 1, V, 4>}}),
+  (t.push_back({Isa::Avx2,
+                DType::BF16,
+                I + 1,
+                8 * V,
+                bf16_registers(I + 1, V),
+                1,
+                {&bf16_tile<I + 1, V, 0>, &bf16_tile<I + 1, V, 1>, &bf16_tile<I + 1, V, 2>,
+                 &bf16_tile<I + 1, V, 4>}}),
    ...);
 }
 template <int V, int... I>
 void add_f32(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
-  (t.push_back({Isa::Avx2, DType::F32, I + 1, 8 * V, f32_registers(I + 1, V), 1,
-                {&f32_tile<I + 1, V, 0>, &f32_tile<I + 1, V, 1>, &f32_tile<I + 1, V, 2>, &f32_tile<I + 1, V, 4>}}),
+  (t.push_back({Isa::Avx2,
+                DType::F32,
+                I + 1,
+                8 * V,
+                f32_registers(I + 1, V),
+                1,
+                {&f32_tile<I + 1, V, 0>, &f32_tile<I + 1, V, 1>, &f32_tile<I + 1, V, 2>,
+                 &f32_tile<I + 1, V, 4>}}),
    ...);
 }
 

@@ -29,15 +29,17 @@ __attribute__((always_inline)) inline void prefetch_lines(const char* pf) {
 // The flat accumulator array, the unroll pragmas and the compile-time flags keep every
 // accumulator in a register (GCC otherwise bounces the tile through the stack).
 template <int UM, int V, int S, bool ACC, int PF>
-__attribute__((always_inline)) inline void bf16_body(const uint32_t* a, const uint16_t* b, int64_t steps, float* c,
-                                                     int64_t ldc, const char* pf) {
+__attribute__((always_inline)) inline void bf16_body(const uint32_t* a, const uint16_t* b,
+                                                     int64_t steps, float* c, int64_t ldc,
+                                                     const char* pf) {
   __m512 acc[S][UM * V];
 #pragma GCC unroll 64
   for (int i = 0; i < UM * V; ++i) {
     acc[0][i] = ACC ? _mm512_loadu_ps(c + (i / V) * ldc + 16 * (i % V)) : _mm512_setzero_ps();
     if constexpr (S == 2) acc[S - 1][i] = _mm512_setzero_ps();
   }
-  auto step = [&](int s, const uint32_t* ap, const uint16_t* bp, const char* pfp) __attribute__((always_inline)) {
+  auto step = [&](int s, const uint32_t* ap, const uint16_t* bp, const char* pfp)
+      __attribute__((always_inline)) {
     prefetch_lines<PF>(pfp);
     __m512bh bv[V];
 #pragma GCC unroll 8
@@ -46,7 +48,8 @@ __attribute__((always_inline)) inline void bf16_body(const uint32_t* a, const ui
     for (int m = 0; m < UM; ++m) {
       const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[m]));
 #pragma GCC unroll 8
-      for (int v = 0; v < V; ++v) acc[s][m * V + v] = _mm512_dpbf16_ps(acc[s][m * V + v], bv[v], av);
+      for (int v = 0; v < V; ++v)
+        acc[s][m * V + v] = _mm512_dpbf16_ps(acc[s][m * V + v], bv[v], av);
     }
   };
   int64_t j = 0;
@@ -66,15 +69,16 @@ __attribute__((always_inline)) inline void bf16_body(const uint32_t* a, const ui
 }
 
 template <int UM, int V, int S, bool ACC, int PF>
-__attribute__((always_inline)) inline void f32_body(const float* a, const float* b, int64_t steps, float* c,
-                                                    int64_t ldc, const char* pf) {
+__attribute__((always_inline)) inline void f32_body(const float* a, const float* b, int64_t steps,
+                                                    float* c, int64_t ldc, const char* pf) {
   __m512 acc[S][UM * V];
 #pragma GCC unroll 64
   for (int i = 0; i < UM * V; ++i) {
     acc[0][i] = ACC ? _mm512_loadu_ps(c + (i / V) * ldc + 16 * (i % V)) : _mm512_setzero_ps();
     if constexpr (S == 2) acc[S - 1][i] = _mm512_setzero_ps();
   }
-  auto step = [&](int s, const float* ap, const float* bp, const char* pfp) __attribute__((always_inline)) {
+  auto step = [&](int s, const float* ap, const float* bp, const char* pfp)
+      __attribute__((always_inline)) {
     prefetch_lines<PF>(pfp);
     __m512 bv[V];
 #pragma GCC unroll 8
@@ -103,7 +107,8 @@ __attribute__((always_inline)) inline void f32_body(const float* a, const float*
 }
 
 template <int UM, int V, int S, int PF>
-void bf16_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate, const void* pf) {
+void bf16_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate,
+               const void* pf) {
   const auto* ap = static_cast<const uint32_t*>(a);
   const auto* bp = static_cast<const uint16_t*>(b);
   const auto* pfp = static_cast<const char*>(pf);
@@ -114,7 +119,8 @@ void bf16_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ld
 }
 
 template <int UM, int V, int S, int PF>
-void f32_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate, const void* pf) {
+void f32_tile(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate,
+              const void* pf) {
   const auto* ap = static_cast<const float*>(a);
   const auto* bp = static_cast<const float*>(b);
   const auto* pfp = static_cast<const char*>(pf);
@@ -131,17 +137,33 @@ constexpr int kRegisters = 32;
 // Two accumulator sets when one leaves the two FMA pipes waiting on their 6-cycle latency and
 // the second still fits. 12 accumulators are the theoretical minimum; measured in L1 on Zen 5,
 // 3x64 reaches 337 GFLOPS with one set and 4x64 436 of the 448 peak, so below 16 pays off.
-constexpr int acc_sets(int um, int v) { return um * v < 16 && 2 * um * v + v + 1 <= kRegisters ? 2 : 1; }
-constexpr int registers(int um, int v) { return acc_sets(um, v) * um * v + v + 1; }
+constexpr int acc_sets(int um, int v) {
+  return um * v < 16 && 2 * um * v + v + 1 <= kRegisters ? 2 : 1;
+}
+constexpr int registers(int um, int v) {
+  return acc_sets(um, v) * um * v + v + 1;
+}
 
 template <int V, int UM>
 void add_shape(std::vector<MicroKernel>& t) {
   constexpr int S = acc_sets(UM, V);
   static_assert(registers(UM, V) <= kRegisters);
-  t.push_back({Isa::Avx512Bf16, DType::BF16, UM, 16 * V, registers(UM, V), S,
-               {&bf16_tile<UM, V, S, 0>, &bf16_tile<UM, V, S, 1>, &bf16_tile<UM, V, S, 2>, &bf16_tile<UM, V, S, 4>}});
-  t.push_back({Isa::Avx512, DType::F32, UM, 16 * V, registers(UM, V), S,
-               {&f32_tile<UM, V, S, 0>, &f32_tile<UM, V, S, 1>, &f32_tile<UM, V, S, 2>, &f32_tile<UM, V, S, 4>}});
+  t.push_back({Isa::Avx512Bf16,
+               DType::BF16,
+               UM,
+               16 * V,
+               registers(UM, V),
+               S,
+               {&bf16_tile<UM, V, S, 0>, &bf16_tile<UM, V, S, 1>, &bf16_tile<UM, V, S, 2>,
+                &bf16_tile<UM, V, S, 4>}});
+  t.push_back({Isa::Avx512,
+               DType::F32,
+               UM,
+               16 * V,
+               registers(UM, V),
+               S,
+               {&f32_tile<UM, V, S, 0>, &f32_tile<UM, V, S, 1>, &f32_tile<UM, V, S, 2>,
+                &f32_tile<UM, V, S, 4>}});
 }
 
 // Every tile height whose accumulators, B vectors and broadcast fit the 32 zmm registers.

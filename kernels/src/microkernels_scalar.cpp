@@ -9,7 +9,8 @@ namespace sandwich::kernels {
 namespace {
 
 template <int UM, DType W>
-void tile(const void* a_, const void* b_, int64_t steps, float* c, int64_t ldc, bool accumulate, const void*) {
+void tile(const void* a_, const void* b_, int64_t steps, float* c, int64_t ldc, bool accumulate,
+          const void*) {
   constexpr int g = k_group(W);
   const auto* a = static_cast<const float*>(a_);
   for (int m = 0; m < UM; ++m)
@@ -31,17 +32,31 @@ void tile(const void* a_, const void* b_, int64_t steps, float* c, int64_t ldc, 
 template <int... I>
 void add(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
   // Prefetching would not speed up a scalar loop: every variant is the plain one.
-  (t.push_back({Isa::Scalar, DType::BF16, I + 1, kPanel, 0, 1,
-                {&tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>}}),
+  (t.push_back({Isa::Scalar,
+                DType::BF16,
+                I + 1,
+                kPanel,
+                0,
+                1,
+                {&tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>,
+                 &tile<I + 1, DType::BF16>}}),
    ...);
-  (t.push_back({Isa::Scalar, DType::F32, I + 1, kPanel, 0, 1,
-                {&tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>}}),
+  (t.push_back({Isa::Scalar,
+                DType::F32,
+                I + 1,
+                kPanel,
+                0,
+                1,
+                {&tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>,
+                 &tile<I + 1, DType::F32>}}),
    ...);
 }
 
 }  // namespace
 
 // Scalar tiles keep one sum at a time, so their height only sets how often B is re-read.
-void add_scalar_microkernels(std::vector<MicroKernel>& t) { add(t, std::make_integer_sequence<int, 4>{}); }
+void add_scalar_microkernels(std::vector<MicroKernel>& t) {
+  add(t, std::make_integer_sequence<int, 4>{});
+}
 
 }  // namespace sandwich::kernels

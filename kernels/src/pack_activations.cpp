@@ -12,8 +12,10 @@ namespace sandwich::kernels {
 namespace {
 
 // x[0, k) as BF16 pairs, zero-padded to `pairs` pairs (round to nearest even, as vcvtne2ps2bf16).
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16_pairs(const float* x, int64_t k,
-                                                                                  int64_t pairs, uint32_t* out) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16_pairs(const float* x,
+                                                                                   int64_t k,
+                                                                                   int64_t pairs,
+                                                                                   uint32_t* out) {
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
     const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
@@ -41,8 +43,8 @@ void interleave(const void* const* rows_in, int64_t rows, int64_t units, void* o
 
 }  // namespace
 
-void pack_activations(Isa isa, DType weights, const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t k_steps,
-                      void* out) {
+void pack_activations(Isa isa, DType weights, const float* x, int64_t ldx, int64_t rows, int64_t k,
+                      int64_t k_steps, void* out) {
   const int g = k_group(weights);
   thread_local std::vector<uint64_t> staging;  // rows padded to whole steps (8-byte units at most)
   thread_local std::vector<const void*> row_ptrs;
@@ -67,7 +69,8 @@ void pack_activations(Isa isa, DType weights, const float* x, int64_t ldx, int64
   if (padded) {
     staging.assign(static_cast<size_t>(rows * k_steps * g + 1) / 2, 0);
     auto* st = reinterpret_cast<float*>(staging.data());
-    for (int64_t m = 0; m < rows; ++m) std::memcpy(st + m * k_steps * g, x + m * ldx, static_cast<size_t>(k) * 4);
+    for (int64_t m = 0; m < rows; ++m)
+      std::memcpy(st + m * k_steps * g, x + m * ldx, static_cast<size_t>(k) * 4);
     x = st;
     ldx = k_steps * g;
   }

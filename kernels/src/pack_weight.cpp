@@ -42,13 +42,16 @@ void pack_panels(const PackedWeight& w, const uint8_t* src, DType src_type, int6
       for (int c = 0; c < kPanel; ++c) {
         const int64_t r = p * kPanel + c;
         const uint8_t* s = nullptr;
-        if (r < w.n) s = src + static_cast<size_t>(((row_map ? row_map[r] : r) - row_base) * src_stride) * es;
+        if (r < w.n)
+          s = src + static_cast<size_t>(((row_map ? row_map[r] : r) - row_base) * src_stride) * es;
         for (int64_t j = 0; j < kb; ++j) {
           const int64_t col = k0 + j;
-          const float v = s && col < w.k ? load_as_f32(s, static_cast<size_t>(col), src_type) : 0.0f;
+          const float v =
+              s && col < w.k ? load_as_f32(s, static_cast<size_t>(col), src_type) : 0.0f;
           if (w.dtype == DType::BF16)
-            bf16_row[j] = src_type == DType::BF16 && s && col < w.k ? reinterpret_cast<const bf16_t*>(s)[col]
-                                                                      : f32_to_bf16(v);
+            bf16_row[j] = src_type == DType::BF16 && s && col < w.k
+                              ? reinterpret_cast<const bf16_t*>(s)[col]
+                              : f32_to_bf16(v);
           else
             f32_row[j] = v;
         }
@@ -67,8 +70,9 @@ void pack_panels(const PackedWeight& w, const uint8_t* src, DType src_type, int6
   }
 }
 
-void pack_range(const PackedWeight& w, const uint8_t* src, DType src_type, int64_t src_stride, const int64_t* row_map,
-                int64_t row_base, int64_t p0, int64_t p1, ThreadTeam* team) {
+void pack_range(const PackedWeight& w, const uint8_t* src, DType src_type, int64_t src_stride,
+                const int64_t* row_map, int64_t row_base, int64_t p0, int64_t p1,
+                ThreadTeam* team) {
   if (!w.data) throw std::invalid_argument("pack_weight: the weight has no buffer");
   if (src_type != DType::F32 && src_type != DType::BF16 && src_type != DType::F16)
     throw std::invalid_argument("pack_weight: unsupported source type");
@@ -83,25 +87,30 @@ void pack_range(const PackedWeight& w, const uint8_t* src, DType src_type, int64
 
 }  // namespace
 
-void pack_weight(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride, const int64_t* row_map,
-                 ThreadTeam* team) {
-  pack_range(w, static_cast<const uint8_t*>(src), src_type, src_stride, row_map, 0, 0, w.panels(), team);
+void pack_weight(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride,
+                 const int64_t* row_map, ThreadTeam* team) {
+  pack_range(w, static_cast<const uint8_t*>(src), src_type, src_stride, row_map, 0, 0, w.panels(),
+             team);
 }
 
-void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride, int64_t row0,
-                      int64_t row1, ThreadTeam* team) {
-  if (row0 % w.panel != 0 || (row1 % w.panel != 0 && row1 != w.n) || row0 < 0 || row1 > w.n || row0 > row1)
-    throw std::invalid_argument("pack_weight_rows: rows must be whole panels of " + std::to_string(w.panel));
-  pack_range(w, static_cast<const uint8_t*>(src), src_type, src_stride, nullptr, row0, row0 / w.panel,
-             (row1 + w.panel - 1) / w.panel, team);
+void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride,
+                      int64_t row0, int64_t row1, ThreadTeam* team) {
+  if (row0 % w.panel != 0 || (row1 % w.panel != 0 && row1 != w.n) || row0 < 0 || row1 > w.n ||
+      row0 > row1)
+    throw std::invalid_argument("pack_weight_rows: rows must be whole panels of " +
+                                std::to_string(w.panel));
+  pack_range(w, static_cast<const uint8_t*>(src), src_type, src_stride, nullptr, row0,
+             row0 / w.panel, (row1 + w.panel - 1) / w.panel, team);
 }
 
 void unpack_row(const PackedWeight& w, int64_t r, float* out) {
   const int64_t p = r / w.panel, c = r % w.panel;
-  const uint8_t* panel = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(p) * w.panel_bytes();
+  const uint8_t* panel =
+      static_cast<const uint8_t*>(w.data) + static_cast<size_t>(p) * w.panel_bytes();
   if (w.dtype == DType::BF16) {
     const auto* d = reinterpret_cast<const bf16_t*>(panel);
-    for (int64_t j = 0; j < w.k; ++j) out[j] = bf16_to_f32(d[(j / 2) * 2 * w.panel + 2 * c + (j & 1)]);
+    for (int64_t j = 0; j < w.k; ++j)
+      out[j] = bf16_to_f32(d[(j / 2) * 2 * w.panel + 2 * c + (j & 1)]);
   } else {
     const auto* d = reinterpret_cast<const float*>(panel);
     for (int64_t j = 0; j < w.k; ++j) out[j] = d[j * w.panel + c];

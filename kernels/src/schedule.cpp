@@ -9,20 +9,22 @@ namespace sandwich::kernels {
 
 std::string Schedule::to_string() const {
   std::ostringstream os;
-  os << isa_name(isa) << " " << um << "x" << un << " slice " << bm << "x" << bn << "x" << bk << " threads " << tm << "x"
-     << tn << "x" << tk;
+  os << isa_name(isa) << " " << um << "x" << un << " slice " << bm << "x" << bn << "x" << bk
+     << " threads " << tm << "x" << tn << "x" << tk;
   if (!prefetch) os << " noprefetch";
   return os.str();
 }
 
 Schedule parse_schedule(const std::string& text) {
   auto bad = [&](const std::string& why) {
-    throw std::invalid_argument("schedule \"" + text + "\": " + why +
-                                " (expected e.g. \"avx512bf16 6x64 slice 96x256x256 threads 1x2x1\")");
+    throw std::invalid_argument(
+        "schedule \"" + text + "\": " + why +
+        " (expected e.g. \"avx512bf16 6x64 slice 96x256x256 threads 1x2x1\")");
   };
   std::istringstream is(text);
   std::string isa, tile, w_slice, slice, w_threads, threads, extra;
-  if (!(is >> isa >> tile >> w_slice >> slice >> w_threads >> threads) || w_slice != "slice" || w_threads != "threads")
+  if (!(is >> isa >> tile >> w_slice >> slice >> w_threads >> threads) || w_slice != "slice" ||
+      w_threads != "threads")
     bad("malformed");
   Schedule s;
   bool found = false;
@@ -36,9 +38,11 @@ Schedule parse_schedule(const std::string& text) {
   std::istringstream t(tile);
   if (!(t >> s.um >> x1 >> s.un) || x1 != 'x') bad("bad tile \"" + tile + "\"");
   std::istringstream sl(slice);
-  if (!(sl >> s.bm >> x1 >> s.bn >> x2 >> s.bk) || x1 != 'x' || x2 != 'x') bad("bad slice \"" + slice + "\"");
+  if (!(sl >> s.bm >> x1 >> s.bn >> x2 >> s.bk) || x1 != 'x' || x2 != 'x')
+    bad("bad slice \"" + slice + "\"");
   std::istringstream th(threads);
-  if (!(th >> s.tm >> x1 >> s.tn >> x2 >> s.tk) || x1 != 'x' || x2 != 'x') bad("bad thread grid \"" + threads + "\"");
+  if (!(th >> s.tm >> x1 >> s.tn >> x2 >> s.tk) || x1 != 'x' || x2 != 'x')
+    bad("bad thread grid \"" + threads + "\"");
   if (is >> extra) {
     if (extra != "noprefetch") bad("unknown flag \"" + extra + "\"");
     s.prefetch = false;
@@ -47,17 +51,21 @@ Schedule parse_schedule(const std::string& text) {
 }
 
 void validate_schedule(const GemmShape& s, const Schedule& c) {
-  auto bad = [&](const std::string& why) { throw std::invalid_argument("schedule " + c.to_string() + ": " + why); };
+  auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("schedule " + c.to_string() + ": " + why);
+  };
   if (!cpu_has(c.isa)) bad("this CPU lacks " + std::string(isa_name(c.isa)));
   if (!find_microkernel(c.isa, s.weights, c.um, c.un))
     bad("no " + std::to_string(c.um) + "x" + std::to_string(c.un) + " micro-kernel for " +
         std::string(dtype_name(s.weights)) + " weights");
   // Every smaller tile height of the same width must exist for the M tails.
   for (int um = 1; um < c.um; ++um)
-    if (!find_microkernel(c.isa, s.weights, um, c.un)) bad("missing tail kernel " + std::to_string(um) + "x" + std::to_string(c.un));
+    if (!find_microkernel(c.isa, s.weights, um, c.un))
+      bad("missing tail kernel " + std::to_string(um) + "x" + std::to_string(c.un));
   if (c.tm < 1 || c.tn < 1 || c.tk < 1 || c.tm * c.tn * c.tk != s.threads)
     bad("the thread grid must multiply to the team's " + std::to_string(s.threads) + " threads");
-  if (c.bm < c.um || c.bm % c.um != 0) bad("bm must be a positive multiple of the tile's " + std::to_string(c.um) + " rows");
+  if (c.bm < c.um || c.bm % c.um != 0)
+    bad("bm must be a positive multiple of the tile's " + std::to_string(c.um) + " rows");
   if (c.bn < kPanel || c.bn % kPanel != 0) bad("bn must be a positive multiple of 64");
   const int g = k_group(s.weights);
   if (c.bk < g || c.bk % g != 0) bad("bk must be a positive multiple of " + std::to_string(g));

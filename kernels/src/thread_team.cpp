@@ -48,7 +48,8 @@ bool pin_current_thread(int cpu) {
   return sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
-ThreadTeam::ThreadTeam(int n_threads, std::vector<int> cpus) : n_(n_threads), cpus_(std::move(cpus)) {
+ThreadTeam::ThreadTeam(int n_threads, std::vector<int> cpus)
+    : n_(n_threads), cpus_(std::move(cpus)) {
   if (n_ < 1) throw std::invalid_argument("thread team needs at least one thread");
   if (!cpus_.empty() && static_cast<int>(cpus_.size()) != n_)
     throw std::invalid_argument("thread team: " + std::to_string(cpus_.size()) +

@@ -5,7 +5,8 @@
 namespace sandwich::kernels::simd {
 
 // e^x on 16 lanes: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6 polynomial (relative error
-// about 2e-7 over the float range); inputs below -87.3 flush to 0, above ln(FLT_MAX) overflow to inf.
+// about 2e-7 over the float range); inputs below -87.3 flush to 0, above ln(FLT_MAX) overflow to
+// inf.
 __attribute__((target("avx512f"))) inline __m512 exp512(__m512 x) {
   const __m512 hi = _mm512_set1_ps(88.8f), lo = _mm512_set1_ps(-87.3f);
   const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);

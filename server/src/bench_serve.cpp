@@ -1,8 +1,8 @@
 #include "server/bench_serve.h"
 
 #include <algorithm>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <ostream>
 #include <random>
 #include <set>
@@ -176,12 +176,14 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
   const int per_run = static_cast<int>(prompt_lens.size());
   const int64_t salts = static_cast<int64_t>(per_run) * static_cast<int64_t>(o.rates.size() + 1);
   const int64_t invocations = std::max<int64_t>(1, std::min<int64_t>(4096, (INT_MAX - 1) / salts));
-  const int invocation = static_cast<int>(std::random_device{}() % static_cast<uint64_t>(invocations));
+  const int invocation =
+      static_cast<int>(std::random_device{}() % static_cast<uint64_t>(invocations));
   for (size_t e = 0; e < o.endpoints.size(); ++e) {
     const Endpoint& ep = o.endpoints[e];
     EndpointReport& er = rep.endpoints[e];
     const int salt0 = static_cast<int>(invocation * salts);
-    const std::vector<BuiltPrompt> built = build_prompts(client, ep, er, o, prompt_lens, salt0, log);
+    const std::vector<BuiltPrompt> built =
+        build_prompts(client, ep, er, o, prompt_lens, salt0, log);
     std::vector<BenchRequest> requests, warmups;
     for (size_t i = 0; i < built.size(); ++i) {
       const LengthPair& len = rep.lengths[i % n];
@@ -229,7 +231,8 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
     for (size_t ri = 0; ri < o.rates.size(); ++ri) {
       const double rate = o.rates[ri];
       if (ri > 0) {  // fresh salts for every run after the first
-        const std::vector<int> lens(prompt_lens.begin(), prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
+        const std::vector<int> lens(prompt_lens.begin(),
+                                    prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
         const auto again =
             build_prompts(client, ep, er, o, lens, salt0 + per_run * static_cast<int>(ri), log);
         for (size_t i = 0; i < n; ++i) {

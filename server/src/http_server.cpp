@@ -4,15 +4,15 @@
 
 #include <utility>  // Boost 1.74 asio needs it under C++20 before its own headers
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <array>
 #include <deque>
-#include <string_view>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace sandwich::server {
 
@@ -21,8 +21,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
-HttpResponse json_error(int status, const std::string& message, const std::string& type, const std::string& param,
-                        const std::string& code) {
+HttpResponse json_error(int status, const std::string& message, const std::string& type,
+                        const std::string& param, const std::string& code) {
   nlohmann::json e = {{"message", message},
                       {"type", type},
                       {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
@@ -31,7 +31,8 @@ HttpResponse json_error(int status, const std::string& message, const std::strin
   r.status = status;
   // Messages may echo what the client sent (a path, a parse error); strict dump() would throw on
   // invalid UTF-8 and turn a 4xx into a 500.
-  r.body = nlohmann::json({{"error", e}}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  r.body =
+      nlohmann::json({{"error", e}}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 
@@ -86,14 +87,16 @@ class SessionResponder : public Responder {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler, const HeaderCheck& check,
-          std::atomic<int>& open)
+  Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler,
+          const HeaderCheck& check, std::atomic<int>& open)
       : stream_(std::move(socket)), opt_(opt), handler_(handler), check_(check), open_(open) {
     ++open_;
   }
   ~Session() { --open_; }
 
-  void start() { net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); }); }
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
 
   // Refuses a connection over the cap with a 503 and closes it.
   void refuse() {
@@ -115,8 +118,8 @@ class Session : public std::enable_shared_from_this<Session> {
     net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct)] {
       if (self->state_ != State::Handling) return;
       self->state_ = State::Streaming;
-      auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status),
-                                                                    self->response_version());
+      auto res = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(status), self->response_version());
       res->set(http::field::server, "sandwichd");
       res->set(http::field::content_type, ct);
       res->set(http::field::cache_control, "no-cache");
@@ -163,26 +166,29 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(opt_.max_body_bytes);
     parser_->header_limit(64 * 1024);
     stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
-    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->on_header(ec);
-    });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
   // Answers a failed read; false when there was no error.
   bool read_failed(beast::error_code ec) {
     if (!ec) return false;
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
-        ec == net::error::connection_reset || ec == net::error::eof) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+        ec == net::error::eof) {
       close();
       return true;
     }
     keep_alive_ = false;
     state_ = State::Handling;
     if (ec == http::error::body_limit)
-      write_full(json_error(413, "request body larger than " + std::to_string(opt_.max_body_bytes) + " bytes",
-                            "invalid_request_error"));
+      write_full(json_error(
+          413, "request body larger than " + std::to_string(opt_.max_body_bytes) + " bytes",
+          "invalid_request_error"));
     else
-      write_full(json_error(400, "malformed HTTP request: " + ec.message(), "invalid_request_error"));
+      write_full(
+          json_error(400, "malformed HTTP request: " + ec.message(), "invalid_request_error"));
     return true;
   }
 
@@ -207,9 +213,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (expect != "100-continue") {
         keep_alive_ = false;
         state_ = State::Handling;
-        return write_full(json_error(417, "unsupported Expect header '" + request_.header("expect") +
-                                              "' (only 100-continue is)",
-                                     "invalid_request_error"));
+        return write_full(json_error(
+            417,
+            "unsupported Expect header '" + request_.header("expect") + "' (only 100-continue is)",
+            "invalid_request_error"));
       }
       // Only a client that waits for 100 Continue is refused on the header: one that sends its
       // body anyway gets its answer after the body, on a connection that stays open.
@@ -239,9 +246,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_body() {
     if (parser_->is_done()) return on_read({});
     stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->on_read(ec);
-    });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
@@ -267,32 +274,33 @@ class Session : public std::enable_shared_from_this<Session> {
   // reading, so the answer goes on; a client that closed completely makes a later write fail.
   void watch() {
     watching_ = true;
-    stream_.socket().async_read_some(net::buffer(watch_byte_, 1), [self = shared_from_this()](beast::error_code ec, size_t n) {
-      self->watching_ = false;
-      if (self->draining_) return self->drain();
-      if (!ec && n > 0) {
-        // A pipelined request: keep its first byte for the next read.
-        auto b = self->buffer_.prepare(1);
-        std::memcpy(b.data(), self->watch_byte_, 1);
-        self->buffer_.commit(1);
-        if (self->state_ == State::Handling || self->state_ == State::Streaming) return;
-      } else if (ec == net::error::eof) {
-        self->keep_alive_ = false;  // nothing more can come on this connection
-      } else if (ec && ec != net::error::operation_aborted) {
-        self->fail();
-        return;
-      }
-      if (self->state_ == State::Reading && self->read_after_watch_) {
-        self->read_after_watch_ = false;
-        self->read();
-      }
-    });
+    stream_.socket().async_read_some(
+        net::buffer(watch_byte_, 1), [self = shared_from_this()](beast::error_code ec, size_t n) {
+          self->watching_ = false;
+          if (self->draining_) return self->drain();
+          if (!ec && n > 0) {
+            // A pipelined request: keep its first byte for the next read.
+            auto b = self->buffer_.prepare(1);
+            std::memcpy(b.data(), self->watch_byte_, 1);
+            self->buffer_.commit(1);
+            if (self->state_ == State::Handling || self->state_ == State::Streaming) return;
+          } else if (ec == net::error::eof) {
+            self->keep_alive_ = false;  // nothing more can come on this connection
+          } else if (ec && ec != net::error::operation_aborted) {
+            self->fail();
+            return;
+          }
+          if (self->state_ == State::Reading && self->read_after_watch_) {
+            self->read_after_watch_ = false;
+            self->read();
+          }
+        });
   }
 
   void write_full(HttpResponse r) {
     if (responder_) responder_->mark_complete();
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status),
-                                                                   response_version());
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), response_version());
     res->set(http::field::server, "sandwichd");
     res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
@@ -301,11 +309,12 @@ class Session : public std::enable_shared_from_this<Session> {
     res->prepare_payload();
     writing_ = true;
     state_ = State::Closed;  // no more answers for this request
-    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
-      self->writing_ = false;
-      if (ec) return self->fail();
-      self->after_response();
-    });
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, size_t) {
+                        self->writing_ = false;
+                        if (ec) return self->fail();
+                        self->after_response();
+                      });
   }
 
   void pump() {
@@ -319,8 +328,10 @@ class Session : public std::enable_shared_from_this<Session> {
         if (ec) return self->fail();
         self->pump();
       };
-      if (chunked_) net::async_write(stream_, http::make_chunk(net::buffer(*piece)), std::move(done));
-      else net::async_write(stream_, net::buffer(*piece), std::move(done));
+      if (chunked_)
+        net::async_write(stream_, http::make_chunk(net::buffer(*piece)), std::move(done));
+      else
+        net::async_write(stream_, net::buffer(*piece), std::move(done));
       return;
     }
     if (end_pending_) {
@@ -329,11 +340,12 @@ class Session : public std::enable_shared_from_this<Session> {
       state_ = State::Closed;
       if (!chunked_) return after_response();  // the close ends the body
       writing_ = true;
-      net::async_write(stream_, http::make_chunk_last(), [self = shared_from_this()](beast::error_code ec, size_t) {
-        self->writing_ = false;
-        if (ec) return self->fail();
-        self->after_response();
-      });
+      net::async_write(stream_, http::make_chunk_last(),
+                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                         self->writing_ = false;
+                         if (ec) return self->fail();
+                         self->after_response();
+                       });
     }
   }
 
@@ -369,10 +381,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void drain() {
-    stream_.async_read_some(net::buffer(drain_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->close();
-      self->drain();
-    });
+    stream_.async_read_some(net::buffer(drain_buf_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) return self->close();
+                              self->drain();
+                            });
   }
 
   void fail() {
@@ -402,7 +415,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Session> hold_;  // itself, while a request is being answered
   State state_ = State::Reading;
   unsigned version_ = 11;
-  bool keep_alive_ = true, writing_ = false, watching_ = false, read_after_watch_ = false, end_pending_ = false;
+  bool keep_alive_ = true, writing_ = false, watching_ = false, read_after_watch_ = false,
+       end_pending_ = false;
   bool chunked_ = true, draining_ = false;
   char watch_byte_[1];
   std::array<char, 4096> drain_buf_;
@@ -440,15 +454,18 @@ struct HttpServer::Impl {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
         auto s = std::make_shared<Session>(std::move(socket), opt, handler, check, open);
-        if (open.load() > opt.max_connections) s->refuse();
-        else s->start();
+        if (open.load() > opt.max_connections)
+          s->refuse();
+        else
+          s->start();
       }
       accept();
     });
   }
 };
 
-HttpServer::HttpServer(const HttpServerOptions& options, Handler handler, HeaderCheck check) : impl_(new Impl) {
+HttpServer::HttpServer(const HttpServerOptions& options, Handler handler, HeaderCheck check)
+    : impl_(new Impl) {
   impl_->opt = options;
   impl_->handler = std::move(handler);
   impl_->check = std::move(check);
@@ -462,14 +479,20 @@ HttpServer::HttpServer(const HttpServerOptions& options, Handler handler, Header
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
   if (ec)
-    throw std::runtime_error("cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
-                             ec.message());
+    throw std::runtime_error("cannot listen on " + options.host + ":" +
+                             std::to_string(options.port) + ": " + ec.message());
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
-uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
-int HttpServer::open_connections() const { return impl_->open.load(); }
+uint16_t HttpServer::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
+int HttpServer::open_connections() const {
+  return impl_->open.load();
+}
 
 void HttpServer::start() {
   impl_->work.emplace(impl_->ioc.get_executor());
@@ -487,7 +510,9 @@ void HttpServer::start() {
     });
 }
 
-void HttpServer::post(std::function<void()> fn) { net::post(impl_->ioc, std::move(fn)); }
+void HttpServer::post(std::function<void()> fn) {
+  net::post(impl_->ioc, std::move(fn));
+}
 
 void HttpServer::on_signal(std::function<void(int)> fn) {
   auto shared = std::make_shared<std::function<void(int)>>(std::move(fn));

@@ -32,12 +32,18 @@ struct ApiError {
 
 std::string type_name(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
-    default: return "number";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
+    default:
+      return "number";
   }
 }
 
@@ -66,24 +72,28 @@ class Fields {
     if (!v->is_number()) bad(std::string("'") + k + "' must be a number, not " + type_name(*v), k);
     const double d = v->get<double>();
     if (!(d >= lo && d <= hi))
-      bad(std::string("'") + k + "' must be between " + fmt(lo) + " and " + fmt(hi) + ", got " + fmt(d), k);
+      bad(std::string("'") + k + "' must be between " + fmt(lo) + " and " + fmt(hi) + ", got " +
+              fmt(d),
+          k);
     return d;
   }
   int64_t integer(const char* k, int64_t def, int64_t lo, int64_t hi) const {
     const json* v = get(k);
     if (!v) return def;
-    if (!v->is_number_integer()) bad(std::string("'") + k + "' must be an integer, not " + type_name(*v), k);
+    if (!v->is_number_integer())
+      bad(std::string("'") + k + "' must be an integer, not " + type_name(*v), k);
     const auto d = as_int64(*v);
     if (!d || *d < lo || *d > hi)
-      bad(std::string("'") + k + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-              ", got " + v->dump(),
+      bad(std::string("'") + k + "' must be between " + std::to_string(lo) + " and " +
+              std::to_string(hi) + ", got " + v->dump(),
           k);
     return *d;
   }
   bool boolean(const char* k, bool def) const {
     const json* v = get(k);
     if (!v) return def;
-    if (!v->is_boolean()) bad(std::string("'") + k + "' must be a boolean, not " + type_name(*v), k);
+    if (!v->is_boolean())
+      bad(std::string("'") + k + "' must be a boolean, not " + type_name(*v), k);
     return v->get<bool>();
   }
   std::optional<std::string> string(const char* k) const {
@@ -111,7 +121,9 @@ std::string random_id(const char* prefix) {
 }
 
 int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 HttpResponse json_response(const json& j, int status = 200) {
@@ -129,7 +141,8 @@ HttpResponse to_response(const ApiError& e) {
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -138,14 +151,17 @@ bool iequals(std::string_view a, std::string_view b) {
 HttpResponse abort_error(const RequestOutput& o) {
   switch (o.abort_reason) {
     case AbortReason::Timeout:
-      return json_error(408,
-                        "the request did not finish within the server's --request-timeout; retry it, or ask for "
-                        "fewer tokens",
-                        "timeout_error");
+      return json_error(
+          408,
+          "the request did not finish within the server's --request-timeout; retry it, or ask for "
+          "fewer tokens",
+          "timeout_error");
     case AbortReason::Shutdown:
-      return json_error(503, "the server shut down before the request finished; retry it", "server_error");
+      return json_error(503, "the server shut down before the request finished; retry it",
+                        "server_error");
     default:
-      return json_error(500, "the engine failed while generating this request: " + o.error, "server_error");
+      return json_error(500, "the engine failed while generating this request: " + o.error,
+                        "server_error");
   }
 }
 
@@ -172,7 +188,8 @@ struct Job : std::enable_shared_from_this<Job> {
     // the tokens while a possible stop string or a partial UTF-8 character is held back.
     size_t token_offset = 0;
     json logprob_entries = json::array();  // chat: content entries
-    json lp_tokens = json::array(), lp_values = json::array(), lp_top = json::array(), lp_offsets = json::array();
+    json lp_tokens = json::array(), lp_values = json::array(), lp_top = json::array(),
+         lp_offsets = json::array();
   };
   std::mutex mu;
   std::vector<Choice> choices;
@@ -196,7 +213,9 @@ struct Job : std::enable_shared_from_this<Job> {
     for (unsigned char ch : s) b.push_back(ch);
     return b;
   }
-  std::string token_str(int32_t t, int32_t prev) const { return tok->piece(t, prev < 0 ? t : prev); }
+  std::string token_str(int32_t t, int32_t prev) const {
+    return tok->piece(t, prev < 0 ? t : prev);
+  }
 
   json logprobs_delta(Choice& c, const RequestOutput& o) {
     json entries = json::array();
@@ -208,11 +227,15 @@ struct Job : std::enable_shared_from_this<Job> {
           const std::string ts = token_str(t.token, c.prev_token);
           top.push_back({{"token", ts}, {"logprob", t.logprob}, {"bytes", byte_values(ts)}});
         }
-        entries.push_back({{"token", s}, {"logprob", lp.logprob}, {"bytes", byte_values(s)}, {"top_logprobs", top}});
+        entries.push_back({{"token", s},
+                           {"logprob", lp.logprob},
+                           {"bytes", byte_values(s)},
+                           {"top_logprobs", top}});
       } else {
         json top = json::object();
         for (auto& t : lp.top) top[token_str(t.token, c.prev_token)] = t.logprob;
-        entries.push_back({{"token", s}, {"logprob", lp.logprob}, {"top", top}, {"offset", c.token_offset}});
+        entries.push_back(
+            {{"token", s}, {"logprob", lp.logprob}, {"top", top}, {"offset", c.token_offset}});
       }
       c.token_offset += s.size();
       c.prev_token = lp.token;
@@ -319,9 +342,13 @@ struct Job : std::enable_shared_from_this<Job> {
     started = true;
   }
 
-  static std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+  static std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
 
-  const char* chunk_object() const { return kind == Kind::Chat ? "chat.completion.chunk" : "text_completion"; }
+  const char* chunk_object() const {
+    return kind == Kind::Chat ? "chat.completion.chunk" : "text_completion";
+  }
 
   json usage() const {
     int64_t p = 0, g = 0;
@@ -354,13 +381,18 @@ struct Job : std::enable_shared_from_this<Job> {
           top.push_back(e["top"]);
           off.push_back(e["offset"]);
         }
-        choice["logprobs"] = {{"tokens", t}, {"token_logprobs", v}, {"top_logprobs", top}, {"text_offset", off}};
+        choice["logprobs"] = {
+            {"tokens", t}, {"token_logprobs", v}, {"top_logprobs", top}, {"text_offset", off}};
       } else {
         choice["logprobs"] = nullptr;
       }
     }
     choice["finish_reason"] = o.finished ? json(c.finish_reason) : json(nullptr);
-    json j = {{"id", id}, {"object", chunk_object()}, {"created", created}, {"model", model}, {"choices", {choice}}};
+    json j = {{"id", id},
+              {"object", chunk_object()},
+              {"created", created},
+              {"model", model},
+              {"choices", {choice}}};
     return "data: " + dump(j) + "\n\n";
   }
 
@@ -410,10 +442,14 @@ struct OpenAiService::Impl {
     const std::string h = r.header("authorization");
     const size_t sp = h.find(' ');
     const size_t tok = sp == std::string::npos ? sp : h.find_first_not_of(' ', sp);
-    const bool ok = tok != std::string::npos && iequals(std::string_view(h).substr(0, sp), "bearer") &&
+    const bool ok = tok != std::string::npos &&
+                    iequals(std::string_view(h).substr(0, sp), "bearer") &&
                     h.substr(tok) == *opt.api_key;
     if (!ok)
-      throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer <key>')", "authentication_error", {},
+      throw ApiError{401,
+                     "invalid or missing API key (send 'Authorization: Bearer <key>')",
+                     "authentication_error",
+                     {},
                      "invalid_api_key"};
   }
 
@@ -435,7 +471,9 @@ struct OpenAiService::Impl {
   void check_model(const Fields& f) const {
     auto m = f.string("model");
     if (m && *m != opt.served_model_name)
-      throw ApiError{404, "The model `" + *m + "` does not exist (this server serves `" + opt.served_model_name + "`).",
+      throw ApiError{404,
+                     "The model `" + *m + "` does not exist (this server serves `" +
+                         opt.served_model_name + "`).",
                      "invalid_request_error", "model", "model_not_found"};
   }
 
@@ -468,12 +506,16 @@ struct OpenAiService::Impl {
       out.push_back(ids_of(*p));
     } else if (p->is_array() && !p->empty()) {
       for (auto& e : *p) {
-        if (e.is_string()) out.push_back(text_of(e.get<std::string>()));
-        else if (e.is_array()) out.push_back(ids_of(e));
-        else bad("'prompt' must be a string, a list of token ids, or a list of either", "prompt");
+        if (e.is_string())
+          out.push_back(text_of(e.get<std::string>()));
+        else if (e.is_array())
+          out.push_back(ids_of(e));
+        else
+          bad("'prompt' must be a string, a list of token ids, or a list of either", "prompt");
       }
     } else {
-      bad("'prompt' must be a non-empty string, a list of token ids, or a list of either", "prompt");
+      bad("'prompt' must be a non-empty string, a list of token ids, or a list of either",
+          "prompt");
     }
     if (out.size() > 64) bad("at most 64 prompts per request", "prompt");
     for (auto& ids : out)
@@ -486,20 +528,24 @@ struct OpenAiService::Impl {
     if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
     std::vector<ChatMessage> msgs;
     for (auto& e : *m) {
-      if (!e.is_object()) bad("each message must be an object with 'role' and 'content'", "messages");
-      if (!e.contains("role") || !e["role"].is_string()) bad("each message needs a string 'role'", "messages");
+      if (!e.is_object())
+        bad("each message must be an object with 'role' and 'content'", "messages");
+      if (!e.contains("role") || !e["role"].is_string())
+        bad("each message needs a string 'role'", "messages");
       const std::string role = e["role"];
       if (role != "system" && role != "user" && role != "assistant" && role != "developer")
         bad("unsupported message role '" + role + "' (system, user, assistant)", "messages");
       std::string content;
       const json c = e.value("content", json());
       // Only an assistant turn may go without content (one that made tool calls).
-      if (c.is_null() && role != "assistant") bad("a '" + role + "' message needs 'content'", "messages");
+      if (c.is_null() && role != "assistant")
+        bad("a '" + role + "' message needs 'content'", "messages");
       if (c.is_string()) {
         content = c.get<std::string>();
       } else if (c.is_array()) {  // [{"type":"text","text":...}]
         for (auto& part : c) {
-          if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+          if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+              !part["text"].is_string())
             bad("only text content parts are supported", "messages");
           content += part["text"].get<std::string>();
         }
@@ -509,8 +555,10 @@ struct OpenAiService::Impl {
       msgs.push_back({role == "developer" ? "system" : role, content});
     }
     const Tokenizer& tok = *model->tokenizer;
-    const std::string bos = tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string();
-    const std::string eos = tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string();
+    const std::string bos =
+        tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string();
+    const std::string eos =
+        tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string();
     return tok.encode(render_chat(chat_format, msgs, true, bos, eos), false, true);
   }
 
@@ -527,12 +575,14 @@ struct OpenAiService::Impl {
     if (f.get("seed")) s.seed = static_cast<uint64_t>(f.integer("seed", 0, INT64_MIN, INT64_MAX));
     if (const json* lb = f.get("logit_bias")) {
       // {"token id": bias}, as OpenAI: ids as strings, biases in [-100, 100].
-      if (!lb->is_object()) bad("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
+      if (!lb->is_object())
+        bad("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
       if (lb->size() > 1024) bad("'logit_bias' may name at most 1024 tokens", "logit_bias");
       for (auto it = lb->begin(); it != lb->end(); ++it) {
         const std::string& key = it.key();
         int64_t id = -1;
-        if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos)
+        if (!key.empty() && key.size() <= 10 &&
+            key.find_first_not_of("0123456789") == std::string::npos)
           id = std::stoll(key);
         if (id < 0 || id >= model->config.vocab_size)
           bad("'logit_bias' key '" + key + "' is not a token id of this model (0.." +
@@ -540,18 +590,22 @@ struct OpenAiService::Impl {
               "logit_bias");
         if (!it.value().is_number()) bad("'logit_bias' values must be numbers", "logit_bias");
         const double b = it.value().get<double>();
-        if (!(b >= -100.0 && b <= 100.0)) bad("'logit_bias' values must be between -100 and 100", "logit_bias");
+        if (!(b >= -100.0 && b <= 100.0))
+          bad("'logit_bias' values must be between -100 and 100", "logit_bias");
         s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
       }
     }
     const int32_t ctx = scheduler->max_model_len();
     int64_t max_tokens = -1;
-    max_tokens = f.integer("max_tokens", chat ? -1 : 16, 1, ctx);  // checked even when overridden below
-    if (chat && f.get("max_completion_tokens")) max_tokens = f.integer("max_completion_tokens", 16, 1, ctx);
+    max_tokens =
+        f.integer("max_tokens", chat ? -1 : 16, 1, ctx);  // checked even when overridden below
+    if (chat && f.get("max_completion_tokens"))
+      max_tokens = f.integer("max_completion_tokens", 16, 1, ctx);
     r.max_tokens = static_cast<int32_t>(max_tokens);  // -1: whatever the context leaves
     r.ignore_eos = f.boolean("ignore_eos", false);
     if (const json* st = f.get("stop")) {
-      if (st->is_string()) r.stop.push_back(st->get<std::string>());
+      if (st->is_string())
+        r.stop.push_back(st->get<std::string>());
       else if (st->is_array()) {
         if (st->size() > 16) bad("at most 16 stop strings", "stop");
         for (auto& x : *st) {
@@ -586,7 +640,8 @@ struct OpenAiService::Impl {
         bad("'tools' (function calling) is not supported by this server", "tools");
       if (const json* rf = f.get("response_format")) {
         if (!rf->is_object() || rf->value("type", std::string()) != "text")
-          bad("only 'response_format' {\"type\": \"text\"} is supported by this server", "response_format");
+          bad("only 'response_format' {\"type\": \"text\"} is supported by this server",
+              "response_format");
       }
     }
     bool include_usage = false;
@@ -597,19 +652,23 @@ struct OpenAiService::Impl {
     }
     int32_t logprobs = -1;
     if (chat) {
-      if (f.boolean("logprobs", false)) logprobs = static_cast<int32_t>(f.integer("top_logprobs", 0, 0, 20));
-      else if (f.get("top_logprobs")) bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+      if (f.boolean("logprobs", false))
+        logprobs = static_cast<int32_t>(f.integer("top_logprobs", 0, 0, 20));
+      else if (f.get("top_logprobs"))
+        bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     } else if (f.get("logprobs")) {
       logprobs = static_cast<int32_t>(f.integer("logprobs", 0, 0, 20));
     }
-    std::vector<std::vector<int32_t>> ps = chat ? std::vector<std::vector<int32_t>>{chat_prompt(j)} : prompts(j);
+    std::vector<std::vector<int32_t>> ps =
+        chat ? std::vector<std::vector<int32_t>>{chat_prompt(j)} : prompts(j);
     const int32_t ctx = scheduler->max_model_len();
     for (auto& p : ps) {
       const int64_t want = base.max_tokens < 0 ? 1 : base.max_tokens;
       if (static_cast<int64_t>(p.size()) + want > ctx)
-        bad("This model's maximum context length is " + std::to_string(ctx) + " tokens. However, you requested " +
-                std::to_string(p.size() + want) + " tokens (" + std::to_string(p.size()) + " in the messages, " +
-                std::to_string(want) + " in the completion). Please reduce the length of the messages or completion.",
+        bad("This model's maximum context length is " + std::to_string(ctx) +
+                " tokens. However, you requested " + std::to_string(p.size() + want) + " tokens (" +
+                std::to_string(p.size()) + " in the messages, " + std::to_string(want) +
+                " in the completion). Please reduce the length of the messages or completion.",
             chat ? "messages" : "prompt");
     }
     SamplingParams probe = base.sampling;
@@ -623,9 +682,10 @@ struct OpenAiService::Impl {
     // sequences than the queue holds) is the client's error, not a reason to retry.
     const int64_t total = static_cast<int64_t>(ps.size()) * n;
     if (total > scheduler->max_waiting())
-      bad("this request asks for " + std::to_string(total) + " sequences (" + std::to_string(ps.size()) +
-              " prompt(s) x n=" + std::to_string(n) + ") but the server queues at most " +
-              std::to_string(scheduler->max_waiting()) + "; send fewer prompts or a smaller 'n'",
+      bad("this request asks for " + std::to_string(total) + " sequences (" +
+              std::to_string(ps.size()) + " prompt(s) x n=" + std::to_string(n) +
+              ") but the server queues at most " + std::to_string(scheduler->max_waiting()) +
+              "; send fewer prompts or a smaller 'n'",
           n > 1 ? "n" : "prompt");
 
     auto job = std::make_shared<Job>();
@@ -712,9 +772,11 @@ struct OpenAiService::Impl {
     } else {
       auto p = f.string("prompt");
       if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
-      ids = model->tokenizer->encode(*p, f.boolean("add_special_tokens", true) && model->tokenizer->add_bos_default());
+      ids = model->tokenizer->encode(
+          *p, f.boolean("add_special_tokens", true) && model->tokenizer->add_bos_default());
     }
-    out->reply(json_response({{"tokens", ids}, {"count", ids.size()}, {"max_model_len", scheduler->max_model_len()}}));
+    out->reply(json_response(
+        {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", scheduler->max_model_len()}}));
   }
 
   void detokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
@@ -748,7 +810,9 @@ struct OpenAiService::Impl {
   }
 };
 
-OpenAiService::OpenAiService(ServiceOptions options) : impl_(new Impl) { impl_->opt = std::move(options); }
+OpenAiService::OpenAiService(ServiceOptions options) : impl_(new Impl) {
+  impl_->opt = std::move(options);
+}
 OpenAiService::~OpenAiService() = default;
 
 void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
@@ -759,41 +823,54 @@ void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
   std::optional<ChatFormat> fmt;
   if (I.opt.chat_template) {
     const std::string& t = *I.opt.chat_template;
-    if (t == "llama3") fmt = ChatFormat::Llama3;
-    else if (t == "llama2") fmt = ChatFormat::Llama2;
-    else if (t == "chatml") fmt = ChatFormat::ChatML;
+    if (t == "llama3")
+      fmt = ChatFormat::Llama3;
+    else if (t == "llama2")
+      fmt = ChatFormat::Llama2;
+    else if (t == "chatml")
+      fmt = ChatFormat::ChatML;
     else {
       std::ifstream in(t);
-      if (!in) throw std::runtime_error("--chat-template '" + t + "' is neither llama3, llama2, chatml nor a readable file");
+      if (!in)
+        throw std::runtime_error("--chat-template '" + t +
+                                 "' is neither llama3, llama2, chatml nor a readable file");
       std::stringstream ss;
       ss << in.rdbuf();
       fmt = detect_chat_format(ss.str());
-      if (!fmt) throw std::runtime_error("--chat-template " + t + ": not a Llama-3, Llama-2 or ChatML template");
+      if (!fmt)
+        throw std::runtime_error("--chat-template " + t +
+                                 ": not a Llama-3, Llama-2 or ChatML template");
     }
   } else if (!tok.chat_template().empty()) {
     fmt = detect_chat_format(tok.chat_template());
   }
   if (!fmt) {
     // No template in the model: go by its special tokens.
-    if (tok.token_id("<|start_header_id|>") >= 0) fmt = ChatFormat::Llama3;
-    else if (tok.token_id("<|im_start|>") >= 0) fmt = ChatFormat::ChatML;
-    else fmt = ChatFormat::Llama2;
+    if (tok.token_id("<|start_header_id|>") >= 0)
+      fmt = ChatFormat::Llama3;
+    else if (tok.token_id("<|im_start|>") >= 0)
+      fmt = ChatFormat::ChatML;
+    else
+      fmt = ChatFormat::Llama2;
   }
   I.chat_format = *fmt;
   I.ready = true;
 }
 
-void OpenAiService::begin_shutdown() { impl_->shutting_down = true; }
-int OpenAiService::active_requests() const { return impl_->active.load(); }
+void OpenAiService::begin_shutdown() {
+  impl_->shutting_down = true;
+}
+int OpenAiService::active_requests() const {
+  return impl_->active.load();
+}
 
 namespace {
 // The method each route takes (every route takes one).
 const char* route_method(const std::string& path) {
   static const std::pair<const char*, const char*> routes[] = {
-      {"/health", "GET"},         {"/metrics", "GET"},
-      {"/version", "GET"},        {"/v1/models", "GET"},
-      {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
-      {"/tokenize", "POST"},      {"/detokenize", "POST"}};
+      {"/health", "GET"},    {"/metrics", "GET"},         {"/version", "GET"},
+      {"/v1/models", "GET"}, {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
+      {"/tokenize", "POST"}, {"/detokenize", "POST"}};
   for (auto& [p, m] : routes)
     if (path == p) return m;
   return nullptr;
@@ -817,12 +894,17 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
     const char* method = route_method(p);
     if (!method) throw ApiError{404, "no route " + req.method + " " + p, "not_found_error", {}, {}};
     if (req.method != method)
-      throw ApiError{405, "method " + req.method + " is not allowed on " + p + " (use " + method + ")",
-                     "invalid_request_error", {}, {}, {{"Allow", method}}};
+      throw ApiError{405,
+                     "method " + req.method + " is not allowed on " + p + " (use " + method + ")",
+                     "invalid_request_error",
+                     {},
+                     {},
+                     {{"Allow", method}}};
     if (p == "/health") {
       HttpResponse r;
       r.status = I.ready && !I.shutting_down ? 200 : 503;
-      r.body = I.ready ? (I.shutting_down ? R"({"status":"shutting down"})" : "{}") : R"({"status":"loading"})";
+      r.body = I.ready ? (I.shutting_down ? R"({"status":"shutting down"})" : "{}")
+                       : R"({"status":"loading"})";
       return out->reply(r);
     }
     if (p == "/metrics") {
@@ -851,7 +933,8 @@ std::string OpenAiService::metrics_text() const {
   auto gauge = [&](const char* name, const char* help, double v, const char* type = "gauge") {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.10g", v);
-    s += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + buf + "\n";
+    s += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+         name + " " + buf + "\n";
   };
   gauge("sandwich:model_ready", "1 once the model is loaded", I.ready ? 1 : 0);
   if (!I.scheduler) return s;
@@ -864,20 +947,32 @@ std::string OpenAiService::metrics_text() const {
   gauge("sandwich:kv_cache_blocks_total", "KV-cache blocks", st.kv_blocks_total);
   s += "# HELP sandwich:request_success_total Finished requests by finish reason\n"
        "# TYPE sandwich:request_success_total counter\n";
-  s += "sandwich:request_success_total{finished_reason=\"stop\"} " + std::to_string(st.finished_stop) + "\n";
-  s += "sandwich:request_success_total{finished_reason=\"length\"} " + std::to_string(st.finished_length) + "\n";
-  s += "sandwich:request_success_total{finished_reason=\"abort\"} " + std::to_string(st.finished_abort) + "\n";
-  gauge("sandwich:prompt_tokens_total", "Prompt tokens processed (recomputation included)", static_cast<double>(st.prompt_tokens), "counter");
-  gauge("sandwich:generation_tokens_total", "Tokens generated", static_cast<double>(st.generation_tokens), "counter");
-  gauge("sandwich:num_preemptions_total", "Sequences preempted for lack of KV blocks", static_cast<double>(st.preemptions), "counter");
-  gauge("sandwich:prefill_steps_total", "Prefill steps run", static_cast<double>(st.prefill_steps), "counter");
-  gauge("sandwich:decode_steps_total", "Decode steps run", static_cast<double>(st.decode_steps), "counter");
-  gauge("sandwich:prefill_step_seconds_total", "Time in prefill steps", st.prefill_seconds, "counter");
+  s += "sandwich:request_success_total{finished_reason=\"stop\"} " +
+       std::to_string(st.finished_stop) + "\n";
+  s += "sandwich:request_success_total{finished_reason=\"length\"} " +
+       std::to_string(st.finished_length) + "\n";
+  s += "sandwich:request_success_total{finished_reason=\"abort\"} " +
+       std::to_string(st.finished_abort) + "\n";
+  gauge("sandwich:prompt_tokens_total", "Prompt tokens processed (recomputation included)",
+        static_cast<double>(st.prompt_tokens), "counter");
+  gauge("sandwich:generation_tokens_total", "Tokens generated",
+        static_cast<double>(st.generation_tokens), "counter");
+  gauge("sandwich:num_preemptions_total", "Sequences preempted for lack of KV blocks",
+        static_cast<double>(st.preemptions), "counter");
+  gauge("sandwich:prefill_steps_total", "Prefill steps run", static_cast<double>(st.prefill_steps),
+        "counter");
+  gauge("sandwich:decode_steps_total", "Decode steps run", static_cast<double>(st.decode_steps),
+        "counter");
+  gauge("sandwich:prefill_step_seconds_total", "Time in prefill steps", st.prefill_seconds,
+        "counter");
   gauge("sandwich:decode_step_seconds_total", "Time in decode steps", st.decode_seconds, "counter");
-  gauge("sandwich:requests_rejected_total", "Requests refused because the queue was full", static_cast<double>(I.rejected.load()), "counter");
+  gauge("sandwich:requests_rejected_total", "Requests refused because the queue was full",
+        static_cast<double>(I.rejected.load()), "counter");
   I.scheduler->ttft().render(s, "sandwich:time_to_first_token_seconds", "Time to first token");
-  I.scheduler->inter_token().render(s, "sandwich:inter_token_latency_seconds", "Time between output tokens");
-  I.scheduler->e2e().render(s, "sandwich:e2e_request_latency_seconds", "End-to-end request latency");
+  I.scheduler->inter_token().render(s, "sandwich:inter_token_latency_seconds",
+                                    "Time between output tokens");
+  I.scheduler->e2e().render(s, "sandwich:e2e_request_latency_seconds",
+                            "End-to-end request latency");
   return s;
 }
 

@@ -16,8 +16,8 @@
 
 #include "engine/executor.h"
 #include "engine/forward.h"
-#include "engine/sampler.h"
 #include "engine/model_options.h"
+#include "engine/sampler.h"
 
 namespace sandwich {
 namespace {
@@ -46,14 +46,17 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   ArgParser p("sandwich-bench engine",
               "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
   add_model_options(p, load);
-  p.add("--prompt-tokens", &prompt_tokens, "prompt length of the prefill test (default 512; 0 skips it)");
-  p.add("--gen-tokens", &gen_tokens, "decode steps of the generation test (default 128; 0 skips it)");
+  p.add("--prompt-tokens", &prompt_tokens,
+        "prompt length of the prefill test (default 512; 0 skips it)");
+  p.add("--gen-tokens", &gen_tokens,
+        "decode steps of the generation test (default 128; 0 skips it)");
   p.add("-t,--threads", &threads, "compute threads (default: all cores)");
   p.add("-r,--reps", &reps, "measured repetitions (default 3)");
   p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
   p.add("--json", &json_path, "also write the results as JSON to this file", "F");
   p.add("--configs", &configs_text,
-        "service configurations to compare, comma-separated: RxT for both phases or PREFILL/DECODE, e.g. "
+        "service configurations to compare, comma-separated: RxT for both phases or "
+        "PREFILL/DECODE, e.g. "
         "1x2,2x1,1x2/2x1 (default: 1 rank of --threads cores)",
         "LIST");
   if (!p.parse(argc, argv, first_arg)) return 0;
@@ -109,7 +112,8 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
   auto model = load_model(load);
   const ModelConfig& c = model->config;
   if (std::max(prompt_tokens, gen_tokens) > c.max_seq_len)
-    throw CliError("the test lengths exceed the model's context of " + std::to_string(c.max_seq_len));
+    throw CliError("the test lengths exceed the model's context of " +
+                   std::to_string(c.max_seq_len));
   for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
 
   // Every configuration's executors start before any measurement (rank processes fork here).
@@ -169,13 +173,21 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
     const std::string test = std::string(name) + std::to_string(n);
     const ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
-                std::string(kernels::dtype_name(model->weights.dtype)).c_str(), c.param_count() / 1e9,
-                sc.to_string().c_str(), test.c_str(), s.median, s.min, s.max);
+                std::string(kernels::dtype_name(model->weights.dtype)).c_str(),
+                c.param_count() / 1e9, sc.to_string().c_str(), test.c_str(), s.median, s.min,
+                s.max);
     std::fflush(stdout);
-    results.push_back({{"model", c.name}, {"source", model->source}, {"dtype", kernels::dtype_name(model->weights.dtype)},
-                       {"configs", cur->name}, {"config", sc.to_json()}, {"test", test}, {"tokens", n}, {"reps", reps},
-                       {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
-                       {"samples", v}});
+    results.push_back(
+        {{"model", c.name},
+         {"source", model->source},
+         {"dtype", kernels::dtype_name(model->weights.dtype)},
+         {"configs", cur->name},
+         {"config", sc.to_json()},
+         {"test", test},
+         {"tokens", n},
+         {"reps", reps},
+         {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
+         {"samples", v}});
   };
   for (auto& setup : setups) {
     cur = &setup;

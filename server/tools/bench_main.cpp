@@ -14,14 +14,18 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"engine", "prefill and decode tokens/s of the engine (like llama-bench)", sandwich::bench_engine_main},
-    {"serve", "TTFT/TPOT/SLO attainment/goodput of OpenAI-compatible servers (like vLLM's serving benchmark)",
+    {"engine", "prefill and decode tokens/s of the engine (like llama-bench)",
+     sandwich::bench_engine_main},
+    {"serve",
+     "TTFT/TPOT/SLO attainment/goodput of OpenAI-compatible servers (like vLLM's serving "
+     "benchmark)",
      sandwich::bench::bench_serve_main},
 };
 
 void usage(std::ostream& os) {
   os << "usage: sandwich-bench <command> [options]\ncommands:\n";
-  for (const auto& c : kCommands) os << "  " << c.name << std::string(10 - std::strlen(c.name), ' ') << c.help << "\n";
+  for (const auto& c : kCommands)
+    os << "  " << c.name << std::string(10 - std::strlen(c.name), ' ') << c.help << "\n";
   os << "run 'sandwich-bench <command> --help' for a command's options\n";
 }
 

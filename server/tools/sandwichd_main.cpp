@@ -24,8 +24,12 @@ size_t parse_bytes(const std::string& v) {
     const size_t n = std::strlen(s);
     return num.size() > n && num.compare(num.size() - n, n, s) == 0;
   };
-  for (auto [suffix, m] : {std::pair{"GiB", size_t{1} << 30}, {"MiB", size_t{1} << 20}, {"KiB", size_t{1} << 10},
-                           {"G", size_t{1} << 30}, {"M", size_t{1} << 20}, {"K", size_t{1} << 10}})
+  for (auto [suffix, m] : {std::pair{"GiB", size_t{1} << 30},
+                           {"MiB", size_t{1} << 20},
+                           {"KiB", size_t{1} << 10},
+                           {"G", size_t{1} << 30},
+                           {"M", size_t{1} << 20},
+                           {"K", size_t{1} << 10}})
     if (ends(suffix)) {
       num.resize(num.size() - std::strlen(suffix));
       mult = m;
@@ -46,9 +50,12 @@ int main(int argc, char** argv) {
     SchedulerOptions sched;
     int threads = 0, shutdown_timeout = 30;
     std::optional<std::string> served_name, api_key, chat_template;
-    ArgParser p("sandwichd", "OpenAI-compatible LLM server (continuous batching, separate prefill and decode plans).");
+    ArgParser p(
+        "sandwichd",
+        "OpenAI-compatible LLM server (continuous batching, separate prefill and decode plans).");
     add_model_options(p, load);
-    p.add("--served-model-name", &served_name, "model id in the API (default: the --model value)", "NAME");
+    p.add("--served-model-name", &served_name, "model id in the API (default: the --model value)",
+          "NAME");
     p.add("--host", &http.host, "address to bind (default 127.0.0.1)", "H");
     p.option("--port", "P", "port (default 8000; 0 picks a free one)", [&](const std::string& v) {
       const int64_t port = ArgParser::parse_int("--port", v);
@@ -56,31 +63,42 @@ int main(int argc, char** argv) {
       http.port = static_cast<uint16_t>(port);
     });
     p.add("--api-key", &api_key, "require 'Authorization: Bearer KEY' on /v1 routes", "KEY");
-    p.add("--chat-template", &chat_template, "llama3, llama2, chatml, or a Jinja template file (default: the model's)", "T");
-    p.add("--max-model-len", &sched.max_model_len, "prompt + output limit (default: the model's context)");
+    p.add("--chat-template", &chat_template,
+          "llama3, llama2, chatml, or a Jinja template file (default: the model's)", "T");
+    p.add("--max-model-len", &sched.max_model_len,
+          "prompt + output limit (default: the model's context)");
     p.add("--max-num-seqs", &sched.max_num_seqs, "running sequences at most (default 64)");
-    p.add("--max-num-batched-tokens", &sched.max_batched_tokens, "prompt tokens per prefill step (default 512)");
-    p.option("--kv-cache-memory", "BYTES", "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
+    p.add("--max-num-batched-tokens", &sched.max_batched_tokens,
+          "prompt tokens per prefill step (default 512)");
+    p.option("--kv-cache-memory", "BYTES",
+             "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
              [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes(v); });
-    p.add("--max-waiting", &sched.max_waiting, "waiting-queue bound; beyond it requests get 429 (default 256)");
+    p.add("--max-waiting", &sched.max_waiting,
+          "waiting-queue bound; beyond it requests get 429 (default 256)");
     std::optional<std::string> plan, prefill_config, decode_config;
-    p.add("-t,--threads", &threads, "compute threads of one rank when no configuration is given (default: all cores)");
+    p.add("-t,--threads", &threads,
+          "compute threads of one rank when no configuration is given (default: all cores)");
     p.add("--plan", &plan, "plan file with the prefill and decode service configurations", "F");
-    p.add("--prefill-config", &prefill_config, "prefill service configuration: RxT (R ranks of T cores) or JSON", "C");
+    p.add("--prefill-config", &prefill_config,
+          "prefill service configuration: RxT (R ranks of T cores) or JSON", "C");
     p.add("--decode-config", &decode_config, "decode service configuration: RxT or JSON", "C");
     p.add("--io-threads", &http.io_threads, "HTTP I/O threads (default 1)");
     p.option("--max-body-bytes", "N", "request body limit (default 8 MiB)",
              [&](const std::string& v) { http.max_body_bytes = parse_bytes(v); });
     p.add("--max-connections", &http.max_connections, "open connections at most (default 256)");
-    p.add("--request-timeout", &svc.request_timeout_seconds, "seconds a request may run (default 600)");
-    p.add("--shutdown-timeout", &shutdown_timeout, "seconds running requests get to finish on SIGTERM (default 30)");
-    p.option("--weights-seed", "N", "seed of dummy weights (default 0)",
-             [&](const std::string& v) { load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v)); });
+    p.add("--request-timeout", &svc.request_timeout_seconds,
+          "seconds a request may run (default 600)");
+    p.add("--shutdown-timeout", &shutdown_timeout,
+          "seconds running requests get to finish on SIGTERM (default 30)");
+    p.option("--weights-seed", "N", "seed of dummy weights (default 0)", [&](const std::string& v) {
+      load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v));
+    });
     if (!p.parse(argc, argv)) return 0;
     if (!p.positional().empty()) throw CliError("unexpected argument '" + p.positional()[0] + "'");
     if (load.model.empty()) throw CliError("--model is required (see --help)");
-    if (threads < 0 || sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
-        http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 || shutdown_timeout < 0)
+    if (threads < 0 || sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 ||
+        sched.max_waiting < 0 || http.io_threads < 1 || http.max_connections < 1 ||
+        svc.request_timeout_seconds < 1 || shutdown_timeout < 0)
       throw CliError("thread counts, limits and timeouts must be positive");
     if (plan) {
       const Plan pl = load_plan(*plan);
@@ -111,8 +129,8 @@ int main(int argc, char** argv) {
       cv.notify_all();
     });
     server.start();
-    std::fprintf(stderr, "sandwichd: listening on http://%s:%u (loading %s)\n", http.host.c_str(), server.port(),
-                 load.model.c_str());
+    std::fprintf(stderr, "sandwichd: listening on http://%s:%u (loading %s)\n", http.host.c_str(),
+                 server.port(), load.model.c_str());
 
     std::unique_ptr<Model> model;
     std::unique_ptr<Scheduler> scheduler;
@@ -125,27 +143,33 @@ int main(int argc, char** argv) {
       server.stop();
       throw;
     }
-    std::fprintf(stderr, "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, prefill %s, decode %s\n",
-                 model->source.c_str(), static_cast<double>(model->weight_bytes()) / (1 << 30), model->load_seconds,
-                 scheduler->max_model_len(), sched.prefill_config->to_string().c_str(),
+    std::fprintf(stderr,
+                 "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, "
+                 "prefill %s, decode %s\n",
+                 model->source.c_str(), static_cast<double>(model->weight_bytes()) / (1 << 30),
+                 model->load_seconds, scheduler->max_model_len(),
+                 sched.prefill_config->to_string().c_str(),
                  sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
 
     {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return stop_requested; });
     }
-    std::fprintf(stderr, "sandwichd: shutting down: finishing %d running request(s)\n", service.active_requests());
+    std::fprintf(stderr, "sandwichd: shutting down: finishing %d running request(s)\n",
+                 service.active_requests());
     service.begin_shutdown();
     server.stop_accepting();
     scheduler->request_shutdown(true);
     std::thread waiter([&] { scheduler->shutdown(true); });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(shutdown_timeout);
-    while (scheduler->stats().running + scheduler->stats().waiting > 0 && std::chrono::steady_clock::now() < deadline)
+    while (scheduler->stats().running + scheduler->stats().waiting > 0 &&
+           std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     scheduler->request_shutdown(false);  // whatever is left is aborted
     waiter.join();
     // Let the last responses reach their clients.
-    for (int i = 0; i < 100 && service.active_requests() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 100 && service.active_requests() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server.stop();
     std::fprintf(stderr, "sandwichd: stopped\n");

@@ -13,9 +13,15 @@ inline std::filesystem::path shared_dir() {
   return SANDWICH_SHARED_DEFAULT;
 }
 
-inline std::filesystem::path data_dir() { return shared_dir() / "data"; }
-inline std::filesystem::path source_dir() { return SANDWICH_SOURCE_DIR; }
-inline std::filesystem::path bin_dir() { return SANDWICH_BIN_DIR; }
+inline std::filesystem::path data_dir() {
+  return shared_dir() / "data";
+}
+inline std::filesystem::path source_dir() {
+  return SANDWICH_SOURCE_DIR;
+}
+inline std::filesystem::path bin_dir() {
+  return SANDWICH_BIN_DIR;
+}
 
 // A fresh folder under the system temp dir, removed when the object dies.
 class TempDir {
@@ -37,11 +43,11 @@ class TempDir {
 };
 
 // Skips the calling test when the reference data folder is missing.
-#define SANDWICH_REQUIRE_DATA()                                                          \
-  do {                                                                                   \
-    if (!std::filesystem::exists(::sandwich::test::data_dir()))                          \
-      GTEST_FAIL() << "reference data not found at " << ::sandwich::test::data_dir()     \
-                   << " (set SANDWICH_SHARED to the folder holding data/)";              \
+#define SANDWICH_REQUIRE_DATA()                                                      \
+  do {                                                                               \
+    if (!std::filesystem::exists(::sandwich::test::data_dir()))                      \
+      GTEST_FAIL() << "reference data not found at " << ::sandwich::test::data_dir() \
+                   << " (set SANDWICH_SHARED to the folder holding data/)";          \
   } while (0)
 
 }  // namespace sandwich::test

@@ -27,17 +27,24 @@ CmdResult run_cmd(const std::string& args) {
     ss << in.rdbuf();
     return ss.str();
   };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(dir / "out"), slurp(dir / "err")};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(dir / "out"),
+          slurp(dir / "err")};
 }
 
-std::string bin(const char* name) { return (test::bin_dir() / name).string(); }
-std::string stories() { return (test::data_dir() / "models/stories260K").string(); }
+std::string bin(const char* name) {
+  return (test::bin_dir() / name).string();
+}
+std::string stories() {
+  return (test::data_dir() / "models/stories260K").string();
+}
 std::string generate() {
-  return bin("sandwich-generate") + " --model " + stories() + "/stories260K.bin --tokenizer " + stories() + "/tok512.bin";
+  return bin("sandwich-generate") + " --model " + stories() + "/stories260K.bin --tokenizer " +
+         stories() + "/tok512.bin";
 }
 
 std::string expected_greedy() {
-  std::ifstream in(test::data_dir() / "models/stories260K/expected_greedy_200.txt", std::ios::binary);
+  std::ifstream in(test::data_dir() / "models/stories260K/expected_greedy_200.txt",
+                   std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
@@ -60,13 +67,17 @@ TEST(Cli, GenerateOnTheReferencePathToo) {
 // a big dog"`) prints the prompt and then this continuation: 200 positions in all, the prompt is
 // 11 tokens after BOS, so 189 are generated.
 constexpr const char* kRunCContinuation =
-    " named Max. Max loved to play with his toys and run around. One day, Max saw a big box in the park. He wanted to play with it, but he was too small.\n"
-    "Max wanted to play with the box. He asked his friend, a little bird, \"Can I play with you?\" The boy said, \"Yes, I can help you.\" Max was happy to help the bird.\n"
-    "The bird flew away, and Max flew away. The bird was very happy. Max and the bird became best friends. They played together every day.\n";
+    " named Max. Max loved to play with his toys and run around. One day, Max saw a big box in the "
+    "park. He wanted to play with it, but he was too small.\n"
+    "Max wanted to play with the box. He asked his friend, a little bird, \"Can I play with you?\" "
+    "The boy said, \"Yes, I can help you.\" Max was happy to help the bird.\n"
+    "The bird flew away, and Max flew away. The bird was very happy. Max and the bird became best "
+    "friends. They played together every day.\n";
 
 TEST(Cli, PromptContinuesLikeTheReferenceImplementation) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult r = run_cmd(generate() + " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
+  CmdResult r = run_cmd(generate() +
+                        " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, std::string(kRunCContinuation));
 }
@@ -101,20 +112,26 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroExit) {
   SANDWICH_REQUIRE_DATA();
   test::TempDir dir;
   expect_one_line_error(run_cmd(bin("sandwich-generate")), "--model is required");
-  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model /nonexistent/model.gguf"), "not found");
+  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model /nonexistent/model.gguf"),
+                        "not found");
   expect_one_line_error(run_cmd(generate() + " --temperature -1"), "temperature");
   expect_one_line_error(run_cmd(generate() + " -n abc"), "expects an integer");
   expect_one_line_error(run_cmd(generate() + " --bogus"), "unknown option --bogus");
   std::ofstream(dir / "junk.gguf") << "GGUF but then nothing sensible";
-  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model " + (dir / "junk.gguf").string()), "junk.gguf");
-  expect_one_line_error(run_cmd(bin("sandwich-generate") + " --model " + stories() + "/stories260K.bin"), "--tokenizer");
+  expect_one_line_error(
+      run_cmd(bin("sandwich-generate") + " --model " + (dir / "junk.gguf").string()), "junk.gguf");
+  expect_one_line_error(
+      run_cmd(bin("sandwich-generate") + " --model " + stories() + "/stories260K.bin"),
+      "--tokenizer");
   std::string long_prompt;
   for (int i = 0; i < 700; ++i) long_prompt += "dog ";
   expect_one_line_error(run_cmd(generate() + " --prompt '" + long_prompt + "'"), "context");
-  expect_one_line_error(run_cmd(bin("sandwich-model") + " make --preset nope -o " + (dir / "x.gguf").string()),
-                        "unknown model preset 'nope'");
+  expect_one_line_error(
+      run_cmd(bin("sandwich-model") + " make --preset nope -o " + (dir / "x.gguf").string()),
+      "unknown model preset 'nope'");
   expect_one_line_error(run_cmd(bin("sandwich-model") + " frobnicate"), "unknown command");
-  expect_one_line_error(run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() + "/tok512.bin --ids '1 99999'"),
+  expect_one_line_error(run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() +
+                                "/tok512.bin --ids '1 99999'"),
                         "outside the vocabulary");
 }
 
@@ -165,9 +182,11 @@ TEST(Cli, ModelInfoAndTokenizerCommands) {
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("layers:        5"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("f32 x"), std::string::npos) << info.out;
-  CmdResult tok = run_cmd(bin("sandwich-model") + " tokenize --tokenizer " + stories() + "/tok512.bin --text 'Once upon a time'");
+  CmdResult tok = run_cmd(bin("sandwich-model") + " tokenize --tokenizer " + stories() +
+                          "/tok512.bin --text 'Once upon a time'");
   ASSERT_EQ(tok.code, 0) << tok.err;
-  CmdResult back = run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() + "/tok512.bin --ids '" + tok.out.substr(0, tok.out.size() - 1) + "'");
+  CmdResult back = run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() +
+                           "/tok512.bin --ids '" + tok.out.substr(0, tok.out.size() - 1) + "'");
   ASSERT_EQ(back.code, 0) << back.err;
   EXPECT_EQ(back.out, "Once upon a time\n");
 }
@@ -175,19 +194,24 @@ TEST(Cli, ModelInfoAndTokenizerCommands) {
 TEST(Cli, MakeWritesAGgufThatLoads) {
   test::TempDir dir;
   const std::string out = (dir / "m.gguf").string();
-  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+  std::ofstream(dir / "config.json")
+      << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
     "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000,
     "max_position_embeddings":256,"tokenizer_family":"llama2-spm"})";
-  CmdResult make = run_cmd(bin("sandwich-model") + " make --preset " + (dir / "config.json").string() + " --dtype bf16 -o " + out);
+  CmdResult make = run_cmd(bin("sandwich-model") + " make --preset " +
+                           (dir / "config.json").string() + " --dtype bf16 -o " + out);
   ASSERT_EQ(make.code, 0) << make.err;
   CmdResult info = run_cmd(bin("sandwich-model") + " info " + out);
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("bf16 x"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("tokenizer:     1000 tokens"), std::string::npos) << info.out;
   // Dummy weights given as a file and as --load-format dummy with the same seed: same greedy ids.
-  CmdResult a = run_cmd(bin("sandwich-generate") + " --model " + out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
-  CmdResult b = run_cmd(bin("sandwich-generate") + " --model " + dir.path().string() + " --load-format dummy --dtype bf16 "
-              "--tokenizer " + out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
+  CmdResult a = run_cmd(bin("sandwich-generate") + " --model " + out +
+                        " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
+  CmdResult b = run_cmd(bin("sandwich-generate") + " --model " + dir.path().string() +
+                        " --load-format dummy --dtype bf16 "
+                        "--tokenizer " +
+                        out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
   ASSERT_EQ(a.code, 0) << a.err;
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);

@@ -26,7 +26,8 @@ std::unique_ptr<Model> stories() {
 }
 
 std::string expected_greedy() {
-  std::ifstream in(test::data_dir() / "models/stories260K/expected_greedy_200.txt", std::ios::binary);
+  std::ifstream in(test::data_dir() / "models/stories260K/expected_greedy_200.txt",
+                   std::ios::binary);
   std::string s{std::istreambuf_iterator<char>(in), {}};
   return s.substr(0, s.size() - 1);  // the reference printed a final newline
 }
@@ -71,7 +72,8 @@ TEST(Executor, PrefillAndDecodeUnderDifferentConfigurations) {
 // reordering tolerance (the all-reduce changes the summation order of the residual).
 TEST(Executor, DummyModelLogitsAgreeAcrossRankCounts) {
   TempDir dir;
-  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":256,"num_hidden_layers":2,
+  std::ofstream(dir / "config.json")
+      << R"({"model_type":"llama","hidden_size":256,"num_hidden_layers":2,
     "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":384,"vocab_size":1000,
     "max_position_embeddings":256})";
   for (auto dt : {WeightDType::F32, WeightDType::BF16}) {
@@ -103,7 +105,9 @@ TEST(Executor, DummyModelLogitsAgreeAcrossRankCounts) {
   }
 }
 
-bool process_gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+bool process_gone(int pid) {
+  return kill(pid, 0) != 0 && errno == ESRCH;
+}
 
 TEST(Executor, KillingARankFailsTheStepQuicklyAndStopsTheGroup) {
   SANDWICH_REQUIRE_DATA();
@@ -138,7 +142,8 @@ TEST(Executor, KillingARankFailsTheStepQuicklyAndStopsTheGroup) {
   killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(pids[1], SIGKILL), 0);
   gen.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   EXPECT_LT(seconds, 1.0);
   EXPECT_NE(error.find("rank 1"), std::string::npos) << error;
   EXPECT_NE(error.find("signal 9"), std::string::npos) << error;
@@ -164,16 +169,19 @@ TEST(Executor, StoppingTheGroupLeavesNoProcessBehind) {
 TEST(ServiceConfig, ParsesShortAndJsonFormsAndRejectsBadOnes) {
   EXPECT_EQ(parse_service_config("2x1").to_string(), "2x1 [0] [1]");
   EXPECT_EQ(parse_service_config("1x2").to_string(), "1x2 [0,1]");
-  const ServiceConfig j = parse_service_config(R"({"ranks":[{"numa":0,"cpus":[1]},{"numa":0,"cpus":[0]}]})");
+  const ServiceConfig j =
+      parse_service_config(R"({"ranks":[{"numa":0,"cpus":[1]},{"numa":0,"cpus":[0]}]})");
   EXPECT_EQ(j.ranks[0].cpus, std::vector<int>{1});
   EXPECT_EQ(service_config_from_json(j.to_json()), j);
   EXPECT_THROW(parse_service_config("64x64"), std::invalid_argument);
   EXPECT_THROW(parse_service_config("0x1"), std::invalid_argument);
   EXPECT_THROW(parse_service_config("two by one"), std::invalid_argument);
-  EXPECT_THROW(parse_service_config(R"({"ranks":[{"cpus":[0]},{"cpus":[0]}]})"), std::invalid_argument);
+  EXPECT_THROW(parse_service_config(R"({"ranks":[{"cpus":[0]},{"cpus":[0]}]})"),
+               std::invalid_argument);
   EXPECT_THROW(parse_service_config(R"({"ranks":[{"cpus":[999]}]})"), std::invalid_argument);
   TempDir dir;
-  std::ofstream(dir / "plan.json") << R"({"prefill":{"ranks":[{"cpus":[0,1]}]},"decode":{"config":{"ranks":[{"cpus":[0]},{"cpus":[1]}]}}})";
+  std::ofstream(dir / "plan.json")
+      << R"({"prefill":{"ranks":[{"cpus":[0,1]}]},"decode":{"config":{"ranks":[{"cpus":[0]},{"cpus":[1]}]}}})";
   const Plan p = load_plan(dir / "plan.json");
   EXPECT_EQ(p.prefill.rank_count(), 1);
   EXPECT_EQ(p.decode.rank_count(), 2);

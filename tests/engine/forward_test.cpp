@@ -18,13 +18,13 @@ using test::TempDir;
 
 // A small model with every feature that matters: GQA, several layers, head size not a multiple
 // of 16, odd FFN and vocabulary sizes.
-std::unique_ptr<Model> tiny_model(const TempDir& dir, WeightDType dtype, int dim = 72, int heads = 4, int kv_heads = 2,
-                                  int ffn = 97, int vocab = 301) {
-  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":)" << dim
-                                     << R"(,"num_hidden_layers":3,"num_attention_heads":)" << heads
-                                     << R"(,"num_key_value_heads":)" << kv_heads << R"(,"intermediate_size":)" << ffn
-                                     << R"(,"vocab_size":)" << vocab
-                                     << R"(,"max_position_embeddings":300,"rms_norm_eps":1e-5,"rope_theta":10000.0})";
+std::unique_ptr<Model> tiny_model(const TempDir& dir, WeightDType dtype, int dim = 72,
+                                  int heads = 4, int kv_heads = 2, int ffn = 97, int vocab = 301) {
+  std::ofstream(dir / "config.json")
+      << R"({"model_type":"llama","hidden_size":)" << dim
+      << R"(,"num_hidden_layers":3,"num_attention_heads":)" << heads << R"(,"num_key_value_heads":)"
+      << kv_heads << R"(,"intermediate_size":)" << ffn << R"(,"vocab_size":)" << vocab
+      << R"(,"max_position_embeddings":300,"rms_norm_eps":1e-5,"rope_theta":10000.0})";
   LoadOptions o;
   o.model = dir.path().string();
   o.load_format = LoadFormat::Dummy;
@@ -40,7 +40,8 @@ double max_abs(const std::vector<float>& v) {
   return m;
 }
 
-void expect_logits_close(const float* got, const std::vector<float>& want, double rel, const std::string& what) {
+void expect_logits_close(const float* got, const std::vector<float>& want, double rel,
+                         const std::string& what) {
   const double scale = max_abs(want);
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], rel * scale) << what << " logit " << i;
@@ -75,15 +76,19 @@ TEST_P(ForwardVsReference, PrefillThenDecodeMatches) {
   expect_logits_close(logits.data(), want, tol, "prefill");
   for (int step = 0; step < 8; ++step) {
     const int32_t next = argmax(want.data(), V);
-    BatchEntry d{std::span<const int32_t>(&next, 1), static_cast<int32_t>(prompt.size()) + step, blocks, true};
+    BatchEntry d{std::span<const int32_t>(&next, 1), static_cast<int32_t>(prompt.size()) + step,
+                 blocks, true};
     fp.run({&d, 1}, logits.data());
     want = ref.step(next);
     expect_logits_close(logits.data(), want, tol, "decode step " + std::to_string(step));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, ForwardVsReference, ::testing::Values(WeightDType::F32, WeightDType::BF16),
-                         [](const auto& i) { return i.param == WeightDType::F32 ? std::string("F32") : std::string("BF16"); });
+INSTANTIATE_TEST_SUITE_P(DTypes, ForwardVsReference,
+                         ::testing::Values(WeightDType::F32, WeightDType::BF16), [](const auto& i) {
+                           return i.param == WeightDType::F32 ? std::string("F32")
+                                                              : std::string("BF16");
+                         });
 
 TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
   TempDir dir;
@@ -110,11 +115,14 @@ TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
   std::vector<float> out(2 * V);
   for (int s = 0; s < 30; s += 7) {
     const int n = std::min(7, 30 - s);
-    std::vector<BatchEntry> batch = {{std::span<const int32_t>(a).subspan(s, n), s, ta2, s + n == 30}};
+    std::vector<BatchEntry> batch = {
+        {std::span<const int32_t>(a).subspan(s, n), s, ta2, s + n == 30}};
     if (s == 0) batch.push_back({b, 0, tb2, true});
     std::vector<float> l(batch.size() * V);
     fp.run(batch, l.data());
-    if (s == 0) std::copy(l.begin() + (batch[0].want_logits ? V : 0), l.begin() + (batch[0].want_logits ? 2 * V : V), out.begin() + V);
+    if (s == 0)
+      std::copy(l.begin() + (batch[0].want_logits ? V : 0),
+                l.begin() + (batch[0].want_logits ? 2 * V : V), out.begin() + V);
     if (s + n == 30) std::copy(l.begin(), l.begin() + V, out.begin());
   }
   expect_logits_close(out.data(), la, 1e-5, "chunked a");
@@ -122,7 +130,8 @@ TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
 
   // A decode step for both in one batch equals separate steps.
   const int32_t na = argmax(la.data(), V), nb = argmax(lb.data(), V);
-  std::vector<BatchEntry> both = {{std::span<const int32_t>(&na, 1), 30, ta, true}, {std::span<const int32_t>(&nb, 1), 19, tb, true}};
+  std::vector<BatchEntry> both = {{std::span<const int32_t>(&na, 1), 30, ta, true},
+                                  {std::span<const int32_t>(&nb, 1), 19, tb, true}};
   std::vector<float> lboth(2 * V), l1(V), l2(V);
   fp.run(both, lboth.data());
   std::vector<BatchEntry> one = {{std::span<const int32_t>(&na, 1), 30, ta2, true}};
@@ -155,14 +164,15 @@ class ThreadCollective : public Collective {
     }
     x_.bar.arrive_and_wait();
   }
-  void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset, float* full,
-                          int64_t n_total) override {
+  void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset,
+                          float* full, int64_t n_total) override {
     x_.bufs[rank_].assign(local, local + rows * n_local);
     x_.cols[rank_] = {offset, n_local};
     x_.bar.arrive_and_wait();
     for (int r = 0; r < x_.n; ++r)
       for (int64_t i = 0; i < rows; ++i)
-        std::copy(x_.bufs[r].begin() + i * x_.cols[r].second, x_.bufs[r].begin() + (i + 1) * x_.cols[r].second,
+        std::copy(x_.bufs[r].begin() + i * x_.cols[r].second,
+                  x_.bufs[r].begin() + (i + 1) * x_.cols[r].second,
                   full + i * n_total + x_.cols[r].first);
     x_.bar.arrive_and_wait();
   }
@@ -226,7 +236,6 @@ TEST(Forward, RejectsBadBatches) {
   e = {std::span<const int32_t>(ok).subspan(0, 2), 299, blocks, true};
   EXPECT_THROW(fp.run({&e, 1}, logits.data()), std::invalid_argument);
   EXPECT_THROW(ForwardPass(*m, kv, team, RankView{0, 3}, nullptr), std::invalid_argument);
-
 }
 
 TEST(Forward, KVCacheAllocatesAndFreesBlocks) {

@@ -92,7 +92,8 @@ TEST(Gguf, RejectsBadFilesWithClearErrors) {
   expect_error(dir / "version.gguf", "version");
 
   // Every truncation point fails cleanly (header, metadata, tensor infos, data).
-  for (size_t cut : {size_t{3}, size_t{10}, size_t{30}, size_t{80}, good.size() / 2, good.size() - 25}) {
+  for (size_t cut :
+       {size_t{3}, size_t{10}, size_t{30}, size_t{80}, good.size() / 2, good.size() - 25}) {
     spit(dir / "cut.gguf", std::vector<uint8_t>(good.begin(), good.begin() + cut));
     expect_error(dir / "cut.gguf", "");
   }

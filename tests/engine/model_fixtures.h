@@ -16,7 +16,9 @@
 
 namespace sandwich::test {
 
-inline std::filesystem::path stories_dir() { return data_dir() / "models/stories260K"; }
+inline std::filesystem::path stories_dir() {
+  return data_dir() / "models/stories260K";
+}
 
 // The checkpoint read independently of the engine's loader: header + tensors in file order.
 struct Llama2cWeights {
@@ -35,7 +37,9 @@ inline Llama2cWeights read_stories() {
     in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
     return v;
   };
-  auto name = [](int l, const char* what) { return "blk." + std::to_string(l) + "." + what + ".weight"; };
+  auto name = [](int l, const char* what) {
+    return "blk." + std::to_string(l) + "." + what + ".weight";
+  };
   auto per_layer = [&](const char* what, size_t n) {
     for (int l = 0; l < w.layers; ++l) w.t[name(l, what)] = take(n);
   };
@@ -94,15 +98,18 @@ inline void write_stories_gguf(const std::filesystem::path& out, kernels::DType 
   for (const auto& [name, data] : w.t) {
     auto [rows, cols] = shape_of(w, name);
     const kernels::DType t = cols ? dt : kernels::DType::F32;
-    std::vector<uint64_t> dims = cols ? std::vector<uint64_t>{uint64_t(cols), uint64_t(rows)} : std::vector<uint64_t>{uint64_t(rows)};
+    std::vector<uint64_t> dims = cols ? std::vector<uint64_t>{uint64_t(cols), uint64_t(rows)}
+                                      : std::vector<uint64_t>{uint64_t(rows)};
     auto bytes = encode(data, t);
-    g.add_tensor(name, ggml_type(t), dims, [bytes](uint8_t* d, uint64_t n) { std::memcpy(d, bytes.data(), n); });
+    g.add_tensor(name, ggml_type(t), dims,
+                 [bytes](uint8_t* d, uint64_t n) { std::memcpy(d, bytes.data(), n); });
   }
   g.write(out);
 }
 
 // HF checkpoints pair q/k rows as (i, i + d/2): undo the interleaving per head.
-inline std::vector<float> to_rotate_half(const std::vector<float>& m, int64_t rows, int64_t cols, int64_t hd) {
+inline std::vector<float> to_rotate_half(const std::vector<float>& m, int64_t rows, int64_t cols,
+                                         int64_t hd) {
   std::vector<float> out(m.size());
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t h = r / hd, j = r % hd, half = hd / 2;
@@ -119,13 +126,17 @@ struct StTensor {
   std::vector<uint8_t> bytes;
 };
 
-inline void write_safetensors_file(const std::filesystem::path& path, const std::vector<StTensor>& tensors) {
+inline void write_safetensors_file(const std::filesystem::path& path,
+                                   const std::vector<StTensor>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t off = 0;
   for (auto& t : tensors) {
-    const std::string ds = t.dtype == kernels::DType::F32 ? "F32" : t.dtype == kernels::DType::F16 ? "F16" : "BF16";
-    header[t.name] = {{"dtype", ds}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
+    const std::string ds = t.dtype == kernels::DType::F32   ? "F32"
+                           : t.dtype == kernels::DType::F16 ? "F16"
+                                                            : "BF16";
+    header[t.name] = {
+        {"dtype", ds}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
     off += t.bytes.size();
   }
   std::string h = header.dump();
@@ -134,32 +145,47 @@ inline void write_safetensors_file(const std::filesystem::path& path, const std:
   uint64_t n = h.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (auto& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  for (auto& t : tensors)
+    out.write(reinterpret_cast<const char*>(t.bytes.data()),
+              static_cast<std::streamsize>(t.bytes.size()));
 }
 
 // A Hugging Face folder: config.json + safetensors (two shards with an index when sharded).
 inline void write_stories_hf(const std::filesystem::path& dir, kernels::DType dt, bool sharded) {
   const auto w = read_stories();
   std::filesystem::create_directories(dir);
-  nlohmann::json cfg = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", w.dim},
-                        {"intermediate_size", w.hidden}, {"num_hidden_layers", w.layers},
-                        {"num_attention_heads", w.heads}, {"num_key_value_heads", w.kv_heads},
-                        {"vocab_size", w.vocab}, {"max_position_embeddings", w.seq_len}, {"rms_norm_eps", 1e-5},
-                        {"rope_theta", 10000.0}, {"tie_word_embeddings", true}, {"bos_token_id", 1}, {"eos_token_id", 2},
+  nlohmann::json cfg = {{"architectures", {"LlamaForCausalLM"}},
+                        {"model_type", "llama"},
+                        {"hidden_size", w.dim},
+                        {"intermediate_size", w.hidden},
+                        {"num_hidden_layers", w.layers},
+                        {"num_attention_heads", w.heads},
+                        {"num_key_value_heads", w.kv_heads},
+                        {"vocab_size", w.vocab},
+                        {"max_position_embeddings", w.seq_len},
+                        {"rms_norm_eps", 1e-5},
+                        {"rope_theta", 10000.0},
+                        {"tie_word_embeddings", true},
+                        {"bos_token_id", 1},
+                        {"eos_token_id", 2},
                         {"torch_dtype", "float32"}};
   std::ofstream(dir / "config.json") << cfg.dump(2);
   static const std::map<std::string, std::string> hf = {
-      {"attn_norm", "input_layernorm"}, {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
-      {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},         {"ffn_down", "mlp.down_proj"}};
+      {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
+      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"}};
   const int64_t hd = w.dim / w.heads;
   std::vector<StTensor> all;
   for (const auto& [name, data] : w.t) {
     auto [rows, cols] = shape_of(w, name);
     std::string hf_name;
     std::vector<float> v = data;
-    if (name == "token_embd.weight") hf_name = "model.embed_tokens.weight";
-    else if (name == "output_norm.weight") hf_name = "model.norm.weight";
+    if (name == "token_embd.weight")
+      hf_name = "model.embed_tokens.weight";
+    else if (name == "output_norm.weight")
+      hf_name = "model.norm.weight";
     else {
       const auto dot = name.find('.', 4);
       const std::string layer = name.substr(4, dot - 4);
@@ -168,7 +194,8 @@ inline void write_stories_hf(const std::filesystem::path& dir, kernels::DType dt
       if (what == "attn_q" || what == "attn_k") v = to_rotate_half(v, rows, cols, hd);
     }
     const kernels::DType t = cols ? dt : kernels::DType::F32;
-    std::vector<int64_t> shape = cols ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows};
+    std::vector<int64_t> shape =
+        cols ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows};
     all.push_back({hf_name, shape, t, encode(v, t)});
   }
   // Norms stay F32 in a BF16/F16 checkpoint, so mixed dtypes are exercised too.
@@ -177,11 +204,14 @@ inline void write_stories_hf(const std::filesystem::path& dir, kernels::DType dt
     return;
   }
   std::vector<StTensor> a, b;
-  nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", nlohmann::json::object()}};
+  nlohmann::json index = {{"metadata", nlohmann::json::object()},
+                          {"weight_map", nlohmann::json::object()}};
   for (auto& t : all) {
-    const bool first = t.name.find("layers.0.") != std::string::npos || t.name.find("embed") != std::string::npos;
+    const bool first =
+        t.name.find("layers.0.") != std::string::npos || t.name.find("embed") != std::string::npos;
     (first ? a : b).push_back(t);
-    index["weight_map"][t.name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    index["weight_map"][t.name] =
+        first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
   }
   write_safetensors_file(dir / "model-00001-of-00002.safetensors", a);
   write_safetensors_file(dir / "model-00002-of-00002.safetensors", b);

@@ -13,10 +13,11 @@
 namespace sandwich {
 namespace {
 
-using test::TempDir;
 using test::stories_dir;
+using test::TempDir;
 
-std::unique_ptr<Model> load(const std::filesystem::path& p, std::optional<std::filesystem::path> tok = {},
+std::unique_ptr<Model> load(const std::filesystem::path& p,
+                            std::optional<std::filesystem::path> tok = {},
                             bool require_tokenizer = true) {
   LoadOptions o;
   o.model = p.string();
@@ -36,15 +37,17 @@ std::vector<std::vector<float>> logits_trace(const Model& m, const std::vector<i
   std::vector<std::vector<float>> out;
   for (size_t i = 0; i < tokens.size(); ++i) {
     std::vector<float> l(m.config.vocab_size);
-    BatchEntry e{std::span<const int32_t>(tokens).subspan(i, 1), static_cast<int32_t>(i), blocks, true};
+    BatchEntry e{std::span<const int32_t>(tokens).subspan(i, 1), static_cast<int32_t>(i), blocks,
+                 true};
     fp.run({&e, 1}, l.data());
     out.push_back(std::move(l));
   }
   return out;
 }
 
-void expect_same_logits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
-                        double tol, const std::string& what) {
+void expect_same_logits(const std::vector<std::vector<float>>& a,
+                        const std::vector<std::vector<float>>& b, double tol,
+                        const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t s = 0; s < a.size(); ++s) {
     double scale = 0;
@@ -76,7 +79,8 @@ TEST(ModelLoad, Llama2cCheckpointConfig) {
 TEST(ModelLoad, SameWeightsInEveryFormatGiveTheSameLogits) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
-  auto base = logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
+  auto base =
+      logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
 
   test::write_stories_gguf(dir / "f32.gguf", kernels::DType::F32);
   auto gguf = load(dir / "f32.gguf");  // tokenizer from the GGUF's own vocab
@@ -84,19 +88,20 @@ TEST(ModelLoad, SameWeightsInEveryFormatGiveTheSameLogits) {
   expect_same_logits(logits_trace(*gguf, kTokens), base, 1e-6, "GGUF F32");
 
   test::write_stories_hf(dir / "hf", kernels::DType::F32, false);
-  expect_same_logits(logits_trace(*load(dir / "hf", stories_dir() / "tok512.bin"), kTokens), base, 1e-6,
-                     "safetensors F32");
+  expect_same_logits(logits_trace(*load(dir / "hf", stories_dir() / "tok512.bin"), kTokens), base,
+                     1e-6, "safetensors F32");
   test::write_stories_hf(dir / "hf-sharded", kernels::DType::F32, true);
   expect_same_logits(logits_trace(*load(dir / "hf-sharded", {}, false), kTokens), base, 1e-6,
                      "sharded safetensors F32");
-  expect_same_logits(logits_trace(*load(dir / "hf/model.safetensors", {}, false), kTokens), base, 1e-6,
-                     "safetensors file");
+  expect_same_logits(logits_trace(*load(dir / "hf/model.safetensors", {}, false), kTokens), base,
+                     1e-6, "safetensors file");
 }
 
 TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
-  auto base = logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
+  auto base =
+      logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
   for (auto dt : {kernels::DType::BF16, kernels::DType::F16}) {
     const std::string n(kernels::dtype_name(dt));
     test::write_stories_gguf(dir / (n + ".gguf"), dt);
@@ -105,7 +110,8 @@ TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
     expect_same_logits(logits_trace(*g, kTokens), base, 0.06, "GGUF " + n);
     test::write_stories_hf(dir / ("hf-" + n), dt, true);
     auto h = load(dir / ("hf-" + n), {}, false);
-    expect_same_logits(logits_trace(*h, kTokens), logits_trace(*g, kTokens), 1e-6, "safetensors vs GGUF " + n);
+    expect_same_logits(logits_trace(*h, kTokens), logits_trace(*g, kTokens), 1e-6,
+                       "safetensors vs GGUF " + n);
   }
   // --dtype float32 keeps F16 exactly.
   LoadOptions o;
@@ -117,7 +123,8 @@ TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
 
 TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
   TempDir dir;
-  std::ofstream(dir / "config.json") << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+  std::ofstream(dir / "config.json")
+      << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
     "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":80,"vocab_size":300,
     "max_position_embeddings":128})";
   LoadOptions o;
@@ -126,7 +133,8 @@ TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
   o.dtype = WeightDType::F32;
   o.seed = 5;
   auto dummy = load_model(o);
-  write_dummy_gguf(dummy->config, kernels::DType::F32, default_dummy_vocab(dummy->config), 5, dir / "d.gguf");
+  write_dummy_gguf(dummy->config, kernels::DType::F32, default_dummy_vocab(dummy->config), 5,
+                   dir / "d.gguf");
   auto file = load(dir / "d.gguf");
   const std::vector<int32_t> toks = {1, 7, 99, 250, 3};
   expect_same_logits(logits_trace(*file, toks), logits_trace(*dummy, toks), 0.0, "make vs dummy");
@@ -171,7 +179,7 @@ TEST(ModelLoad, Llama3RopeScalingFollowsMetasRule) {
   auto scaled = rope_inv_freq(c);
   c.rope_scaling.type = RopeScaling::Type::None;
   auto plain = rope_inv_freq(c);
-  EXPECT_DOUBLE_EQ(scaled[0], plain[0]);           // high frequency: kept
+  EXPECT_DOUBLE_EQ(scaled[0], plain[0]);              // high frequency: kept
   EXPECT_DOUBLE_EQ(scaled.back(), plain.back() / 8);  // lowest frequency: divided by the factor
   for (size_t i = 0; i < plain.size(); ++i) {
     EXPECT_LE(scaled[i], plain[i]);
@@ -181,7 +189,8 @@ TEST(ModelLoad, Llama3RopeScalingFollowsMetasRule) {
 
 // ---- bad input: one clear error, never a crash --------------------------------------------
 
-std::string load_error(const std::filesystem::path& p, std::optional<std::filesystem::path> tok = {}) {
+std::string load_error(const std::filesystem::path& p,
+                       std::optional<std::filesystem::path> tok = {}) {
   try {
     load(p, tok);
   } catch (const std::runtime_error& e) {
@@ -190,7 +199,8 @@ std::string load_error(const std::filesystem::path& p, std::optional<std::filesy
   return "";
 }
 
-void copy_prefix(const std::filesystem::path& from, const std::filesystem::path& to, int64_t cut_from_end) {
+void copy_prefix(const std::filesystem::path& from, const std::filesystem::path& to,
+                 int64_t cut_from_end) {
   std::ifstream in(from, std::ios::binary);
   std::vector<char> b{std::istreambuf_iterator<char>(in), {}};
   b.resize(static_cast<size_t>(static_cast<int64_t>(b.size()) - cut_from_end));
@@ -201,14 +211,16 @@ TEST(ModelLoadErrors, TruncatedFiles) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
   copy_prefix(stories_dir() / "stories260K.bin", dir / "cut.bin", 1000);
-  EXPECT_NE(load_error(dir / "cut.bin", stories_dir() / "tok512.bin").find("truncated"), std::string::npos);
+  EXPECT_NE(load_error(dir / "cut.bin", stories_dir() / "tok512.bin").find("truncated"),
+            std::string::npos);
   test::write_stories_gguf(dir / "m.gguf", kernels::DType::F32);
   copy_prefix(dir / "m.gguf", dir / "cut.gguf", 5000);
   EXPECT_NE(load_error(dir / "cut.gguf").find("truncated"), std::string::npos);
   test::write_stories_hf(dir / "hf", kernels::DType::F32, false);
   copy_prefix(dir / "hf/model.safetensors", dir / "hf/cut", 100);
   std::filesystem::rename(dir / "hf/cut", dir / "hf/model.safetensors");
-  EXPECT_NE(load_error(dir / "hf", stories_dir() / "tok512.bin").find("truncated"), std::string::npos);
+  EXPECT_NE(load_error(dir / "hf", stories_dir() / "tok512.bin").find("truncated"),
+            std::string::npos);
 }
 
 TEST(ModelLoadErrors, WrongMagicAndGarbage) {
@@ -224,12 +236,15 @@ TEST(ModelLoadErrors, WrongMagicAndGarbage) {
 }
 
 // A GGUF with one thing wrong, written with the real writer.
-std::filesystem::path bad_gguf(const TempDir& dir, const std::string& arch, uint32_t q_type, uint64_t q_rows) {
+std::filesystem::path bad_gguf(const TempDir& dir, const std::string& arch, uint32_t q_type,
+                               uint64_t q_rows) {
   gguf::Writer w;
   w.set("general.architecture", gguf::Value::of_string(arch));
-  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64}, {"embedding_length", 32},
-                                                                    {"block_count", 1}, {"feed_forward_length", 48},
-                                                                    {"attention.head_count", 2}})
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64},
+                                                                   {"embedding_length", 32},
+                                                                   {"block_count", 1},
+                                                                   {"feed_forward_length", 48},
+                                                                   {"attention.head_count", 2}})
     w.set(arch + "." + k, gguf::Value::of_u32(v));
   w.set(arch + ".vocab_size", gguf::Value::of_u32(50));
   auto zero = [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); };
@@ -238,7 +253,8 @@ std::filesystem::path bad_gguf(const TempDir& dir, const std::string& arch, uint
   w.add_tensor("blk.0.attn_norm.weight", 0, {32}, zero);
   w.add_tensor("blk.0.ffn_norm.weight", 0, {32}, zero);
   w.add_tensor("blk.0.attn_q.weight", q_type, {32, q_rows}, zero);
-  for (const char* t : {"attn_k", "attn_v", "attn_output"}) w.add_tensor(std::string("blk.0.") + t + ".weight", 0, {32, 32}, zero);
+  for (const char* t : {"attn_k", "attn_v", "attn_output"})
+    w.add_tensor(std::string("blk.0.") + t + ".weight", 0, {32, 32}, zero);
   w.add_tensor("blk.0.ffn_gate.weight", 0, {32, 48}, zero);
   w.add_tensor("blk.0.ffn_up.weight", 0, {32, 48}, zero);
   w.add_tensor("blk.0.ffn_down.weight", 0, {48, 32}, zero);
@@ -251,7 +267,8 @@ TEST(ModelLoadErrors, UnsupportedArchitectureDtypeAndShapes) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
   const auto tok = stories_dir() / "tok512.bin";
-  EXPECT_NE(load_error(bad_gguf(dir, "gpt2", 0, 32), tok).find("unsupported architecture 'gpt2'"), std::string::npos);
+  EXPECT_NE(load_error(bad_gguf(dir, "gpt2", 0, 32), tok).find("unsupported architecture 'gpt2'"),
+            std::string::npos);
   EXPECT_NE(load_error(bad_gguf(dir, "llama", 8, 32), tok).find("Q8_0"), std::string::npos);
   const std::string shape = load_error(bad_gguf(dir, "llama", 0, 33), tok);
   EXPECT_NE(shape.find("blk.0.attn_q.weight"), std::string::npos) << shape;
@@ -274,13 +291,18 @@ TEST(ModelLoadErrors, MissingTokenizerAndTensor) {
 
   gguf::Writer w;
   w.set("general.architecture", gguf::Value::of_string("llama"));
-  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64}, {"embedding_length", 32},
-                                                                    {"block_count", 1}, {"feed_forward_length", 48},
-                                                                    {"attention.head_count", 2}, {"vocab_size", 512}})
+  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64},
+                                                                   {"embedding_length", 32},
+                                                                   {"block_count", 1},
+                                                                   {"feed_forward_length", 48},
+                                                                   {"attention.head_count", 2},
+                                                                   {"vocab_size", 512}})
     w.set(std::string("llama.") + k, gguf::Value::of_u32(v));
-  w.add_tensor("token_embd.weight", 0, {32, 512}, [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); });
+  w.add_tensor("token_embd.weight", 0, {32, 512},
+               [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); });
   w.write(dir / "partial.gguf");
-  EXPECT_NE(load_error(dir / "partial.gguf", stories_dir() / "tok512.bin").find("is missing"), std::string::npos);
+  EXPECT_NE(load_error(dir / "partial.gguf", stories_dir() / "tok512.bin").find("is missing"),
+            std::string::npos);
 }
 
 // A loadable one-layer GGUF (no tokenizer) with some metadata replaced, and optionally the

@@ -19,7 +19,8 @@ std::vector<float> logits_from_probs(const std::vector<double>& p) {
   return l;
 }
 
-std::map<int32_t, int> histogram(const SamplingParams& sp, const std::vector<float>& logits, int n) {
+std::map<int32_t, int> histogram(const SamplingParams& sp, const std::vector<float>& logits,
+                                 int n) {
   Sampler s(sp, static_cast<int32_t>(logits.size()), 42);
   std::map<int32_t, int> h;
   for (int i = 0; i < n; ++i) {
@@ -104,8 +105,9 @@ TEST(Sampler, CombinedCutsKeepExactlyTheSortedReferenceSet) {
   p.seed = 3;
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
   const double mx = logits[order[0]];
   auto w = [&](int32_t t) { return std::exp((logits[t] - mx) / p.temperature); };
   double z = 0;
@@ -119,7 +121,8 @@ TEST(Sampler, CombinedCutsKeepExactlyTheSortedReferenceSet) {
   }
   ASSERT_GT(keep.size(), 20u);
   auto h = histogram(p, logits, 4000);
-  for (auto& [t, n] : h) EXPECT_TRUE(keep.count(t)) << "token " << t << " is outside the reference set";
+  for (auto& [t, n] : h)
+    EXPECT_TRUE(keep.count(t)) << "token " << t << " is outside the reference set";
   EXPECT_GT(h.size(), keep.size() / 2);
 }
 

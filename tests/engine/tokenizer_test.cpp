@@ -61,10 +61,18 @@ void check_vectors(const Tokenizer& tok, const std::vector<Vector>& vectors, boo
   }
 }
 
-std::filesystem::path spm_vectors() { return data_dir() / "tokenizers/vocab-gguf/ggml-vocab-llama-spm.gguf.inp"; }
-std::filesystem::path bpe_vectors() { return data_dir() / "tokenizers/llama3/ggml-vocab-llama-bpe.gguf.inp"; }
-std::filesystem::path llama2_model() { return data_dir() / "tokenizers/llama2/tokenizer.model"; }
-std::filesystem::path llama3_model() { return data_dir() / "tokenizers/llama3/tokenizer.model"; }
+std::filesystem::path spm_vectors() {
+  return data_dir() / "tokenizers/vocab-gguf/ggml-vocab-llama-spm.gguf.inp";
+}
+std::filesystem::path bpe_vectors() {
+  return data_dir() / "tokenizers/llama3/ggml-vocab-llama-bpe.gguf.inp";
+}
+std::filesystem::path llama2_model() {
+  return data_dir() / "tokenizers/llama2/tokenizer.model";
+}
+std::filesystem::path llama3_model() {
+  return data_dir() / "tokenizers/llama3/tokenizer.model";
+}
 
 TEST(TokenizerLlama2, SentencePieceModelMatchesVectors) {
   SANDWICH_REQUIRE_DATA();
@@ -97,7 +105,8 @@ TEST(TokenizerLlama2, SpmStyleTokenizerJsonMatchesVectors) {
   std::vector<std::pair<size_t, std::string>> by_score;
   for (size_t i = 0; i < v.tokens.size(); ++i)
     if (v.types[i] == TokenType::Normal) by_score.push_back({i, v.tokens[i]});
-  std::stable_sort(by_score.begin(), by_score.end(), [&](auto& a, auto& b) { return v.scores[a.first] > v.scores[b.first]; });
+  std::stable_sort(by_score.begin(), by_score.end(),
+                   [&](auto& a, auto& b) { return v.scores[a.first] > v.scores[b.first]; });
   nlohmann::json merges = nlohmann::json::array();
   for (auto& [i, t] : by_score) {
     std::vector<std::tuple<int32_t, int32_t, size_t>> local;
@@ -110,11 +119,27 @@ TEST(TokenizerLlama2, SpmStyleTokenizerJsonMatchesVectors) {
   }
   nlohmann::json j = {
       {"version", "1.0"},
-      {"added_tokens", {{{"id", 0}, {"content", "<unk>"}, {"special", true}}, {{"id", 1}, {"content", "<s>"}, {"special", true}}, {{"id", 2}, {"content", "</s>"}, {"special", true}}}},
-      {"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", "\xe2\x96\x81"}}, {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xe2\x96\x81"}}}}}},
+      {"added_tokens",
+       {{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+        {{"id", 1}, {"content", "<s>"}, {"special", true}},
+        {{"id", 2}, {"content", "</s>"}, {"special", true}}}},
+      {"normalizer",
+       {{"type", "Sequence"},
+        {"normalizers",
+         {{{"type", "Prepend"}, {"prepend", "\xe2\x96\x81"}},
+          {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xe2\x96\x81"}}}}}},
       {"pre_tokenizer", nullptr},
-      {"post_processor", {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
-      {"model", {{"type", "BPE"}, {"byte_fallback", true}, {"unk_token", "<unk>"}, {"vocab", vocab}, {"merges", merges}}}};
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
+      {"model",
+       {{"type", "BPE"},
+        {"byte_fallback", true},
+        {"unk_token", "<unk>"},
+        {"vocab", vocab},
+        {"merges", merges}}}};
   TempDir dir;
   std::ofstream(dir / "tokenizer.json") << j.dump();
   auto tok = load_tokenizer(dir.path());
@@ -133,10 +158,13 @@ TEST(TokenizerLlama3, TiktokenModelMatchesMetasVectors) {
   ids.push_back(tok->eos_id());
   EXPECT_EQ(ids, e["encode_with_bos_eos"]["ids"].get<std::vector<int32_t>>());
   EXPECT_EQ(tok->decode(e["decode"]["ids"].get<std::vector<int32_t>>(), true), e["decode"]["text"]);
-  EXPECT_EQ(tok->decode(e["decode"]["ids"].get<std::vector<int32_t>>()), "This is a test sentence.");
+  EXPECT_EQ(tok->decode(e["decode"]["ids"].get<std::vector<int32_t>>()),
+            "This is a test sentence.");
   // stop tokens: <|end_of_text|> and <|eot_id|>
-  EXPECT_NE(std::find(tok->stop_ids().begin(), tok->stop_ids().end(), 128001), tok->stop_ids().end());
-  EXPECT_NE(std::find(tok->stop_ids().begin(), tok->stop_ids().end(), 128009), tok->stop_ids().end());
+  EXPECT_NE(std::find(tok->stop_ids().begin(), tok->stop_ids().end(), 128001),
+            tok->stop_ids().end());
+  EXPECT_NE(std::find(tok->stop_ids().begin(), tok->stop_ids().end(), 128009),
+            tok->stop_ids().end());
   // special tokens only when asked
   EXPECT_EQ(tok->encode("<|eot_id|>", false, true), (std::vector<int32_t>{128009}));
   EXPECT_GT(tok->encode("<|eot_id|>", false, false).size(), 1u);
@@ -147,11 +175,13 @@ TEST(TokenizerLlama3, ChatFormatMatchesMetasVectors) {
   auto tok = load_tokenizer(llama3_model());
   const auto e = nlohmann::json::parse(slurp(data_dir() / "tokenizers/llama3/expected.json"));
   const auto& m = e["chat_message_user"];
-  const std::string one = render_chat(ChatFormat::Llama3, {{m["role"], m["content"]}}, false, "", "");
+  const std::string one =
+      render_chat(ChatFormat::Llama3, {{m["role"], m["content"]}}, false, "", "");
   EXPECT_EQ(tok->encode(one, false, true), m["ids"].get<std::vector<int32_t>>());
   std::vector<ChatMessage> dialog;
   for (auto& x : e["chat_dialog"]["messages"]) dialog.push_back({x["role"], x["content"]});
-  const std::string all = render_chat(ChatFormat::Llama3, dialog, true, "<|begin_of_text|>", "<|end_of_text|>");
+  const std::string all =
+      render_chat(ChatFormat::Llama3, dialog, true, "<|begin_of_text|>", "<|end_of_text|>");
   EXPECT_EQ(tok->encode(all, false, true), e["chat_dialog"]["ids"].get<std::vector<int32_t>>());
 }
 
@@ -174,16 +204,25 @@ TEST(TokenizerLlama3, GgufAndTokenizerJsonFixturesMatchVectors) {
 
   nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
   for (size_t i = 0; i < v.tokens.size(); ++i) {
-    if (v.types[i] == TokenType::Control) added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", true}});
-    else vocab[v.tokens[i]] = i;
+    if (v.types[i] == TokenType::Control)
+      added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", true}});
+    else
+      vocab[v.tokens[i]] = i;
   }
-  const char* re = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  const char* re =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   nlohmann::json j = {
       {"added_tokens", added},
-      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", re}}}, {"behavior", "Isolated"}}, {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
-      {"model", {{"type", "BPE"}, {"ignore_merges", true}, {"vocab", vocab}, {"merges", v.merges}}}};
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", re}}}, {"behavior", "Isolated"}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+      {"model",
+       {{"type", "BPE"}, {"ignore_merges", true}, {"vocab", vocab}, {"merges", v.merges}}}};
   std::ofstream(dir / "tokenizer.json") << j.dump();
-  std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token":"<|begin_of_text|>","eos_token":"<|end_of_text|>","add_bos_token":true,"chat_template":"{{ '<|start_header_id|>' }}"})";
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"bos_token":"<|begin_of_text|>","eos_token":"<|end_of_text|>","add_bos_token":true,"chat_template":"{{ '<|start_header_id|>' }}"})";
   auto t = load_tokenizer(dir.path());
   EXPECT_EQ(t->bos_id(), 128000);
   EXPECT_EQ(detect_chat_format(t->chat_template()), ChatFormat::Llama3);
@@ -206,16 +245,19 @@ TEST(TokenizerLlama2c, TokenizerBinEncodesLikeRunC) {
 }
 
 TEST(TokenizerSynthetic, BothKindsRoundTripAndSurviveGguf) {
-  const std::string text = "Hello, world! 1234 ünïcödé 日本語 \n\t  spaces   and\nnewlines 🙂";
-  for (auto [kind, n] : {std::pair{Vocab::Kind::SentencePiece, 32000}, std::pair{Vocab::Kind::ByteLevelBPE, 128256},
-                         std::pair{Vocab::Kind::ByteLevelBPE, 1000}, std::pair{Vocab::Kind::SentencePiece, 300}}) {
+  const std::string text =
+      "Hello, world! 1234 ünïcödé 日本語 \n\t  spaces   and\nnewlines 🙂";
+  for (auto [kind, n] :
+       {std::pair{Vocab::Kind::SentencePiece, 32000}, std::pair{Vocab::Kind::ByteLevelBPE, 128256},
+        std::pair{Vocab::Kind::ByteLevelBPE, 1000}, std::pair{Vocab::Kind::SentencePiece, 300}}) {
     const Vocab v = make_synthetic_vocab(kind, n);
     ASSERT_EQ(static_cast<int32_t>(v.tokens.size()), n);
     auto tok = make_tokenizer(v);
     const auto ids = tok->encode(text, true);
     EXPECT_EQ(ids[0], tok->bos_id());
     if (n >= 32000) {
-      EXPECT_LE(tok->encode("hello world and more words", false).size(), 16u);  // 26 characters: merges happen
+      EXPECT_LE(tok->encode("hello world and more words", false).size(),
+                16u);  // 26 characters: merges happen
     }
     EXPECT_EQ(tok->decode(ids), text) << n;
     TempDir dir;
@@ -244,7 +286,8 @@ TEST(TokenizerErrors, BadFilesGiveClearErrors) {
   const std::string tok512 = slurp(data_dir() / "models/stories260K/tok512.bin");
   std::ofstream(dir / "cut.bin", std::ios::binary) << tok512.substr(0, tok512.size() - 7);
   EXPECT_NE(error_of(dir / "cut.bin").find("truncated"), std::string::npos);
-  std::ofstream(dir / "garbage.model", std::ios::binary) << std::string("\x0a\xff\xff\xff garbage", 12);
+  std::ofstream(dir / "garbage.model", std::ios::binary)
+      << std::string("\x0a\xff\xff\xff garbage", 12);
   EXPECT_NE(error_of(dir / "garbage.model").find("garbage.model"), std::string::npos);
   std::ofstream(dir / "unigram.json") << R"({"model":{"type":"Unigram","vocab":[]}})";
   EXPECT_NE(error_of(dir / "unigram.json").find("Unigram"), std::string::npos);
@@ -300,13 +343,16 @@ TEST(TokenizerErrors, TokenizerJsonIdsAreRangeChecked) {
 TEST(TokenizerSpeed, EncodesFourThousandTokensQuickly) {
   SANDWICH_REQUIRE_DATA();
   std::string text;
-  for (int i = 0; i < 300; ++i) text += "The quick brown fox jumps over the lazy dog, again and again (" + std::to_string(i) + "). ";
+  for (int i = 0; i < 300; ++i)
+    text += "The quick brown fox jumps over the lazy dog, again and again (" + std::to_string(i) +
+            "). ";
   for (const auto& path : {llama3_model(), llama2_model()}) {
     auto tok = load_tokenizer(path);
     tok->encode(text, true);
     const auto t0 = std::chrono::steady_clock::now();
     const auto ids = tok->encode(text, true);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_GT(ids.size(), 3500u);
     EXPECT_LT(ms, 50.0) << path;
     std::printf("%s: %zu tokens in %.2f ms\n", path.filename().c_str(), ids.size(), ms);
@@ -334,7 +380,9 @@ TEST(IncrementalDecoder, HoldsBackSplitCharactersAndReplacesGarbage) {
   std::string s = g.push(llama2->token_id("<0xFF>"));
   s += g.push(llama2->token_id("<0x41>"));
   s += g.push(llama2->token_id("<0xE6>"));
-  EXPECT_EQ(s, "\xef\xbf\xbd" "A");
+  EXPECT_EQ(s,
+            "\xef\xbf\xbd"
+            "A");
   EXPECT_EQ(g.flush(), "\xef\xbf\xbd");
   IncrementalDecoder h(*llama2, 1);
   EXPECT_EQ(h.push(llama2->token_id("<0xE6>")), "");
@@ -343,11 +391,13 @@ TEST(IncrementalDecoder, HoldsBackSplitCharactersAndReplacesGarbage) {
 }
 
 TEST(ChatTemplate, DetectsAndRendersTheKnownFormats) {
-  EXPECT_EQ(detect_chat_format("{{ '<|start_header_id|>' + message['role'] }}"), ChatFormat::Llama3);
+  EXPECT_EQ(detect_chat_format("{{ '<|start_header_id|>' + message['role'] }}"),
+            ChatFormat::Llama3);
   EXPECT_EQ(detect_chat_format("{{ bos_token + '[INST] ' + content }}"), ChatFormat::Llama2);
   EXPECT_EQ(detect_chat_format("{{'<|im_start|>' + message['role']}}"), ChatFormat::ChatML);
   EXPECT_EQ(detect_chat_format("{{ message }}"), std::nullopt);
-  const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
+  const std::vector<ChatMessage> m = {
+      {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
   EXPECT_EQ(render_chat(ChatFormat::Llama2, m, true, "<s>", "</s>"),
             "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello </s><s>[INST] Bye [/INST]");
   EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, "", ""),

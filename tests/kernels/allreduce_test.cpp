@@ -49,32 +49,42 @@ template <class T>
 bool check_sizes(int rank, ShmAllReduce& ar, int ranks, bool naive, bool in_place = false) {
   int call = 0;
   // One-phase sizes, two-phase sizes, odd sizes and tails, repeated so the slot sets alternate.
-  for (size_t n : {size_t{1}, size_t{7}, size_t{1000}, size_t{16384}, size_t{70001}, size_t{262144}, size_t{5}, size_t{100003}}) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{1000}, size_t{16384}, size_t{70001}, size_t{262144},
+                   size_t{5}, size_t{100003}}) {
     ++call;
     std::vector<T> storage(in_place ? 0 : n);
     T* d = in_place ? ar.buffer<T>() : storage.data();
     for (size_t i = 0; i < n; ++i) {
-      if constexpr (sizeof(T) == 4) d[i] = value(rank, i, call);
-      else d[i] = f32_to_bf16(value(rank, i, call));
+      if constexpr (sizeof(T) == 4)
+        d[i] = value(rank, i, call);
+      else
+        d[i] = f32_to_bf16(value(rank, i, call));
     }
-    if (naive) ar.all_reduce_naive(d, n);
-    else ar.all_reduce(d, n);
+    if (naive)
+      ar.all_reduce_naive(d, n);
+    else
+      ar.all_reduce(d, n);
     for (size_t i = 0; i < n; ++i) {
       // The sum in rank order, as every rank computes it.
       float s = 0.0f;
       for (int q = 0; q < ranks; ++q) {
-        if constexpr (sizeof(T) == 4) s += value(q, i, call);
-        else s += bf16_to_f32(f32_to_bf16(value(q, i, call)));
+        if constexpr (sizeof(T) == 4)
+          s += value(q, i, call);
+        else
+          s += bf16_to_f32(f32_to_bf16(value(q, i, call)));
       }
       float got;
-      if constexpr (sizeof(T) == 4) got = d[i];
-      else got = bf16_to_f32(d[i]);
+      if constexpr (sizeof(T) == 4)
+        got = d[i];
+      else
+        got = bf16_to_f32(d[i]);
       const float want = sizeof(T) == 4 ? s : bf16_to_f32(f32_to_bf16(s));
       // The naive BF16 variant rounds after every addition (partial sums reach 128, where a
       // BF16 step is 1); the rest sums in FP32 and rounds once.
       const float tol = sizeof(T) == 2 && naive ? 0.5f * (ranks - 1) : 0.0f;
       if (std::abs(got - want) > tol) {
-        std::fprintf(stderr, "rank %d: n %zu, element %zu: got %g, want %g\n", rank, n, i, got, want);
+        std::fprintf(stderr, "rank %d: n %zu, element %zu: got %g, want %g\n", rank, n, i, got,
+                     want);
         return false;
       }
     }
@@ -86,39 +96,59 @@ class AllReduceRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(AllReduceRanks, Fp32SumsExactlyInRankOrder) {
   const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false); }), 0);
+  EXPECT_EQ(run_ranks(R, 4 << 20,
+                      [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false); }),
+            0);
 }
 
 TEST_P(AllReduceRanks, Bf16SumsInFp32) {
   const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, false); }), 0);
+  EXPECT_EQ(
+      run_ranks(R, 4 << 20,
+                [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, false); }),
+      0);
 }
 
 TEST_P(AllReduceRanks, InPlaceInTheSharedBuffer) {
   const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false, true); }), 0);
-  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, false, true); }), 0);
+  EXPECT_EQ(
+      run_ranks(R, 4 << 20,
+                [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false, true); }),
+      0);
+  EXPECT_EQ(run_ranks(R, 4 << 20,
+                      [R](int r, ShmAllReduce& ar) {
+                        return check_sizes<bf16_t>(r, ar, R, false, true);
+                      }),
+            0);
 }
 
 TEST_P(AllReduceRanks, NaiveBaselineAgrees) {
   const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, true); }), 0);
-  EXPECT_EQ(run_ranks(R, 4 << 20, [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, true); }), 0);
+  EXPECT_EQ(run_ranks(R, 4 << 20,
+                      [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, true); }),
+            0);
+  EXPECT_EQ(run_ranks(R, 4 << 20,
+                      [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, true); }),
+            0);
 }
 
 TEST_P(AllReduceRanks, MixedCallsAndBarriers) {
   const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 1 << 20, [R](int r, ShmAllReduce& ar) {
-              for (int i = 0; i < 200; ++i) {
-                std::vector<float> d(i % 3 == 0 ? 100000 : 300, static_cast<float>(r + i));
-                if (i % 5 == 0) ar.all_reduce_naive(d.data(), d.size());
-                else ar.all_reduce(d.data(), d.size());
-                const float want = static_cast<float>(R * i + R * (R - 1) / 2);
-                if (d[0] != want || d.back() != want) return false;
-                ar.barrier();
-              }
-              return true;
-            }),
+  EXPECT_EQ(run_ranks(R, 1 << 20,
+                      [R](int r, ShmAllReduce& ar) {
+                        for (int i = 0; i < 200; ++i) {
+                          std::vector<float> d(i % 3 == 0 ? 100000 : 300,
+                                               static_cast<float>(r + i));
+                          if (i % 5 == 0)
+                            ar.all_reduce_naive(d.data(), d.size());
+                          else
+                            ar.all_reduce(d.data(), d.size());
+                          const float want = static_cast<float>(R * i + R * (R - 1) / 2);
+                          if (d[0] != want || d.back() != want) return false;
+                          ar.barrier();
+                        }
+                        return true;
+                      }),
             0);
 }
 

@@ -22,9 +22,11 @@ TEST_P(AttentionCases, MatchesReference) {
   const Case c = GetParam();
   const int total = c.start_pos + c.n_tok;
   const int n_blocks = (total + kKVBlock - 1) / kKVBlock + 3;
-  std::vector<float> storage(static_cast<size_t>(n_blocks * PagedKV::block_floats(c.n_kv_heads, c.head_dim)),
-                             std::nanf(""));  // unwritten slots must never be read
-  PagedKV kv{storage.data(), PagedKV::block_floats(c.n_kv_heads, c.head_dim), c.n_kv_heads, c.head_dim};
+  std::vector<float> storage(
+      static_cast<size_t>(n_blocks * PagedKV::block_floats(c.n_kv_heads, c.head_dim)),
+      std::nanf(""));  // unwritten slots must never be read
+  PagedKV kv{storage.data(), PagedKV::block_floats(c.n_kv_heads, c.head_dim), c.n_kv_heads,
+             c.head_dim};
   std::vector<int32_t> table(n_blocks);
   std::iota(table.begin(), table.end(), 0);
   std::mt19937 rng(c.head_dim * 131 + c.start_pos);
@@ -43,10 +45,13 @@ TEST_P(AttentionCases, MatchesReference) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   for (int h = 0; h < c.n_kv_heads; ++h) {
     const int64_t off = int64_t{h} * c.group * c.head_dim;
-    attention(kv, table.data(), h, q.data() + off, ld, c.n_tok, c.group, c.start_pos, scale, out.data() + off, ld);
-    attention_ref(kv, table.data(), h, q.data() + off, ld, c.n_tok, c.group, c.start_pos, scale, ref.data() + off, ld);
+    attention(kv, table.data(), h, q.data() + off, ld, c.n_tok, c.group, c.start_pos, scale,
+              out.data() + off, ld);
+    attention_ref(kv, table.data(), h, q.data() + off, ld, c.n_tok, c.group, c.start_pos, scale,
+                  ref.data() + off, ld);
   }
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 2e-5f + 2e-5f * std::abs(ref[i])) << i;
+  for (size_t i = 0; i < out.size(); ++i)
+    ASSERT_NEAR(out[i], ref[i], 2e-5f + 2e-5f * std::abs(ref[i])) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
@@ -55,12 +60,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
                                            Case{2, 4, 64, 40, 1},    // decode with GQA 4
                                            Case{1, 1, 64, 15, 2},    // crosses a block edge
                                            Case{8, 4, 128, 100, 5},  // Llama-3 head shape, chunked
-                                           Case{2, 1, 34, 3, 20},    // head size not a multiple of 16
+                                           Case{2, 1, 34, 3, 20},  // head size not a multiple of 16
                                            Case{1, 3, 16, 200, 33},
-                                           Case{1, 3, 80, 50, 1},    // 3 rows, a second, partial 64-dim pass
-                                           Case{2, 2, 130, 17, 3},   // 2-dim tail past two passes
-                                           Case{1, 1, 64, 0, 70},    // MHA prefill, chunks of 4 rows
-                                           Case{3, 5, 48, 7, 2}));   // rows of a chunk span tokens
+                                           Case{1, 3, 80, 50,
+                                                1},  // 3 rows, a second, partial 64-dim pass
+                                           Case{2, 2, 130, 17, 3},  // 2-dim tail past two passes
+                                           Case{1, 1, 64, 0, 70},   // MHA prefill, chunks of 4 rows
+                                           Case{3, 5, 48, 7, 2}));  // rows of a chunk span tokens
 
 TEST(Attention, SinglePositionReturnsItsValue) {
   const int hd = 16;

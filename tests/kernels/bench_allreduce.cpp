@@ -4,7 +4,8 @@
 // Run it under MPI, one process per rank:
 //
 //   mpirun --allow-run-as-root -np 2 --bind-to core build/bin/bench_allreduce
-//   mpirun --allow-run-as-root -np 4 --oversubscribe build/bin/bench_allreduce   (4 ranks on 2 cores)
+//   mpirun --allow-run-as-root -np 4 --oversubscribe build/bin/bench_allreduce   (4 ranks on 2
+//   cores)
 //
 // Every rank runs the same fixed iteration counts (Google Benchmark would pick its own per
 // rank); rank 0 reports.
@@ -35,7 +36,8 @@ sk::ShmAllReduce* g_ar = nullptr;
 void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   auto* a = static_cast<const uint16_t*>(in);
   auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = sk::f32_to_bf16(sk::bf16_to_f32(a[i]) + sk::bf16_to_f32(b[i]));
+  for (int i = 0; i < *len; ++i)
+    b[i] = sk::f32_to_bf16(sk::bf16_to_f32(a[i]) + sk::bf16_to_f32(b[i]));
 }
 MPI_Op g_bf16_op;
 
@@ -48,19 +50,32 @@ void run(benchmark::State& st, Impl impl) {
   // Ours reduces where the engine keeps the data: in this rank's buffer of the segment.
   T* data = impl == Impl::RankShifted ? g_ar->buffer<T>() : private_data.data();
   for (size_t i = 0; i < n; ++i) {
-    if constexpr (sizeof(T) == 4) data[i] = 1.0f;
-    else data[i] = sk::f32_to_bf16(1.0f);
+    if constexpr (sizeof(T) == 4)
+      data[i] = 1.0f;
+    else
+      data[i] = sk::f32_to_bf16(1.0f);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   for (auto _ : st) {
     switch (impl) {
-      case Impl::RankShifted: g_ar->all_reduce(data, n); break;
-      case Impl::Naive: g_ar->all_reduce_naive(data, n); break;
-      case Impl::Mpi:
-        if constexpr (sizeof(T) == 4) MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_UINT16_T, g_bf16_op, MPI_COMM_WORLD);
+      case Impl::RankShifted:
+        g_ar->all_reduce(data, n);
         break;
-      case Impl::Memcpy: std::memcpy(src.data(), data, bytes); benchmark::DoNotOptimize(src.data()); break;
+      case Impl::Naive:
+        g_ar->all_reduce_naive(data, n);
+        break;
+      case Impl::Mpi:
+        if constexpr (sizeof(T) == 4)
+          MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                        MPI_COMM_WORLD);
+        else
+          MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_UINT16_T, g_bf16_op,
+                        MPI_COMM_WORLD);
+        break;
+      case Impl::Memcpy:
+        std::memcpy(src.data(), data, bytes);
+        benchmark::DoNotOptimize(src.data());
+        break;
     }
   }
   st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
@@ -68,24 +83,43 @@ void run(benchmark::State& st, Impl impl) {
   if (g_size > sysconf(_SC_NPROCESSORS_ONLN)) st.SetLabel("oversubscribed");
 }
 
-void BM_RankShifted_F32(benchmark::State& st) { run<float>(st, Impl::RankShifted); }
-void BM_Naive_F32(benchmark::State& st) { run<float>(st, Impl::Naive); }
-void BM_MPI_F32(benchmark::State& st) { run<float>(st, Impl::Mpi); }
-void BM_RankShifted_BF16(benchmark::State& st) { run<uint16_t>(st, Impl::RankShifted); }
-void BM_Naive_BF16(benchmark::State& st) { run<uint16_t>(st, Impl::Naive); }
-void BM_MPI_BF16(benchmark::State& st) { run<uint16_t>(st, Impl::Mpi); }
-void BM_Memcpy(benchmark::State& st) { run<float>(st, Impl::Memcpy); }
+void BM_RankShifted_F32(benchmark::State& st) {
+  run<float>(st, Impl::RankShifted);
+}
+void BM_Naive_F32(benchmark::State& st) {
+  run<float>(st, Impl::Naive);
+}
+void BM_MPI_F32(benchmark::State& st) {
+  run<float>(st, Impl::Mpi);
+}
+void BM_RankShifted_BF16(benchmark::State& st) {
+  run<uint16_t>(st, Impl::RankShifted);
+}
+void BM_Naive_BF16(benchmark::State& st) {
+  run<uint16_t>(st, Impl::Naive);
+}
+void BM_MPI_BF16(benchmark::State& st) {
+  run<uint16_t>(st, Impl::Mpi);
+}
+void BM_Memcpy(benchmark::State& st) {
+  run<float>(st, Impl::Memcpy);
+}
 
 // One registration per size, each with its own fixed count (about 0.2 s at 10 GB/s, 50 to
 // 20000 iterations): Iterations() applies to a whole registration.
 void register_all() {
   const std::pair<const char*, void (*)(benchmark::State&)> fns[] = {
-      {"BM_RankShifted_F32", BM_RankShifted_F32}, {"BM_Naive_F32", BM_Naive_F32},   {"BM_MPI_F32", BM_MPI_F32},
-      {"BM_RankShifted_BF16", BM_RankShifted_BF16}, {"BM_Naive_BF16", BM_Naive_BF16}, {"BM_MPI_BF16", BM_MPI_BF16},
+      {"BM_RankShifted_F32", BM_RankShifted_F32},
+      {"BM_Naive_F32", BM_Naive_F32},
+      {"BM_MPI_F32", BM_MPI_F32},
+      {"BM_RankShifted_BF16", BM_RankShifted_BF16},
+      {"BM_Naive_BF16", BM_Naive_BF16},
+      {"BM_MPI_BF16", BM_MPI_BF16},
       {"BM_Memcpy", BM_Memcpy}};
   for (auto& [name, fn] : fns)
     for (size_t s = 4096; s <= kMaxBytes; s *= 2) {
-      const int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(2e9 / static_cast<double>(s)), 50, 20000);
+      const int64_t iters =
+          std::clamp<int64_t>(static_cast<int64_t>(2e9 / static_cast<double>(s)), 50, 20000);
       benchmark::RegisterBenchmark((std::string(name) + "/bytes:" + std::to_string(s)).c_str(), fn)
           ->Arg(static_cast<int64_t>(s))
           ->Iterations(iters)

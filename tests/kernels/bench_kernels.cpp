@@ -47,7 +47,8 @@ constexpr size_t kStreamBytes = size_t{1} << 30;
 // Huge-page-backed memory, as the engine's weight region is.
 class Buffer {
  public:
-  explicit Buffer(size_t bytes) : n_((std::max<size_t>(bytes, 1) + (2u << 20) - 1) / (2u << 20) * (2u << 20)) {
+  explicit Buffer(size_t bytes)
+      : n_((std::max<size_t>(bytes, 1) + (2u << 20) - 1) / (2u << 20) * (2u << 20)) {
     p_ = mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p_ == MAP_FAILED) throw std::bad_alloc();
     madvise(p_, n_, MADV_HUGEPAGE);
@@ -78,7 +79,9 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   return v;
 }
 
-int copies_for(size_t bytes) { return static_cast<int>(std::max<size_t>(1, (kRotateBytes + bytes - 1) / bytes)); }
+int copies_for(size_t bytes) {
+  return static_cast<int>(std::max<size_t>(1, (kRotateBytes + bytes - 1) / bytes));
+}
 
 // Unpinned, like the peers' thread pools.
 sk::ThreadTeam& team(int threads) {
@@ -115,9 +118,12 @@ T& current_shape(int64_t n, int64_t k, std::function<void(T&)> build) {
   return *value;
 }
 
-void set_counters(benchmark::State& st, int64_t m, int64_t n, int64_t k, double weight_bytes, int copies) {
-  st.counters["FLOPS"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
-  st.counters["weight_B/s"] = benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+void set_counters(benchmark::State& st, int64_t m, int64_t n, int64_t k, double weight_bytes,
+                  int copies) {
+  st.counters["FLOPS"] =
+      benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["weight_B/s"] =
+      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["copies"] = copies;
 }
 
@@ -165,7 +171,8 @@ void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int thr
     auto* p = static_cast<uint16_t*>(d.plain->get());
     for (size_t i = 0; i < src.size(); ++i) p[i] = sk::f32_to_bf16(src[i]);
   });
-  const memory::desc a_md({m, k}, dt::bf16, tag::ab), b_md({k, n}, dt::bf16, tag::any), c_md({m, n}, dt::f32, tag::ab);
+  const memory::desc a_md({m, k}, dt::bf16, tag::ab), b_md({k, n}, dt::bf16, tag::any),
+      c_md({m, n}, dt::f32, tag::ab);
   const matmul::primitive_desc pd(matmul::desc(a_md, b_md, c_md), eng);
   // Weights reordered once into the layout oneDNN prefers for this shape (not timed).
   memory b_user({{k, n}, dt::bf16, tag::ba}, eng, dw.plain->get());
@@ -187,7 +194,8 @@ void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int thr
   st.SetLabel(pd.impl_info_str());
   size_t i = 0;
   for (auto _ : st) {
-    prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bs[i++ % bs.size()]}, {DNNL_ARG_DST, c}});
+    prim.execute(s,
+                 {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, bs[i++ % bs.size()]}, {DNNL_ARG_DST, c}});
     s.wait();
   }
   set_counters(st, m, n, k, 2.0 * n * k, static_cast<int>(bs.size()));
@@ -213,8 +221,9 @@ void bench_openblas(benchmark::State& st, int64_t m, int64_t n, int64_t k, int t
   size_t i = 0;
   for (auto _ : st) {
     const auto* w = static_cast<const float*>(bw.bufs[i++ % bw.bufs.size()]->get());
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                1.0f, x.data(), static_cast<int>(k), w, static_cast<int>(k), 0.0f, y.data(), static_cast<int>(n));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, x.data(), static_cast<int>(k), w, static_cast<int>(k),
+                0.0f, y.data(), static_cast<int>(n));
   }
   set_counters(st, m, n, k, 4.0 * n * k, static_cast<int>(bw.bufs.size()));
 }
@@ -248,7 +257,8 @@ void bench_dram_read(benchmark::State& st, int threads) {
       benchmark::DoNotOptimize(read_range(p + share * tid, share));
     });
   }
-  st.counters["read_B/s"] = benchmark::Counter(static_cast<double>(kStreamBytes), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["read_B/s"] = benchmark::Counter(static_cast<double>(kStreamBytes),
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // vdpbf16ps on registers only, 24 independent accumulators a thread: the BF16 peak.
@@ -275,8 +285,8 @@ void bench_bf16_peak(benchmark::State& st, int threads) {
   constexpr int64_t kIters = 1 << 20;
   sk::ThreadTeam& t = team(threads);
   for (auto _ : st) t.run([&](int, int) { benchmark::DoNotOptimize(bf16_peak_loop(kIters)); });
-  st.counters["FLOPS"] =
-      benchmark::Counter(static_cast<double>(kIters) * 24 * 64 * threads, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["FLOPS"] = benchmark::Counter(static_cast<double>(kIters) * 24 * 64 * threads,
+                                            benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // ---- summary of ratios -------------------------------------------------------------------
@@ -304,7 +314,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   }
 
   static void add(const std::string& name, Key key) { keys().emplace(name, key); }
-  static void add_stream(const std::string& name, const std::string& gemm_name) { stream_of()[gemm_name] = name; }
+  static void add_stream(const std::string& name, const std::string& gemm_name) {
+    stream_of()[gemm_name] = name;
+  }
   static void add_peak(int threads, const std::string& name) { peaks()[threads] = name; }
 
   void print_summary() const {
@@ -313,8 +325,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       if (auto it = seconds_.find(name); it != seconds_.end()) t[key] = it->second;
     if (t.empty()) return;
     std::printf("\n== summary (medians of this run) ==\n");
-    std::printf("%7s %6s %6s %2s | %9s %9s %9s | %6s %6s\n", "M", "N", "K", "t", "ours", "oneDNN", "OpenBLAS",
-                "/dnnl", "/blas");
+    std::printf("%7s %6s %6s %2s | %9s %9s %9s | %6s %6s\n", "M", "N", "K", "t", "ours", "oneDNN",
+                "OpenBLAS", "/dnnl", "/blas");
     std::map<int, std::vector<double>> skinny;  // threads -> ratios to oneDNN for M in 2..64
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich") continue;
@@ -324,40 +336,46 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         return it == t.end() ? 0.0 : it->second;
       };
       const double d = peer("onednn"), b = peer("openblas");
-      std::printf("%7lld %6lld %6lld %2d | %7.1f GF %7.1f GF %7.1f GF | %6.2f %6.2f\n", static_cast<long long>(key.m),
-                  static_cast<long long>(key.n), static_cast<long long>(key.k), key.threads, flops / secs / 1e9,
-                  d > 0 ? flops / d / 1e9 : 0.0, b > 0 ? flops / b / 1e9 : 0.0, d > 0 ? d / secs : 0.0,
-                  b > 0 ? b / secs : 0.0);
+      std::printf("%7lld %6lld %6lld %2d | %7.1f GF %7.1f GF %7.1f GF | %6.2f %6.2f\n",
+                  static_cast<long long>(key.m), static_cast<long long>(key.n),
+                  static_cast<long long>(key.k), key.threads, flops / secs / 1e9,
+                  d > 0 ? flops / d / 1e9 : 0.0, b > 0 ? flops / b / 1e9 : 0.0,
+                  d > 0 ? d / secs : 0.0, b > 0 ? b / secs : 0.0);
       if (key.m >= 2 && key.m <= 64 && d > 0) skinny[key.threads].push_back(d / secs);
     }
-    std::printf("\n-- must-show 1: BF16 GEMM with M >= 128, fraction of the measured peak, and vs oneDNN --\n");
+    std::printf(
+        "\n-- must-show 1: BF16 GEMM with M >= 128, fraction of the measured peak, and vs oneDNN "
+        "--\n");
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich" || key.m < 128) continue;
       const double gf = 2.0 * key.m * key.n * key.k / secs / 1e9;
       const double peak = peak_gflops(key.threads);
       auto it = t.find(Key{"onednn", key.m, key.n, key.k, key.threads});
-      std::printf("M %4lld N %5lld K %5lld t %d: %6.1f GFLOPS = %5.1f%% of peak %6.1f, %5.2fx oneDNN\n",
-                  static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
-                  key.threads, gf, peak > 0 ? 100 * gf / peak : 0.0, peak,
-                  it != t.end() ? it->second / secs : 0.0);
+      std::printf(
+          "M %4lld N %5lld K %5lld t %d: %6.1f GFLOPS = %5.1f%% of peak %6.1f, %5.2fx oneDNN\n",
+          static_cast<long long>(key.m), static_cast<long long>(key.n),
+          static_cast<long long>(key.k), key.threads, gf, peak > 0 ? 100 * gf / peak : 0.0, peak,
+          it != t.end() ? it->second / secs : 0.0);
     }
     std::printf("\n-- must-show 2: skinny M (2..64), mean speedup over oneDNN --\n");
     for (const auto& [threads, r] : skinny) {
       double sum = 0, logsum = 0;
       for (double v : r) sum += v, logsum += std::log(v);
-      std::printf("threads %d: arithmetic mean %.2fx, geometric mean %.2fx over %zu shapes\n", threads, sum / r.size(),
-                  std::exp(logsum / r.size()), r.size());
+      std::printf("threads %d: arithmetic mean %.2fx, geometric mean %.2fx over %zu shapes\n",
+                  threads, sum / r.size(), std::exp(logsum / r.size()), r.size());
     }
     // What any kernel could reach: each shape at its roofline, max(FLOPs at the measured peak,
     // BF16 weight bytes at the stream measured before the shape), against oneDNN's time.
     std::printf("ceiling (every shape at the roofline of this run's peak and stream), by M:\n");
-    std::map<int, std::map<int64_t, std::vector<std::pair<double, double>>>> ratios;  // t -> M -> (ours, ceiling)
+    std::map<int, std::map<int64_t, std::vector<std::pair<double, double>>>>
+        ratios;  // t -> M -> (ours, ceiling)
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich" || key.m < 2 || key.m > 64) continue;
       auto d = t.find(Key{"onednn", key.m, key.n, key.k, key.threads});
       const double peak = peak_gflops(key.threads), stream = stream_gbs(key.n, key.k, key.threads);
       if (d == t.end() || peak <= 0 || stream <= 0) continue;
-      const double bound = std::max(2.0 * key.m * key.n * key.k / (peak * 1e9), 2.0 * key.n * key.k / (stream * 1e9));
+      const double bound = std::max(2.0 * key.m * key.n * key.k / (peak * 1e9),
+                                    2.0 * key.n * key.k / (stream * 1e9));
       ratios[key.threads][key.m].emplace_back(d->second / secs, d->second / bound);
     }
     for (const auto& [threads, by_m] : ratios) {
@@ -370,16 +388,20 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                     static_cast<long long>(m), o / v.size(), b / v.size(), v.size());
         sum_ours += o, sum_bound += b, n += v.size();
       }
-      std::printf("threads %d: ours %.2fx, ceiling %.2fx: %.0f%% of the best mean any kernel could reach\n", threads,
-                  sum_ours / n, sum_bound / n, 100 * sum_ours / sum_bound);
+      std::printf(
+          "threads %d: ours %.2fx, ceiling %.2fx: %.0f%% of the best mean any kernel could reach\n",
+          threads, sum_ours / n, sum_bound / n, 100 * sum_ours / sum_bound);
     }
-    std::printf("\n-- must-show 3: M = 1, weight bytes read per second vs the DRAM stream measured beside it --\n");
+    std::printf(
+        "\n-- must-show 3: M = 1, weight bytes read per second vs the DRAM stream measured beside "
+        "it --\n");
     for (const auto& [key, secs] : t) {
       if (key.peer != "sandwich" || key.m != 1) continue;
       const double gbs = 2.0 * key.n * key.k / secs / 1e9;
       const double stream = stream_gbs(key.n, key.k, key.threads);
-      std::printf("N %5lld K %5lld t %d: %5.1f GB/s = %5.1f%% of the stream's %5.1f GB/s\n", static_cast<long long>(key.n),
-                  static_cast<long long>(key.k), key.threads, gbs, stream > 0 ? 100 * gbs / stream : 0.0, stream);
+      std::printf("N %5lld K %5lld t %d: %5.1f GB/s = %5.1f%% of the stream's %5.1f GB/s\n",
+                  static_cast<long long>(key.n), static_cast<long long>(key.k), key.threads, gbs,
+                  stream > 0 ? 100 * gbs / stream : 0.0, stream);
     }
   }
 
@@ -387,23 +409,30 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   // The BF16 peak measured for this thread count in this run (0 if it did not run).
   double peak_gflops(int threads) const {
     if (auto p = peaks().find(threads); p != peaks().end())
-      if (auto it = seconds_.find(p->second); it != seconds_.end()) return 24.0 * 64 * (1 << 20) * threads / it->second / 1e9;
+      if (auto it = seconds_.find(p->second); it != seconds_.end())
+        return 24.0 * 64 * (1 << 20) * threads / it->second / 1e9;
     return 0;
   }
   // The DRAM stream measured right before the shape's M = 1 group (0 if it did not run).
   double stream_gbs(int64_t n, int64_t k, int threads) const {
     for (const auto& [name, key] : keys())
-      if (key.peer == "sandwich" && key.m == 1 && key.n == n && key.k == k && key.threads == threads)
+      if (key.peer == "sandwich" && key.m == 1 && key.n == n && key.k == k &&
+          key.threads == threads)
         if (auto s = stream_of().find(name); s != stream_of().end())
-          if (auto it = seconds_.find(s->second); it != seconds_.end()) return kStreamBytes / it->second / 1e9;
+          if (auto it = seconds_.find(s->second); it != seconds_.end())
+            return kStreamBytes / it->second / 1e9;
     return 0;
   }
   static double multiplier(benchmark::TimeUnit u) {
     switch (u) {
-      case benchmark::kNanosecond: return 1e9;
-      case benchmark::kMicrosecond: return 1e6;
-      case benchmark::kMillisecond: return 1e3;
-      case benchmark::kSecond: return 1;
+      case benchmark::kNanosecond:
+        return 1e9;
+      case benchmark::kMicrosecond:
+        return 1e6;
+      case benchmark::kMillisecond:
+        return 1e3;
+      case benchmark::kSecond:
+        return 1;
     }
     return 1;
   }
@@ -431,8 +460,8 @@ void register_all() {
     std::vector<int64_t> ms;
   };
   const std::vector<int64_t> ms = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-  const std::vector<Shape> shapes = {{1152, 2304, {128}},  {768, 1024, {512}},  {6144, 4096, ms},
-                                     {4096, 4096, ms},     {28672, 4096, ms},   {4096, 14336, ms}};
+  const std::vector<Shape> shapes = {{1152, 2304, {128}}, {768, 1024, {512}}, {6144, 4096, ms},
+                                     {4096, 4096, ms},    {28672, 4096, ms},  {4096, 14336, ms}};
   using Fn = void (*)(benchmark::State&, int64_t, int64_t, int64_t, int);
   std::vector<std::pair<std::string, Fn>> peers = {{"sandwich", bench_ours}};
 #ifdef SANDWICH_BENCH_ONEDNN
@@ -444,19 +473,26 @@ void register_all() {
   for (int threads : {1, 2}) {
     const std::string ts = "/threads:" + std::to_string(threads);
     const std::string peak = "peak/bf16" + ts;
-    benchmark::RegisterBenchmark(peak.c_str(), bench_bf16_peak, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(peak.c_str(), bench_bf16_peak, threads)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
     SummaryReporter::add_peak(threads, peak);
     for (const Shape& s : shapes)
       for (int64_t m : s.ms) {
-        const std::string shape = "/M:" + std::to_string(m) + "/N:" + std::to_string(s.n) + "/K:" + std::to_string(s.k) + ts;
+        const std::string shape = "/M:" + std::to_string(m) + "/N:" + std::to_string(s.n) +
+                                  "/K:" + std::to_string(s.k) + ts;
         std::string stream;
         if (m == 1) {
           stream = "dram_read/before_N:" + std::to_string(s.n) + "_K:" + std::to_string(s.k) + ts;
-          benchmark::RegisterBenchmark(stream.c_str(), bench_dram_read, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+          benchmark::RegisterBenchmark(stream.c_str(), bench_dram_read, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
         }
         for (const auto& [peer, fn] : peers) {
           const std::string name = "gemm/" + peer + shape;
-          benchmark::RegisterBenchmark(name.c_str(), fn, m, s.n, s.k, threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+          benchmark::RegisterBenchmark(name.c_str(), fn, m, s.n, s.k, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
           SummaryReporter::add(name, Key{peer, m, s.n, s.k, threads});
           if (m == 1 && peer == "sandwich") SummaryReporter::add_stream(stream, name);
         }

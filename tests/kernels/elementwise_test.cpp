@@ -17,7 +17,8 @@ std::vector<float> random_vec(int64_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-void expect_close(const std::vector<float>& a, const std::vector<float>& b, float rel, float abs_tol) {
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float rel,
+                  float abs_tol) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
     ASSERT_NEAR(a[i], b[i], abs_tol + rel * std::abs(b[i])) << "at " << i;
@@ -67,7 +68,8 @@ TEST_P(ElementwiseSizes, AddInplace) {
   EXPECT_EQ(a, expect);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseSizes, ::testing::Values(1, 2, 7, 15, 16, 17, 31, 64, 100, 768, 4099));
+INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseSizes,
+                         ::testing::Values(1, 2, 7, 15, 16, 17, 31, 64, 100, 768, 4099));
 
 TEST(Elementwise, ExpIsAccurateOverTheRange) {
   std::vector<float> x;
@@ -114,8 +116,8 @@ TEST_P(RopeShapes, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RopeShapes,
-                         ::testing::Values(std::pair{1, 2}, std::pair{3, 8}, std::pair{8, 64}, std::pair{2, 34},
-                                           std::pair{32, 128}, std::pair{1, 96}));
+                         ::testing::Values(std::pair{1, 2}, std::pair{3, 8}, std::pair{8, 64},
+                                           std::pair{2, 34}, std::pair{32, 128}, std::pair{1, 96}));
 
 }  // namespace
 }  // namespace sandwich::kernels

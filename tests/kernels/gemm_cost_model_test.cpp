@@ -46,7 +46,8 @@ TEST(CostModel, CachedDecisionsAreCheap) {
   default_schedule(s);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) default_schedule(s);
-  const double per_call = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1000;
+  const double per_call =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1000;
   EXPECT_LT(per_call, 20e-6);
 }
 
@@ -68,7 +69,8 @@ TEST(Schedule, TextRoundTrips) {
   EXPECT_EQ(parse_schedule(s.to_string()), s);
   EXPECT_THROW(parse_schedule("avx9 3x32 slice 96x256x512 threads 1x2x1"), std::invalid_argument);
   EXPECT_THROW(parse_schedule("avx2 3x32 slice 96x256 threads 1x2x1"), std::invalid_argument);
-  EXPECT_THROW(parse_schedule("avx2 3x32 slice 96x256x512 threads 1x2x1 fast"), std::invalid_argument);
+  EXPECT_THROW(parse_schedule("avx2 3x32 slice 96x256x512 threads 1x2x1 fast"),
+               std::invalid_argument);
 }
 
 }  // namespace

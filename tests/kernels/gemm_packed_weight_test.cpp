@@ -15,7 +15,9 @@ namespace {
 struct Buffer {
   std::vector<uint8_t> raw;
   void* p;
-  explicit Buffer(size_t n) : raw(n + 64, 0xcd) { p = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64; }
+  explicit Buffer(size_t n) : raw(n + 64, 0xcd) {
+    p = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64;
+  }
 };
 
 std::vector<float> values(int64_t n, int64_t k, uint32_t seed) {
@@ -58,10 +60,12 @@ TEST(PackedWeight, LayoutIsPanelsOfKStepRows) {
     for (int64_t r = 0; r < pw.panels() * kPanel; ++r)
       for (int64_t c = 0; c < pw.k_padded(); ++c) {
         const int64_t p = r / kPanel, col = r % kPanel;
-        const size_t idx = static_cast<size_t>(p) * kPanel * pw.k_padded() + (c / g) * kPanel * g + col * g + c % g;
+        const size_t idx = static_cast<size_t>(p) * kPanel * pw.k_padded() + (c / g) * kPanel * g +
+                           col * g + c % g;
         const float got = dt == DType::BF16 ? bf16_to_f32(static_cast<const bf16_t*>(pw.data)[idx])
                                             : static_cast<const float*>(pw.data)[idx];
-        ASSERT_EQ(got, r < n && c < k ? w[r * k + c] : 0.0f) << dtype_name(dt) << " " << r << "," << c;
+        ASSERT_EQ(got, r < n && c < k ? w[r * k + c] : 0.0f)
+            << dtype_name(dt) << " " << r << "," << c;
       }
   }
 }
@@ -76,7 +80,8 @@ TEST(PackedWeight, UnpacksExactlyFromEverySourceType) {
         const int64_t stride = k + 3;
         std::vector<uint8_t> s(static_cast<size_t>(n * stride) * dtype_size(src));
         for (int64_t r = 0; r < n; ++r)
-          for (int64_t c = 0; c < k; ++c) store_from_f32(s.data(), static_cast<size_t>(r * stride + c), src, w[r * k + c]);
+          for (int64_t c = 0; c < k; ++c)
+            store_from_f32(s.data(), static_cast<size_t>(r * stride + c), src, w[r * k + c]);
         PackedWeight pw = plan_packed_weight(n, k, dt);
         Buffer buf(pw.bytes);
         pw.data = buf.p;

@@ -46,7 +46,9 @@ std::vector<float> random_x(int64_t m, int64_t k, uint32_t seed, bool bf16_exact
   return x;
 }
 
-double tolerance(int64_t k) { return 1e-4 * std::sqrt(static_cast<double>(k)) + 1e-5; }
+double tolerance(int64_t k) {
+  return 1e-4 * std::sqrt(static_cast<double>(k)) + 1e-5;
+}
 
 struct Case {
   int64_t m, n, k;
@@ -71,7 +73,8 @@ TEST_P(GemmCases, MatchesReferenceWithEveryEpilogueAndShard) {
   GemmArgs a{x.data(), c.k, c.m, y.data(), ldy};
   gemm(W.pw, a, team);
   for (int64_t i = 0; i < c.m; ++i) {
-    for (int64_t j = 0; j < c.n; ++j) ASSERT_NEAR(y[i * ldy + j], ref[i * c.n + j], tol) << i << "," << j;
+    for (int64_t j = 0; j < c.n; ++j)
+      ASSERT_NEAR(y[i * ldy + j], ref[i * c.n + j], tol) << i << "," << j;
     for (int64_t j = c.n; j < ldy; ++j) ASSERT_EQ(y[i * ldy + j], -7.0f);
   }
   // Accumulate (the residual add).
@@ -89,26 +92,28 @@ TEST_P(GemmCases, MatchesReferenceWithEveryEpilogueAndShard) {
     GemmArgs s{xs.data(), k1 - k0, c.m, ys.data(), c.n - n0, n0, c.n, k0, k1};
     gemm(W.pw, s, team);
     std::vector<float> rs(ys.size());
-    gemm_ref(xs.data(), k1 - k0, W.w.data() + n0 * c.k + k0, c.k, c.m, c.n - n0, k1 - k0, rs.data(), c.n - n0);
+    gemm_ref(xs.data(), k1 - k0, W.w.data() + n0 * c.k + k0, c.k, c.m, c.n - n0, k1 - k0, rs.data(),
+             c.n - n0);
     for (size_t i = 0; i < ys.size(); ++i) ASSERT_NEAR(ys[i], rs[i], tol) << i;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, GemmCases,
-    ::testing::Values(Case{1, 64, 64, DType::F32, 1}, Case{1, 64, 64, DType::BF16, 1}, Case{1, 1, 1, DType::F32, 1},
-                      Case{1, 1, 1, DType::BF16, 2}, Case{1, 1000, 333, DType::BF16, 2},
-                      Case{1, 1000, 333, DType::F32, 2}, Case{3, 97, 72, DType::F32, 2},
-                      Case{3, 97, 72, DType::BF16, 2}, Case{37, 200, 97, DType::F32, 2},
-                      Case{37, 200, 97, DType::BF16, 2}, Case{7, 130, 301, DType::BF16, 1},
-                      Case{129, 256, 640, DType::BF16, 2}, Case{129, 256, 640, DType::F32, 1},
-                      Case{2, 4096, 512, DType::BF16, 2}, Case{16, 384, 1000, DType::BF16, 2},
-                      Case{64, 192, 3000, DType::F32, 2}, Case{5, 64, 4099, DType::BF16, 2},
-                      Case{200, 130, 33, DType::BF16, 2}, Case{31, 65, 1, DType::BF16, 1}),
+    ::testing::Values(Case{1, 64, 64, DType::F32, 1}, Case{1, 64, 64, DType::BF16, 1},
+                      Case{1, 1, 1, DType::F32, 1}, Case{1, 1, 1, DType::BF16, 2},
+                      Case{1, 1000, 333, DType::BF16, 2}, Case{1, 1000, 333, DType::F32, 2},
+                      Case{3, 97, 72, DType::F32, 2}, Case{3, 97, 72, DType::BF16, 2},
+                      Case{37, 200, 97, DType::F32, 2}, Case{37, 200, 97, DType::BF16, 2},
+                      Case{7, 130, 301, DType::BF16, 1}, Case{129, 256, 640, DType::BF16, 2},
+                      Case{129, 256, 640, DType::F32, 1}, Case{2, 4096, 512, DType::BF16, 2},
+                      Case{16, 384, 1000, DType::BF16, 2}, Case{64, 192, 3000, DType::F32, 2},
+                      Case{5, 64, 4099, DType::BF16, 2}, Case{200, 130, 33, DType::BF16, 2},
+                      Case{31, 65, 1, DType::BF16, 1}),
     [](const auto& i) {
       const Case& c = i.param;
-      return std::string(dtype_name(c.dt)) + "_m" + std::to_string(c.m) + "_n" + std::to_string(c.n) + "_k" +
-             std::to_string(c.k) + "_t" + std::to_string(c.threads);
+      return std::string(dtype_name(c.dt)) + "_m" + std::to_string(c.m) + "_n" +
+             std::to_string(c.n) + "_k" + std::to_string(c.k) + "_t" + std::to_string(c.threads);
     });
 
 TEST(Gemm, Bf16RoundsActivationsOnceWithinTheStatedBound) {
@@ -130,7 +135,8 @@ TEST(Gemm, Bf16RoundsActivationsOnceWithinTheStatedBound) {
 TEST(Gemm, SiluMulOfTheGateUpPair) {
   for (DType dt : {DType::F32, DType::BF16})
     for (int threads : {1, 2})
-      for (auto [m, n, k, n0] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{11, 150, 96, 0}, {1, 300, 70, 64},
+      for (auto [m, n, k, n0] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{11, 150, 96, 0},
+                                 {1, 300, 70, 64},
                                  {40, 256, 200, 128}}) {
         const Weights G = make_weights(n, k, dt, 1), U = make_weights(n, k, dt, 2);
         const auto x = random_x(m, k, 3, true);
@@ -143,7 +149,8 @@ TEST(Gemm, SiluMulOfTheGateUpPair) {
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < cols; ++j) {
             const float gv = g[i * n + n0 + j], uv = u[i * n + n0 + j];
-            ASSERT_NEAR(y[i * cols + j], gv / (1 + std::exp(-gv)) * uv, 1e-3 * (1 + std::fabs(gv * uv)))
+            ASSERT_NEAR(y[i * cols + j], gv / (1 + std::exp(-gv)) * uv,
+                        1e-3 * (1 + std::fabs(gv * uv)))
                 << dtype_name(dt) << " m=" << m << " " << i << "," << j;
           }
       }
@@ -163,8 +170,9 @@ TEST(Gemm, EveryScheduleGivesTheSameResult) {
     for (const MicroKernel& mk : microkernel_table()) {
       if (mk.weights != dt || !cpu_has(mk.isa)) continue;
       // bk 64: several K blocks summed in a slice buffer; 1024: one block, stored into y directly.
-      for (auto [tm, tn, tk, bk] : {std::tuple{1, 2, 1, 64}, std::tuple{2, 1, 1, 64}, std::tuple{1, 1, 2, 64},
-                                    std::tuple{1, 2, 1, 1024}, std::tuple{1, 1, 2, 1024}}) {
+      for (auto [tm, tn, tk, bk] :
+           {std::tuple{1, 2, 1, 64}, std::tuple{2, 1, 1, 64}, std::tuple{1, 1, 2, 64},
+            std::tuple{1, 2, 1, 1024}, std::tuple{1, 1, 2, 1024}}) {
         Schedule s;
         s.isa = mk.isa;
         s.um = mk.um;
@@ -180,7 +188,8 @@ TEST(Gemm, EveryScheduleGivesTheSameResult) {
         const GemmArgs a{x.data(), k, m, y.data(), n, 0, -1, 0, -1, Epilogue::Accumulate};
         gemm(W.pw, a, team, &s);
         for (int64_t i = 0; i < m * n; ++i)
-          ASSERT_NEAR(y[i], ref[i] + 0.5f, tolerance(k)) << mk.name() << " " << s.to_string() << " at " << i;
+          ASSERT_NEAR(y[i], ref[i] + 0.5f, tolerance(k))
+              << mk.name() << " " << s.to_string() << " at " << i;
         ++tried;
       }
     }
@@ -204,25 +213,33 @@ TEST(Gemm, RejectsBadArguments) {
   const Weights W = make_weights(100, 40, DType::BF16, 1);
   std::vector<float> x(40), y(100);
   ThreadTeam team(1);
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 10, 100}, team), std::invalid_argument);
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 0, 200}, team), std::invalid_argument);
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 0, -1, 3, 40}, team), std::invalid_argument);
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 10, 1, y.data(), 100}, team), std::invalid_argument);  // ldx < k
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 10, 100}, team),
+               std::invalid_argument);
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 0, 200}, team),
+               std::invalid_argument);
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 0, -1, 3, 40}, team),
+               std::invalid_argument);
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 10, 1, y.data(), 100}, team),
+               std::invalid_argument);  // ldx < k
   Schedule bad = default_schedule({1, 100, 40, DType::BF16, 1});
   bad.tn = 3;
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team, &bad), std::invalid_argument);
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team, &bad),
+               std::invalid_argument);
   bad = default_schedule({1, 100, 40, DType::BF16, 1});
   bad.bk = 3;
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team, &bad), std::invalid_argument);
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team, &bad),
+               std::invalid_argument);
   bad.bk = 64;
   bad.um = 7;
   bad.un = 64;
-  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team, &bad), std::invalid_argument);
+  EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team, &bad),
+               std::invalid_argument);
   PackedWeight nodata = W.pw;
   nodata.data = nullptr;
   EXPECT_THROW(gemm(nodata, GemmArgs{x.data(), 40, 1, y.data(), 100}, team), std::invalid_argument);
   const Weights U = make_weights(100, 42, DType::BF16, 2);
-  EXPECT_THROW(gemm_silu_mul(W.pw, U.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team), std::invalid_argument);
+  EXPECT_THROW(gemm_silu_mul(W.pw, U.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team),
+               std::invalid_argument);
 }
 
 }  // namespace

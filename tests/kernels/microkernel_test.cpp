@@ -30,7 +30,9 @@ std::vector<float> bf16_exact(size_t n, uint32_t seed) {
 struct AlignedBytes {
   std::vector<unsigned char> raw;
   void* p;
-  explicit AlignedBytes(size_t n) : raw(n + 64, 0) { p = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64; }
+  explicit AlignedBytes(size_t n) : raw(n + 64, 0) {
+    p = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64;
+  }
 };
 
 TEST(MicroKernels, EveryRunnableKernelMatchesTheReference) {
@@ -52,7 +54,8 @@ TEST(MicroKernels, EveryRunnableKernelMatchesTheReference) {
       gemm_ref(x.data(), k, wf.data(), k, mk.um, kPanel, k, ref.data(), kPanel);
       for (int i = 0; i < mk.um; ++i)
         for (int j = 0; j < kPanel; ++j)
-          for (int64_t t = 0; t < k; ++t) mag[i * kPanel + j] += std::fabs(x[i * k + t] * wf[j * k + t]);
+          for (int64_t t = 0; t < k; ++t)
+            mag[i * kPanel + j] += std::fabs(x[i * k + t] * wf[j * k + t]);
       // Every prefetching variant, fetching from a live buffer.
       for (int variant = 0; variant < 4; ++variant)
         for (bool acc : {false, true})
@@ -60,7 +63,8 @@ TEST(MicroKernels, EveryRunnableKernelMatchesTheReference) {
             // C is wider than the tile: columns outside [c0, c0 + un) must stay untouched.
             const int64_t ldc = kPanel + 3;
             std::vector<float> c(static_cast<size_t>(mk.um * ldc), 1.5f);
-            const auto* b = static_cast<const unsigned char*>(w.data) + c0 * g * dtype_size(mk.weights);
+            const auto* b =
+                static_cast<const unsigned char*>(w.data) + c0 * g * dtype_size(mk.weights);
             mk.fn[variant](ab.p, b, steps, c.data() + c0, ldc, acc, w.data);
             for (int i = 0; i < mk.um; ++i)
               for (int j = 0; j < ldc; ++j) {
@@ -68,8 +72,8 @@ TEST(MicroKernels, EveryRunnableKernelMatchesTheReference) {
                 const float want = in ? ref[i * kPanel + j] + (acc ? 1.5f : 0.0f) : 1.5f;
                 const float tol = in ? 1e-5f * (mag[i * kPanel + j] + 1.5f) : 0.0f;
                 ASSERT_NEAR(c[i * ldc + j], want, tol)
-                    << mk.name() << " k=" << k << " acc=" << acc << " c0=" << c0 << " variant=" << variant
-                    << " at " << i << "," << j;
+                    << mk.name() << " k=" << k << " acc=" << acc << " c0=" << c0
+                    << " variant=" << variant << " at " << i << "," << j;
               }
           }
     }
@@ -116,7 +120,8 @@ TEST(MicroKernels, ActivationPanelsInterleaveRowsByKStep) {
           std::vector<float> x(static_cast<size_t>(rows * ldx));
           for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.37f - 11.0f;
           const DType at = activation_type(isa, wt);
-          std::vector<unsigned char> out(static_cast<size_t>(rows * steps * g) * dtype_size(at), 0xee);
+          std::vector<unsigned char> out(static_cast<size_t>(rows * steps * g) * dtype_size(at),
+                                         0xee);
           pack_activations(isa, wt, x.data(), ldx, rows, k, steps, out.data());
           for (int64_t j = 0; j < steps; ++j)
             for (int64_t m = 0; m < rows; ++m)
@@ -124,11 +129,13 @@ TEST(MicroKernels, ActivationPanelsInterleaveRowsByKStep) {
                 const int64_t col = j * g + e;
                 const float src = col < k ? x[m * ldx + col] : 0.0f;
                 const size_t idx = static_cast<size_t>((j * rows + m) * g + e);
-                const float got = at == DType::BF16 ? bf16_to_f32(reinterpret_cast<const bf16_t*>(out.data())[idx])
-                                                    : reinterpret_cast<const float*>(out.data())[idx];
+                const float got =
+                    at == DType::BF16
+                        ? bf16_to_f32(reinterpret_cast<const bf16_t*>(out.data())[idx])
+                        : reinterpret_cast<const float*>(out.data())[idx];
                 const float want = at == DType::BF16 ? bf16_to_f32(f32_to_bf16(src)) : src;
-                ASSERT_EQ(got, want) << isa_name(isa) << " " << dtype_name(wt) << " rows=" << rows << " k=" << k
-                                     << " step " << j << " row " << m;
+                ASSERT_EQ(got, want) << isa_name(isa) << " " << dtype_name(wt) << " rows=" << rows
+                                     << " k=" << k << " step " << j << " row " << m;
               }
         }
   }

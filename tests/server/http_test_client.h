@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -15,10 +15,10 @@
 #include <thread>
 #include <utility>
 
+#include <gtest/gtest.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "test_data.h"
@@ -45,7 +45,10 @@ struct HttpResult {
 
 template <class Message>
 HttpResult to_result(const Message& res) {
-  HttpResult r{static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type]), {}};
+  HttpResult r{static_cast<int>(res.result_int()),
+               res.body(),
+               std::string(res[http::field::content_type]),
+               {}};
   for (auto& f : res) {
     std::string name(f.name_string());
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -62,7 +65,8 @@ class Client {
     stream_.connect(r.resolve("127.0.0.1", std::to_string(port_)));
   }
 
-  HttpResult request(const std::string& method, const std::string& target, const std::string& body = {},
+  HttpResult request(const std::string& method, const std::string& target,
+                     const std::string& body = {},
                      const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, "127.0.0.1");
@@ -85,8 +89,8 @@ class Client {
 
   // Sends a streaming request and returns the SSE "data:" payloads in order. If stop_after is
   // set, closes the connection after that many events (a client that goes away).
-  std::vector<std::string> stream(const std::string& target, const json& body, int* status = nullptr,
-                                  int stop_after = -1) {
+  std::vector<std::string> stream(const std::string& target, const json& body,
+                                  int* status = nullptr, int stop_after = -1) {
     http::request<http::string_body> req(http::verb::post, target, 11);
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
@@ -164,7 +168,8 @@ class Daemon {
  public:
   explicit Daemon(const std::string& args) {
     log_ = (dir_ / "sandwichd.log").string();
-    const std::string cmd = "exec " + (bin_dir() / "sandwichd").string() + " --port 0 " + args + " 2>" + log_;
+    const std::string cmd =
+        "exec " + (bin_dir() / "sandwichd").string() + " --port 0 " + args + " 2>" + log_;
     pid_ = fork();
     if (pid_ == 0) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -175,7 +180,8 @@ class Daemon {
     while (std::chrono::steady_clock::now() < deadline) {
       std::smatch m;
       const std::string l = log();
-      if (!port_ && std::regex_search(l, m, port_re)) port_ = static_cast<uint16_t>(std::stoi(m[1]));
+      if (!port_ && std::regex_search(l, m, port_re))
+        port_ = static_cast<uint16_t>(std::stoi(m[1]));
       if (l.find("sandwichd: ready") != std::string::npos && port_) return;
       int st;
       if (waitpid(pid_, &st, WNOHANG) == pid_) {

@@ -13,16 +13,21 @@
 namespace sandwich::test {
 namespace {
 
-std::string stories() { return (data_dir() / "models/stories260K").string(); }
+std::string stories() {
+  return (data_dir() / "models/stories260K").string();
+}
 std::string model_args() {
-  return "--model " + stories() + "/stories260K.bin --tokenizer " + stories() + "/tok512.bin --served-model-name stories";
+  return "--model " + stories() + "/stories260K.bin --tokenizer " + stories() +
+         "/tok512.bin --served-model-name stories";
 }
 
 // What sandwich-generate prints for a greedy prompt (without the final newline).
 std::string generate_cli(const std::string& prompt, int n) {
   TempDir dir;
-  const std::string cmd = (bin_dir() / "sandwich-generate").string() + " " + model_args().substr(0, model_args().find(" --served")) +
-                          " -q --temperature 0 -n " + std::to_string(n) + " --prompt '" + prompt + "' > " + (dir / "o").string();
+  const std::string cmd = (bin_dir() / "sandwich-generate").string() + " " +
+                          model_args().substr(0, model_args().find(" --served")) +
+                          " -q --temperature 0 -n " + std::to_string(n) + " --prompt '" + prompt +
+                          "' > " + (dir / "o").string();
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(dir / "o");
   std::string s{std::istreambuf_iterator<char>(in), {}};
@@ -34,7 +39,8 @@ class Sandwichd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(data_dir())) return;
-    daemon_ = new Daemon(model_args() + " --max-num-seqs 48 --max-body-bytes 65536 --max-waiting 1000");
+    daemon_ =
+        new Daemon(model_args() + " --max-num-seqs 48 --max-body-bytes 65536 --max-waiting 1000");
   }
   static void TearDownTestSuite() {
     delete daemon_;
@@ -49,7 +55,11 @@ class Sandwichd : public ::testing::Test {
 };
 
 json completion(const std::string& prompt, int n, bool stream = false) {
-  return {{"model", "stories"}, {"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"stream", stream}};
+  return {{"model", "stories"},
+          {"prompt", prompt},
+          {"max_tokens", n},
+          {"temperature", 0},
+          {"stream", stream}};
 }
 
 TEST_F(Sandwichd, GreedyCompletionEqualsSandwichGenerate) {
@@ -95,7 +105,9 @@ TEST_F(Sandwichd, StreamedChunksConcatenateToTheSameText) {
 
 TEST_F(Sandwichd, ChatCompletionAppliesTheTemplate) {
   json body = {{"model", "stories"},
-               {"messages", {{{"role", "system"}, {"content", "Tell a story."}}, {{"role", "user"}, {"content", "A dog."}}}},
+               {"messages",
+                {{{"role", "system"}, {"content", "Tell a story."}},
+                 {{"role", "user"}, {"content", "A dog."}}}},
                {"max_tokens", 20},
                {"temperature", 0}};
   auto c = client();
@@ -122,7 +134,8 @@ TEST_F(Sandwichd, ChatCompletionAppliesTheTemplate) {
   std::string text;
   for (size_t i = 0; i + 1 < events.size(); ++i) {
     json ch = json::parse(events[i]);
-    if (ch["choices"][0]["delta"].contains("content")) text += ch["choices"][0]["delta"]["content"].get<std::string>();
+    if (ch["choices"][0]["delta"].contains("content"))
+      text += ch["choices"][0]["delta"]["content"].get<std::string>();
   }
   EXPECT_EQ(text, j["choices"][0]["message"]["content"]);
 }
@@ -130,9 +143,11 @@ TEST_F(Sandwichd, ChatCompletionAppliesTheTemplate) {
 TEST_F(Sandwichd, ConcurrentStreamingClientsGetIndependentCorrectOutput) {
   // Each client streams a different prompt; all of them run in one busy batch. Greedy outputs
   // must equal what each prompt gives alone.
-  const std::vector<std::string> prompts = {"Once upon a time", "The cat", "Tom and Sue", "One day, a little bird"};
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat", "Tom and Sue",
+                                            "One day, a little bird"};
   std::map<std::string, std::string> alone;
-  for (auto& p : prompts) alone[p] = client().post("/v1/completions", completion(p, 40)).j()["choices"][0]["text"];
+  for (auto& p : prompts)
+    alone[p] = client().post("/v1/completions", completion(p, 40)).j()["choices"][0]["text"];
   constexpr int kClients = 32;
   std::vector<std::string> got(kClients);
   std::vector<int> statuses(kClients);
@@ -140,7 +155,8 @@ TEST_F(Sandwichd, ConcurrentStreamingClientsGetIndependentCorrectOutput) {
   for (int i = 0; i < kClients; ++i)
     threads.emplace_back([&, i] {
       Client c(daemon_->port());
-      auto events = c.stream("/v1/completions", completion(prompts[i % prompts.size()], 40, true), &statuses[i]);
+      auto events = c.stream("/v1/completions", completion(prompts[i % prompts.size()], 40, true),
+                             &statuses[i]);
       for (auto& e : events) {
         if (e == "[DONE]") break;
         got[i] += json::parse(e)["choices"][0]["text"].get<std::string>();
@@ -164,7 +180,8 @@ double metric(Client& c, const std::string& name) {
 TEST_F(Sandwichd, DisconnectedClientFreesItsKVAndServingGoesOn) {
   {
     Client c(daemon_->port());
-    auto events = c.stream("/v1/completions", completion("Once upon a time", 400, true), nullptr, 3);
+    auto events =
+        c.stream("/v1/completions", completion("Once upon a time", 400, true), nullptr, 3);
     ASSERT_EQ(events.size(), 3u);
   }  // the client is gone mid-stream
   Client m(daemon_->port());
@@ -185,7 +202,8 @@ void expect_error(const HttpResult& r, int status, const std::string& fragment =
   json j;
   ASSERT_NO_THROW(j = json::parse(r.body)) << r.body;
   ASSERT_TRUE(j.contains("error")) << r.body;
-  for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << r.body;
+  for (const char* k : {"message", "type", "param", "code"})
+    EXPECT_TRUE(j["error"].contains(k)) << r.body;
   // As OpenAI's: null or a string such as "model_not_found", never the HTTP status.
   EXPECT_TRUE(j["error"]["code"].is_null() || j["error"]["code"].is_string()) << r.body;
   if (!fragment.empty()) {
@@ -197,22 +215,30 @@ TEST_F(Sandwichd, BadRequestsGetOpenAIErrorsAndTheNextRequestWorks) {
   auto c = client();
   expect_error(c.request("POST", "/v1/completions", "{not json"), 400, "not valid JSON");
   expect_error(c.post("/v1/completions", {{"prompt", 5}}), 400, "prompt");
-  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", "ten"}}), 400, "max_tokens");
-  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", -5}}), 400, "max_tokens");
-  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 100000000}}), 400, "max_tokens");
-  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"temperature", -1}}), 400, "temperature");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", "ten"}}), 400,
+               "max_tokens");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", -5}}), 400,
+               "max_tokens");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 100000000}}), 400,
+               "max_tokens");
+  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"temperature", -1}}), 400,
+               "temperature");
   expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"top_p", 2}}), 400, "top_p");
   expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"n", 0}}), 400, "'n'");
   expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"stop", 7}}), 400, "stop");
   expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"stream", "yes"}}), 400, "stream");
   expect_error(c.post("/v1/completions", {{"prompt", {1, 2, 99999}}}), 400, "vocabulary");
-  expect_error(c.post("/v1/completions", {{"prompt", "hi"}, {"stream_options", {{"include_usage", true}}}}), 400,
-               "stream_options");
+  expect_error(
+      c.post("/v1/completions", {{"prompt", "hi"}, {"stream_options", {{"include_usage", true}}}}),
+      400, "stream_options");
   std::string long_prompt;
   for (int i = 0; i < 600; ++i) long_prompt += "dog ";
-  expect_error(c.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 10}}), 400, "maximum context length");
+  expect_error(c.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 10}}), 400,
+               "maximum context length");
   expect_error(c.post("/v1/chat/completions", {{"messages", json::array()}}), 400, "messages");
-  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400, "role");
+  expect_error(
+      c.post("/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400,
+      "role");
   expect_error(c.post("/v1/completions", {{"model", "gpt-4"}, {"prompt", "hi"}}), 404, "gpt-4");
   expect_error(c.get("/v1/nothing-here"), 404);
   expect_error(c.get("/v1/completions"), 405);
@@ -236,10 +262,12 @@ TEST_F(Sandwichd, ModelsHealthMetricsTokenize) {
   auto m = c.get("/metrics");
   EXPECT_EQ(m.status, 200);
   EXPECT_NE(m.content_type.find("text/plain"), std::string::npos);
-  for (const char* name : {"sandwich:time_to_first_token_seconds_bucket", "sandwich:inter_token_latency_seconds_count",
-                           "sandwich:e2e_request_latency_seconds_sum", "sandwich:num_requests_waiting",
-                           "sandwich:kv_cache_usage_perc", "sandwich:prefill_steps_total", "sandwich:decode_step_seconds_total",
-                           "sandwich:prompt_tokens_total", "sandwich:generation_tokens_total"})
+  for (const char* name :
+       {"sandwich:time_to_first_token_seconds_bucket", "sandwich:inter_token_latency_seconds_count",
+        "sandwich:e2e_request_latency_seconds_sum", "sandwich:num_requests_waiting",
+        "sandwich:kv_cache_usage_perc", "sandwich:prefill_steps_total",
+        "sandwich:decode_step_seconds_total", "sandwich:prompt_tokens_total",
+        "sandwich:generation_tokens_total"})
     EXPECT_NE(m.body.find(name), std::string::npos) << name;
   auto t = c.post("/tokenize", {{"prompt", "Once upon a time"}});
   ASSERT_EQ(t.status, 200);
@@ -265,7 +293,11 @@ TEST_F(Sandwichd, SamplingFieldsLogprobsStopAndN) {
   ASSERT_EQ(lp["tokens"].size(), 5u);
   ASSERT_EQ(lp["top_logprobs"][0].size(), 3u);
   EXPECT_LE(lp["token_logprobs"][0].get<double>(), 0.0);
-  body = {{"prompt", {"The cat", "The dog"}}, {"n", 2}, {"max_tokens", 8}, {"temperature", 0.8}, {"seed", 7}};
+  body = {{"prompt", {"The cat", "The dog"}},
+          {"n", 2},
+          {"max_tokens", 8},
+          {"temperature", 0.8},
+          {"seed", 7}};
   r = c.post("/v1/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.j()["choices"].size(), 4u);
@@ -284,7 +316,8 @@ TEST_F(Sandwichd, LogitBiasBansAndForcesTokens) {
   TempDir dir;
   const std::string cmd = (bin_dir() / "sandwich-generate").string() + " " +
                           model_args().substr(0, model_args().find(" --served")) +
-                          " -q --temperature 0 -n 1 --output-ids --prompt '" + prompt + "' > " + (dir / "o").string();
+                          " -q --temperature 0 -n 1 --output-ids --prompt '" + prompt + "' > " +
+                          (dir / "o").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   int first = -1;
   std::ifstream(dir / "o") >> first;
@@ -302,8 +335,8 @@ TEST_F(Sandwichd, LogitBiasBansAndForcesTokens) {
   std::string six;
   for (int i = 0; i < 6; ++i) six += text.substr(0, text.size() / 6);
   EXPECT_EQ(text, six);
-  for (json bad : {json{{"x", 1}}, json{{"-1", 1}}, json{{"999999", 1}}, json{{"5", 101}}, json{{"5", "a"}},
-                   json::array({1})}) {
+  for (json bad : {json{{"x", 1}}, json{{"-1", 1}}, json{{"999999", 1}}, json{{"5", 101}},
+                   json{{"5", "a"}}, json::array({1})}) {
     body["logit_bias"] = bad;
     expect_error(c.post("/v1/completions", body), 400, "logit_bias");
   }
@@ -336,17 +369,27 @@ TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
   Daemon d(model_args() + " --api-key secret");
   Client c(d.port());
   expect_error(c.post("/v1/completions", completion("hi", 2)), 401);
-  expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer wrong"}}), 401);
-  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer secret"}}).status, 200);
+  expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer wrong"}}),
+               401);
+  EXPECT_EQ(
+      c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Bearer secret"}}).status,
+      200);
   // The scheme is case-insensitive (RFC 9110).
-  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "bearer secret"}}).status, 200);
-  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "BEARER secret"}}).status, 200);
-  expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Basic secret"}}), 401);
+  EXPECT_EQ(
+      c.post("/v1/completions", completion("hi", 2), {{"Authorization", "bearer secret"}}).status,
+      200);
+  EXPECT_EQ(
+      c.post("/v1/completions", completion("hi", 2), {{"Authorization", "BEARER secret"}}).status,
+      200);
+  expect_error(c.post("/v1/completions", completion("hi", 2), {{"Authorization", "Basic secret"}}),
+               401);
   {
-    // With 'Expect: 100-continue' a wrong key is refused on the header: the body is never asked for.
+    // With 'Expect: 100-continue' a wrong key is refused on the header: the body is never asked
+    // for.
     Client e(d.port());
-    e.send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
-               "Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n");
+    e.send_raw(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n");
     ASSERT_TRUE(e.readable_within(5000));
     expect_error(e.read_response(), 401);
   }
@@ -374,7 +417,8 @@ TEST(SandwichdShutdown, SigtermFinishesRunningRequestsAndExitsZero) {
 
 TEST(SandwichdStartup, BadModelExitsWithOneLine) {
   TempDir dir;
-  const std::string cmd = (bin_dir() / "sandwichd").string() + " --port 0 --model /nonexistent.gguf 2>" + (dir / "e").string();
+  const std::string cmd = (bin_dir() / "sandwichd").string() +
+                          " --port 0 --model /nonexistent.gguf 2>" + (dir / "e").string();
   const int st = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(st), 1);
   std::ifstream in(dir / "e");
@@ -391,24 +435,28 @@ std::string run_capture(const std::string& cmd, int* rc) {
 }
 
 TEST_F(Sandwichd, CurlGetsTheGreedyTextStreamedAndNot) {
-  if (std::system("command -v curl >/dev/null 2>&1") != 0) GTEST_SKIP() << "curl is not installed (scripts/setup.sh installs it)";
+  if (std::system("command -v curl >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "curl is not installed (scripts/setup.sh installs it)";
   const std::string prompt = "Once upon a time, there was a cat";
   const std::string url = "http://127.0.0.1:" + std::to_string(daemon_->port()) + "/v1/completions";
   const std::string body = completion(prompt, 40).dump();
   int rc = 0;
-  const std::string out = run_capture("curl -sS " + url + " -H 'Content-Type: application/json' -d '" + body + "'", &rc);
+  const std::string out = run_capture(
+      "curl -sS " + url + " -H 'Content-Type: application/json' -d '" + body + "'", &rc);
   ASSERT_EQ(rc, 0) << out;
   const json j = json::parse(out);
   EXPECT_EQ(j["choices"][0]["text"], generate_cli(prompt, 40));
-  const std::string sse = run_capture("curl -sSN " + url + " -H 'Content-Type: application/json' -d '" +
-                                          completion(prompt, 40, true).dump() + "'",
-                                      &rc);
+  const std::string sse =
+      run_capture("curl -sSN " + url + " -H 'Content-Type: application/json' -d '" +
+                      completion(prompt, 40, true).dump() + "'",
+                  &rc);
   ASSERT_EQ(rc, 0) << sse;
   std::string text;
   size_t pos = 0;
   while ((pos = sse.find("data: {", pos)) != std::string::npos) {
     const size_t end = sse.find("\n\n", pos);
-    text += json::parse(sse.substr(pos + 6, end - pos - 6))["choices"][0]["text"].get<std::string>();
+    text +=
+        json::parse(sse.substr(pos + 6, end - pos - 6))["choices"][0]["text"].get<std::string>();
     pos = end;
   }
   EXPECT_EQ(text, j["choices"][0]["text"].get<std::string>());
@@ -419,28 +467,31 @@ TEST_F(Sandwichd, CurlGetsTheGreedyTextStreamedAndNot) {
 // scripts/setup.sh) drives the server: models, completions, chat, streaming, error classes.
 TEST_F(Sandwichd, OfficialOpenAINodeClientWorks) {
   const auto client_dir = source_dir() / "tests/server/openai_client";
-  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
+  if (std::system("command -v node >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
   if (!std::filesystem::exists(client_dir / "node_modules/openai"))
-    GTEST_SKIP() << "the openai npm package is missing: run scripts/setup.sh (npm ci in " << client_dir << ")";
+    GTEST_SKIP() << "the openai npm package is missing: run scripts/setup.sh (npm ci in "
+                 << client_dir << ")";
   const std::string prompt = "The little bird sang";
   const std::string expected = generate_cli(prompt, 48);
   ASSERT_EQ(expected.find('\''), std::string::npos);
   int rc = 0;
-  const std::string out = run_capture("node " + (client_dir / "openai_sdk_test.mjs").string() + " http://127.0.0.1:" +
-                                          std::to_string(daemon_->port()) + "/v1 unused-key '" + prompt + "' '" +
-                                          expected + "'",
+  const std::string out = run_capture("node " + (client_dir / "openai_sdk_test.mjs").string() +
+                                          " http://127.0.0.1:" + std::to_string(daemon_->port()) +
+                                          "/v1 unused-key '" + prompt + "' '" + expected + "'",
                                       &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("openai sdk: all checks passed"), std::string::npos) << out;
 }
 
-
 // --- Regression tests for the review of sandwichd's HTTP and OpenAI layers. ---
 
-std::string raw_request(const std::string& method, const std::string& target, const std::string& body,
-                        const std::string& version = "HTTP/1.1", const std::string& extra_headers = {}) {
-  return method + " " + target + " " + version + "\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-         extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+std::string raw_request(const std::string& method, const std::string& target,
+                        const std::string& body, const std::string& version = "HTTP/1.1",
+                        const std::string& extra_headers = {}) {
+  return method + " " + target + " " + version +
+         "\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra_headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 // The "data:" payloads of an SSE body.
@@ -459,7 +510,8 @@ std::vector<std::string> sse_events(const std::string& body) {
 TEST_F(Sandwichd, InvalidUtf8InTheBodyOrPathIsAClientError) {
   auto c = client();
   // The parse error quotes the bad byte; the error body must still be valid JSON.
-  expect_error(c.request("POST", "/v1/completions", "{\"prompt\":\"a\xff\"}"), 400, "not valid JSON");
+  expect_error(c.request("POST", "/v1/completions", "{\"prompt\":\"a\xff\"}"), 400,
+               "not valid JSON");
   c.send_raw("GET /v1/\xff HTTP/1.1\r\nHost: x\r\n\r\n");
   expect_error(c.read_response(), 404);
   EXPECT_EQ(c.post("/v1/completions", completion("The cat", 2)).status, 200);
@@ -467,12 +519,15 @@ TEST_F(Sandwichd, InvalidUtf8InTheBodyOrPathIsAClientError) {
 
 TEST_F(Sandwichd, NumbersTheJsonParserCannotHoldAre400) {
   auto c = client();
-  expect_error(c.request("POST", "/v1/completions", R"({"prompt":"a","max_tokens":1e400})"), 400, "1e400");
+  expect_error(c.request("POST", "/v1/completions", R"({"prompt":"a","max_tokens":1e400})"), 400,
+               "1e400");
   // Past INT64_MAX: out of range, not wrapped to -1.
-  auto r = c.request("POST", "/v1/completions", R"({"prompt":"a","max_tokens":18446744073709551615})");
+  auto r =
+      c.request("POST", "/v1/completions", R"({"prompt":"a","max_tokens":18446744073709551615})");
   expect_error(r, 400, "18446744073709551615");
   EXPECT_EQ(r.body.find("-1"), std::string::npos) << r.body;
-  expect_error(c.request("POST", "/v1/completions", R"({"prompt":[18446744073709551615]})"), 400, "vocabulary");
+  expect_error(c.request("POST", "/v1/completions", R"({"prompt":[18446744073709551615]})"), 400,
+               "vocabulary");
 }
 
 double metric_at(uint16_t port, const std::string& name) {
@@ -566,7 +621,9 @@ TEST(SandwichdShutdown, RequestsAbortedAtShutdownGet503AndStreamsAnErrorEvent) {
   std::vector<std::string> events;
   int status = 0;
   std::thread a([&] { whole = Client(d.port()).post("/v1/completions", queue_filler(32)); });
-  std::thread b([&] { events = Client(d.port()).stream("/v1/completions", queue_filler(32, true), &status); });
+  std::thread b([&] {
+    events = Client(d.port()).stream("/v1/completions", queue_filler(32, true), &status);
+  });
   ASSERT_TRUE(wait_for_waiting(d.port(), 40));  // both are queued
   EXPECT_EQ(d.terminate(), 0) << d.log();
   a.join();
@@ -579,7 +636,11 @@ TEST(SandwichdShutdown, RequestsAbortedAtShutdownGet503AndStreamsAnErrorEvent) {
 TEST_F(Sandwichd, LogprobOffsetsCountTextHeldBackForAStopString) {
   // " a dog" might start at " a": that text is held back while the next tokens arrive, but each
   // token's offset is still where its text starts in the completion.
-  json body = {{"prompt", "Once upon"}, {"max_tokens", 4}, {"temperature", 0}, {"logprobs", 0}, {"stop", {" a dog"}}};
+  json body = {{"prompt", "Once upon"},
+               {"max_tokens", 4},
+               {"temperature", 0},
+               {"logprobs", 0},
+               {"stop", {" a dog"}}};
   auto r = client().post("/v1/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   const json lp = r.j()["choices"][0]["logprobs"];
@@ -626,7 +687,8 @@ TEST_F(Sandwichd, AHalfClosedClientStillGetsItsAnswer) {
 TEST_F(Sandwichd, ExpectContinueIsAnsweredBeforeTheBody) {
   const std::string body = completion("The cat", 3).dump();
   Client c(daemon_->port());
-  std::string head = raw_request("POST", "/v1/completions", body, "HTTP/1.1", "Expect: 100-continue\r\n");
+  std::string head =
+      raw_request("POST", "/v1/completions", body, "HTTP/1.1", "Expect: 100-continue\r\n");
   head.resize(head.size() - body.size());  // the header only
   c.send_raw(head);
   ASSERT_TRUE(c.readable_within(5000)) << "no 100 Continue";
@@ -636,15 +698,17 @@ TEST_F(Sandwichd, ExpectContinueIsAnsweredBeforeTheBody) {
   EXPECT_EQ(r.status, 200) << r.body;
   // A body over the limit is refused on its Content-Length, before it is sent.
   Client big(daemon_->port());
-  big.send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               "Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n");
+  big.send_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 10000000\r\nExpect: 100-continue\r\n\r\n");
   ASSERT_TRUE(big.readable_within(5000));
   expect_error(big.read_response(), 413);
 }
 
 TEST_F(Sandwichd, Http10StreamsAreNotChunkedAndEndWithTheConnection) {
   Client c(daemon_->port());
-  c.send_raw(raw_request("POST", "/v1/completions", completion("The cat", 10, true).dump(), "HTTP/1.0"));
+  c.send_raw(
+      raw_request("POST", "/v1/completions", completion("The cat", 10, true).dump(), "HTTP/1.0"));
   const std::string all = c.read_until_close();
   const size_t head_end = all.find("\r\n\r\n");
   ASSERT_NE(head_end, std::string::npos) << all;
@@ -658,8 +722,10 @@ TEST_F(Sandwichd, Http10StreamsAreNotChunkedAndEndWithTheConnection) {
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events.back(), "[DONE]");
   std::string text;
-  for (size_t i = 0; i + 1 < events.size(); ++i) text += json::parse(events[i])["choices"][0]["text"].get<std::string>();
-  EXPECT_EQ(text, client().post("/v1/completions", completion("The cat", 10)).j()["choices"][0]["text"]);
+  for (size_t i = 0; i + 1 < events.size(); ++i)
+    text += json::parse(events[i])["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text,
+            client().post("/v1/completions", completion("The cat", 10)).j()["choices"][0]["text"]);
 }
 
 TEST_F(Sandwichd, ErrorsHaveOpenAIShapes) {
@@ -670,18 +736,23 @@ TEST_F(Sandwichd, ErrorsHaveOpenAIShapes) {
   EXPECT_EQ(r.j()["error"]["code"], "model_not_found");
   EXPECT_EQ(r.j()["error"]["param"], "model");
   const json user = {{"role", "user"}, {"content", "hi"}};
-  expect_error(c.post("/v1/chat/completions", {{"messages", {user}}, {"max_completion_tokens", 3}, {"max_tokens", "x"}}),
+  expect_error(c.post("/v1/chat/completions",
+                      {{"messages", {user}}, {"max_completion_tokens", 3}, {"max_tokens", "x"}}),
                400, "max_tokens");
-  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "user"}}}}}), 400, "content");
-  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", nullptr}}, user}}}), 400,
+  expect_error(c.post("/v1/chat/completions", {{"messages", {{{"role", "user"}}}}}), 400,
                "content");
+  expect_error(c.post("/v1/chat/completions",
+                      {{"messages", {{{"role", "system"}, {"content", nullptr}}, user}}}),
+               400, "content");
   r = c.get("/v1/completions");
   expect_error(r, 405);
   EXPECT_EQ(r.header("allow"), "POST");
   r = c.post("/v1/models", json::object());
   expect_error(r, 405);
   EXPECT_EQ(r.header("allow"), "GET");
-  EXPECT_EQ(c.post("/v1/chat/completions", {{"messages", {user}}, {"max_completion_tokens", 3}}).status, 200);
+  EXPECT_EQ(
+      c.post("/v1/chat/completions", {{"messages", {user}}, {"max_completion_tokens", 3}}).status,
+      200);
 }
 
 }  // namespace

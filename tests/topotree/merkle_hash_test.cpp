@@ -37,7 +37,9 @@ TEST(MerkleHash, StructureIgnoresPlacementButPlacementDoesNot) {
 }
 
 TEST(MerkleHash, FeaturesAndShapeChangeTheHash) {
-  const auto h = [](const std::string& s) { return tree_hash(load_topology(s).tree, HashMode::Structure); };
+  const auto h = [](const std::string& s) {
+    return tree_hash(load_topology(s).tree, HashMode::Structure);
+  };
   EXPECT_NE(h("pack:2 core:4 pu:1"), h("pack:4 core:2 pu:1"));
   EXPECT_NE(h("pack:2 core:4 pu:1"), h("pack:2 [numa] core:4 pu:1"));
   EXPECT_NE(h("pack:2 l3:1(size=8MB) core:4 pu:1"), h("pack:2 l3:1(size=16MB) core:4 pu:1"));

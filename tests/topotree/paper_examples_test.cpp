@@ -39,19 +39,24 @@ TEST(PaperExamples, GroupOfFourRecoversTheClusters) {
   EXPECT_EQ(grouped.level(3).arity, 6);  // six clusters per die
   EXPECT_EQ(grouped.level(4).arity, 4);  // four cores per cluster
   // Every level cuts into the same ranks as the view where the OS shows the clusters.
-  for (int d = 0; d <= 4; ++d) EXPECT_TRUE(cut(grouped, d).same_ranks(cut(clusters, d))) << "depth " << d;
+  for (int d = 0; d <= 4; ++d)
+    EXPECT_TRUE(cut(grouped, d).same_ranks(cut(clusters, d))) << "depth " << d;
 }
 
 TEST(PaperExamples, RemoveOnePerClusterKeepsThreeOfEveryFourCores) {
-  const TopoTree grouped = apply_group(shipped_tree("kunpeng920-4s"), {.n = 4, .t = 1, .depth = kCoreDepth});
+  const TopoTree grouped =
+      apply_group(shipped_tree("kunpeng920-4s"), {.n = 4, .t = 1, .depth = kCoreDepth});
   const TopoTree removed = apply_remove(grouped, {.n = 1, .depth = 4});
   EXPECT_EQ(removed.leaf_count(), 144);
   EXPECT_EQ(removed.level(4).arity, 3);
-  for (int cpu : removed.cpus()) EXPECT_NE(cpu % 4, 3) << "the right-most core of each cluster is removed";
+  for (int cpu : removed.cpus())
+    EXPECT_NE(cpu % 4, 3) << "the right-most core of each cluster is removed";
   EXPECT_EQ(removed.history_string(), "group(4,1,3) remove(1,4)");
   // The same on the view with visible clusters.
-  const TopoTree removed2 = apply_remove(shipped_tree("kunpeng920-4s-clusters"), {.n = 1, .depth = 4});
-  EXPECT_TRUE(std::equal(removed.cpus().begin(), removed.cpus().end(), removed2.cpus().begin(), removed2.cpus().end()));
+  const TopoTree removed2 =
+      apply_remove(shipped_tree("kunpeng920-4s-clusters"), {.n = 1, .depth = 4});
+  EXPECT_TRUE(std::equal(removed.cpus().begin(), removed.cpus().end(), removed2.cpus().begin(),
+                         removed2.cpus().end()));
 }
 
 // Figure 6: board x1 - CPU x4 - die (NUMA) x2 - cluster x6 - core x3 after the remove.

@@ -9,7 +9,9 @@
 
 namespace sandwich::topo::test {
 
-inline std::filesystem::path topologies_dir() { return sandwich::test::source_dir() / "configs" / "topologies"; }
+inline std::filesystem::path topologies_dir() {
+  return sandwich::test::source_dir() / "configs" / "topologies";
+}
 
 // The "topology" field of a shipped descriptor: a synthetic string, or an XML file next to it.
 inline std::string shipped_topology_spec(const std::string& name) {
@@ -20,6 +22,8 @@ inline std::string shipped_topology_spec(const std::string& name) {
   return t;
 }
 
-inline TopoTree shipped_tree(const std::string& name) { return load_topology(shipped_topology_spec(name)).tree; }
+inline TopoTree shipped_tree(const std::string& name) {
+  return load_topology(shipped_topology_spec(name)).tree;
+}
 
 }  // namespace sandwich::topo::test

@@ -20,7 +20,8 @@ TEST(TransformTree, GroupClosureVisitsEachTreeOnce) {
   o.removes = false;
   const ExploreStats st = explore_transforms(t, o, [&](const TopoTree& tree, const VisitInfo& v) {
     EXPECT_TRUE(v.all_cores);
-    EXPECT_TRUE(seen.insert(tree_hash(tree, HashMode::Structure)).second) << "visited twice: " << tree.history_string();
+    EXPECT_TRUE(seen.insert(tree_hash(tree, HashMode::Structure)).second)
+        << "visited twice: " << tree.history_string();
     return 1.0;
   });
   EXPECT_EQ(st.group_trees, 4);
@@ -34,7 +35,8 @@ TEST(TransformTree, PlacementHashKeepsStridedGroupings) {
   ExploreOptions o;
   o.removes = false;
   o.hash = HashMode::Placement;
-  const ExploreStats st = explore_transforms(t, o, [](const TopoTree&, const VisitInfo&) { return 1.0; });
+  const ExploreStats st =
+      explore_transforms(t, o, [](const TopoTree&, const VisitInfo&) { return 1.0; });
   EXPECT_GT(st.group_trees, 4);
 }
 
@@ -79,10 +81,12 @@ TEST(TransformTree, PruningStopsADeepChain) {
   int visits = 0;
   const ExploreStats st = explore_transforms(t, o, [&](const TopoTree& tree, const VisitInfo&) {
     ++visits;
-    return -static_cast<double>(tree.nodes_at(1));  // fewer packages is worse; fewer cores per package is no better
+    return -static_cast<double>(
+        tree.nodes_at(1));  // fewer packages is worse; fewer cores per package is no better
   });
   EXPECT_EQ(st.pruned, st.remove_trees);  // no remove ever improves
-  EXPECT_EQ(st.remove_trees, 4);           // only the fundamental tree's own children: 3 package removes + 1 core remove
+  EXPECT_EQ(st.remove_trees,
+            4);  // only the fundamental tree's own children: 3 package removes + 1 core remove
   EXPECT_EQ(visits, 5);
 }
 
@@ -91,7 +95,8 @@ TEST(TransformTree, KunpengExploresQuickly) {
   int64_t n = 0;
   const ExploreStats st = explore_transforms(t, {}, [&](const TopoTree& tree, const VisitInfo&) {
     ++n;
-    return -static_cast<double>(tree.leaf_count());  // more cores is better: only group trees expand
+    return -static_cast<double>(
+        tree.leaf_count());  // more cores is better: only group trees expand
   });
   EXPECT_EQ(st.explored(), n);
   EXPECT_EQ(st.group_trees, 40);  // 2 shapes above the dies x 20 ordered factorizations of 24

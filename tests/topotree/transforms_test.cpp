@@ -10,7 +10,9 @@ namespace sandwich::topo {
 namespace {
 
 // One package of 8 cores, PUs 0-7.
-TopoTree eight_cores() { return load_topology("pack:1 core:8 pu:1").tree; }
+TopoTree eight_cores() {
+  return load_topology("pack:1 core:8 pu:1").tree;
+}
 
 TEST(Group, StrideTakesEveryTthNodeWithinATile) {
   const TopoTree t = apply_group(eight_cores(), {.n = 2, .t = 2, .depth = 1});
@@ -34,11 +36,15 @@ TEST(Group, ContiguousGroups) {
 
 TEST(Group, RejectsWhatWouldNotBeSymmetric) {
   const TopoTree t = eight_cores();
-  EXPECT_THROW(apply_group(t, {.n = 3, .t = 1, .depth = 1}), std::invalid_argument);  // 3 does not divide 8
-  EXPECT_THROW(apply_group(t, {.n = 8, .t = 1, .depth = 1}), std::invalid_argument);  // all of them: no new level
+  EXPECT_THROW(apply_group(t, {.n = 3, .t = 1, .depth = 1}),
+               std::invalid_argument);  // 3 does not divide 8
+  EXPECT_THROW(apply_group(t, {.n = 8, .t = 1, .depth = 1}),
+               std::invalid_argument);  // all of them: no new level
   EXPECT_THROW(apply_group(t, {.n = 1, .t = 1, .depth = 1}), std::invalid_argument);
-  EXPECT_THROW(apply_group(t, {.n = 2, .t = 3, .depth = 1}), std::invalid_argument);  // tiles of 6 in 8
-  EXPECT_THROW(apply_group(t, {.n = 2, .t = 1, .depth = 2}), std::invalid_argument);  // no such depth
+  EXPECT_THROW(apply_group(t, {.n = 2, .t = 3, .depth = 1}),
+               std::invalid_argument);  // tiles of 6 in 8
+  EXPECT_THROW(apply_group(t, {.n = 2, .t = 1, .depth = 2}),
+               std::invalid_argument);  // no such depth
   try {
     apply_group(t, {.n = 3, .t = 1, .depth = 1});
   } catch (const std::invalid_argument& e) {
@@ -48,7 +54,8 @@ TEST(Group, RejectsWhatWouldNotBeSymmetric) {
 
 TEST(Group, GroupsStayInsideTheirParent) {
   // Two packages of 4 cores: groups of 2 never mix packages.
-  const TopoTree t = apply_group(load_topology("pack:2 core:4 pu:1").tree, {.n = 2, .t = 2, .depth = 2});
+  const TopoTree t =
+      apply_group(load_topology("pack:2 core:4 pu:1").tree, {.n = 2, .t = 2, .depth = 2});
   const ServiceConfig c = cut(t, 2);
   ASSERT_EQ(c.rank_count(), 4);
   EXPECT_EQ(c.ranks[2].cpus, (std::vector<int>{4, 6}));
@@ -57,15 +64,16 @@ TEST(Group, GroupsStayInsideTheirParent) {
 TEST(Group, ValidGroupsListsDivisorsAndStrides) {
   std::set<std::string> got;
   for (const auto& g : valid_groups(eight_cores())) got.insert(g.to_string());
-  EXPECT_EQ(got, (std::set<std::string>{"group(2,1,1)", "group(2,2,1)", "group(2,4,1)", "group(4,1,1)",
-                                        "group(4,2,1)"}));
+  EXPECT_EQ(got, (std::set<std::string>{"group(2,1,1)", "group(2,2,1)", "group(2,4,1)",
+                                        "group(4,1,1)", "group(4,2,1)"}));
 }
 
 TEST(Remove, DropsTheRightMostChildrenOfEveryParent) {
   const TopoTree t = apply_remove(load_topology("pack:2 core:4 pu:2").tree, {.n = 1, .depth = 2});
   EXPECT_EQ(t.leaf_count(), 12);
   EXPECT_EQ(format_cpu_list(t.cpus()), "0-5,8-13");
-  const TopoTree smt_off = apply_remove(load_topology("pack:2 core:4 pu:2").tree, {.n = 1, .depth = 3});
+  const TopoTree smt_off =
+      apply_remove(load_topology("pack:2 core:4 pu:2").tree, {.n = 1, .depth = 3});
   EXPECT_EQ(format_cpu_list(smt_off.cpus()), "0,2,4,6,8,10,12,14");
 }
 

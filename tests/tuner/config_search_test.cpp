@@ -22,7 +22,8 @@ RequestTrace trace() {
 // Counts evaluations and returns a fixed function of the configuration.
 class CountingEvaluator : public ConfigEvaluator {
  public:
-  explicit CountingEvaluator(std::function<double(const topo::ServiceConfig&)> f) : f_(std::move(f)) {}
+  explicit CountingEvaluator(std::function<double(const topo::ServiceConfig&)> f)
+      : f_(std::move(f)) {}
   std::string name() const override { return "counting"; }
   Prediction evaluate(const topo::ServiceConfig& c, Phase) override {
     ++calls;
@@ -39,7 +40,8 @@ class CountingEvaluator : public ConfigEvaluator {
 };
 
 void expect_consistent(const SearchStats& s) {
-  EXPECT_EQ(s.configs_cut, s.configs_deduplicated + s.configs_filtered + s.configs_early_stopped + s.configs_evaluated);
+  EXPECT_EQ(s.configs_cut, s.configs_deduplicated + s.configs_filtered + s.configs_early_stopped +
+                               s.configs_evaluated);
   EXPECT_EQ(s.trees.explored(), s.trees.group_trees + s.trees.remove_trees);
   EXPECT_LE(s.trees.pruned, s.trees.remove_trees);
 }
@@ -70,16 +72,20 @@ TEST(ConfigSearch, PrefillUsesEveryCoreDecodeAlsoFewer) {
   o.phase = Phase::Prefill;
   o.top_k = 100;
   const SearchResult p = search_configs(k.tree, m, sim, o);
-  for (const auto& rc : p.ranked) EXPECT_EQ(rc.config.total_threads(), 192) << rc.config.to_string();
+  for (const auto& rc : p.ranked)
+    EXPECT_EQ(rc.config.total_threads(), 192) << rc.config.to_string();
   EXPECT_EQ(p.stats.trees.remove_trees, 0);
   o.phase = Phase::Decode;
   const SearchResult d = search_configs(k.tree, m, sim, o);
   EXPECT_GT(d.stats.trees.remove_trees, 0);
   EXPECT_GT(d.stats.trees.pruned, 0);
-  EXPECT_LT(d.ranked.front().config.total_threads(), 192) << "contention: the best decode config removes cores";
+  EXPECT_LT(d.ranked.front().config.total_threads(), 192)
+      << "contention: the best decode config removes cores";
   EXPECT_FALSE(d.ranked.front().config.spans_numa());
-  for (size_t i = 1; i < d.ranked.size(); ++i) EXPECT_LE(d.ranked[i - 1].prediction.ms, d.ranked[i].prediction.ms);
-  EXPECT_TRUE(std::isfinite(d.ranked.front().other_phase.ms)) << "the simulator also fills in prefill";
+  for (size_t i = 1; i < d.ranked.size(); ++i)
+    EXPECT_LE(d.ranked[i - 1].prediction.ms, d.ranked[i].prediction.ms);
+  EXPECT_TRUE(std::isfinite(d.ranked.front().other_phase.ms))
+      << "the simulator also fills in prefill";
   expect_consistent(p.stats);
   expect_consistent(d.stats);
 }
@@ -100,7 +106,9 @@ TEST(ConfigSearch, KunpengSearchIsFast) {
 TEST(ConfigSearch, TopKAndDeduplication) {
   const auto tree = topo::load_topology("pack:2 [numa] core:4 pu:1").tree;
   ModelConfig m = load_preset("llama-160m");  // 12 heads: 1, 2, 4 ranks fit (and 3, 6, 12)
-  CountingEvaluator ev([](const topo::ServiceConfig& c) { return 10.0 + c.rank_count() - 0.01 * c.total_threads(); });
+  CountingEvaluator ev([](const topo::ServiceConfig& c) {
+    return 10.0 + c.rank_count() - 0.01 * c.total_threads();
+  });
   SearchOptions o;
   o.phase = Phase::Decode;
   o.top_k = 3;
@@ -142,7 +150,8 @@ TEST(ConfigSearch, EarlyStoppingDiscardsTheRestOfAGroup) {
 
 TEST(ConfigSearch, AModelNoConfigurationFitsIsAClearError) {
   const MachineDescription k = load_machine("kunpeng920-4s");
-  const ModelConfig m = load_preset("llama-160m");  // 12 heads; NUMA-local prefill ranks: 8, 16, 24, ...
+  const ModelConfig m =
+      load_preset("llama-160m");  // 12 heads; NUMA-local prefill ranks: 8, 16, 24, ...
   LatencySimulator sim(k.tree, *k.params, m, trace());
   SearchOptions o;
   o.phase = Phase::Prefill;
@@ -152,7 +161,9 @@ TEST(ConfigSearch, AModelNoConfigurationFitsIsAClearError) {
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("no service configuration of this topology fits llama-160m"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no service configuration of this topology fits llama-160m"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("12 query heads"), std::string::npos) << msg;
     EXPECT_NE(msg.find("--numa-local"), std::string::npos) << msg;
   }

@@ -72,15 +72,18 @@ TEST(LatencySimulator, TwoCoreMachineRanking) {
   LatencySimulator sim(tree, two_core_params(), load_preset("llama-160m"), small_trace());
   const auto one = config({{0}}), one_by_two = config({{0, 1}}), two_by_one = config({{0}, {1}});
   for (Phase ph : {Phase::Prefill, Phase::Decode}) {
-    const double t11 = sim.evaluate(one, ph).ms, t12 = sim.evaluate(one_by_two, ph).ms, t21 = sim.evaluate(two_by_one, ph).ms;
+    const double t11 = sim.evaluate(one, ph).ms, t12 = sim.evaluate(one_by_two, ph).ms,
+                 t21 = sim.evaluate(two_by_one, ph).ms;
     EXPECT_LT(t12, t11) << phase_name(ph);
     EXPECT_LT(t21, t11) << phase_name(ph);
     EXPECT_NEAR(t12 / t21, 1.0, 0.15) << phase_name(ph) << ": two cores either way";
   }
   // Prefill is compute-bound: a second core nearly halves it. Decode is bound by the shared
   // memory: 2 cores draw 30 GB/s where one draws 20.
-  EXPECT_LT(sim.evaluate(one_by_two, Phase::Prefill).ms, 0.6 * sim.evaluate(one, Phase::Prefill).ms);
-  const double decode_gain = sim.evaluate(one, Phase::Decode).ms / sim.evaluate(one_by_two, Phase::Decode).ms;
+  EXPECT_LT(sim.evaluate(one_by_two, Phase::Prefill).ms,
+            0.6 * sim.evaluate(one, Phase::Prefill).ms);
+  const double decode_gain =
+      sim.evaluate(one, Phase::Decode).ms / sim.evaluate(one_by_two, Phase::Decode).ms;
   EXPECT_GT(decode_gain, 1.3);
   EXPECT_LT(decode_gain, 1.55);
 }
@@ -88,7 +91,7 @@ TEST(LatencySimulator, TwoCoreMachineRanking) {
 TEST(LatencySimulator, ContentionMakesFewerCoresBetterForDecodeOnly) {
   const MachineDescription m = load_machine("kunpeng920-4s");
   LatencySimulator sim(m.tree, *m.params, load_preset("llama3-8b"), small_trace());
-  const auto all = topo::cut(m.tree, 2);                                          // 8 x 24
+  const auto all = topo::cut(m.tree, 2);                                              // 8 x 24
   const auto half = topo::cut(topo::apply_remove(m.tree, {.n = 12, .depth = 3}), 2);  // 8 x 12
   ASSERT_EQ(half.threads_per_rank(), 12);
   EXPECT_LT(sim.evaluate(half, Phase::Decode).ms, sim.evaluate(all, Phase::Decode).ms);
@@ -107,7 +110,8 @@ TEST(LatencySimulator, RanksSpanningNumaNodesDecodeSlower) {
   const auto per_die = topo::cut(m.tree, 2);      // 8 x 24, one NUMA node each
   ASSERT_TRUE(per_package.spans_numa());
   ASSERT_FALSE(per_die.spans_numa());
-  EXPECT_GT(sim.evaluate(per_package, Phase::Decode).ms, 1.2 * sim.evaluate(per_die, Phase::Decode).ms);
+  EXPECT_GT(sim.evaluate(per_package, Phase::Decode).ms,
+            1.2 * sim.evaluate(per_die, Phase::Decode).ms);
   EXPECT_EQ(sim.rank_speeds(per_package)[0].numa_nodes, 2);
 }
 
@@ -115,7 +119,8 @@ TEST(LatencySimulator, SmtSiblingsShareTheirCore) {
   const MachineDescription m = load_machine("xeon-gold-6230-2s");
   LatencySimulator sim(m.tree, *m.params, load_preset("llama3-8b"), small_trace());
   const auto both_pus = topo::cut(m.tree, 1);  // 2 x 40 PUs
-  const auto one_pu = topo::cut(topo::apply_remove(m.tree, {.n = 1, .depth = m.tree.leaf_depth()}), 1);
+  const auto one_pu =
+      topo::cut(topo::apply_remove(m.tree, {.n = 1, .depth = m.tree.leaf_depth()}), 1);
   ASSERT_EQ(one_pu.threads_per_rank(), 20);
   const auto a = sim.rank_speeds(both_pus)[0], b = sim.rank_speeds(one_pu)[0];
   EXPECT_NEAR(a.gemm_gflops / b.gemm_gflops, m.params->smt_gain, 1e-9);
@@ -128,7 +133,8 @@ TEST(LatencySimulator, BiggerDecodeBatchesAmortizeTheWeights) {
   w16.decode_batch = 16;
   LatencySimulator s1(tree, two_core_params(), load_preset("llama-1.3b"), small_trace(), w1);
   LatencySimulator s16(tree, two_core_params(), load_preset("llama-1.3b"), small_trace(), w16);
-  const double t1 = s1.evaluate(config({{0, 1}}), Phase::Decode).ms, t16 = s16.evaluate(config({{0, 1}}), Phase::Decode).ms;
+  const double t1 = s1.evaluate(config({{0, 1}}), Phase::Decode).ms,
+               t16 = s16.evaluate(config({{0, 1}}), Phase::Decode).ms;
   EXPECT_GT(t16, t1);
   EXPECT_LT(t16, 4 * t1);
 }
@@ -138,7 +144,8 @@ TEST(LatencySimulator, RejectsCpusOutsideTheMachine) {
   LatencySimulator sim(tree, two_core_params(), load_preset("llama-160m"), small_trace());
   EXPECT_THROW(sim.evaluate(config({{0, 7}}), Phase::Decode), std::invalid_argument);
   RequestTrace empty;
-  EXPECT_THROW(LatencySimulator(tree, two_core_params(), load_preset("llama-160m"), empty), std::invalid_argument);
+  EXPECT_THROW(LatencySimulator(tree, two_core_params(), load_preset("llama-160m"), empty),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 TEST(MachineDescription, EveryShippedTopologyLoadsWithItsSpeeds) {
   const auto names = shipped_topology_names();
   const std::vector<std::pair<std::string, int>> expected{
-      {"epyc7h12-2s", 256}, {"kunpeng920-4s", 192}, {"kunpeng920-4s-clusters", 192},
+      {"epyc7h12-2s", 256},      {"kunpeng920-4s", 192},    {"kunpeng920-4s-clusters", 192},
       {"xeon-gold-6151-2s", 72}, {"xeon-gold-6230-2s", 80}, {"xeon-platinum-8272cl-2s", 96}};
   ASSERT_EQ(names.size(), expected.size());
   for (const auto& [name, pus] : expected) {
@@ -23,7 +23,8 @@ TEST(MachineDescription, EveryShippedTopologyLoadsWithItsSpeeds) {
   EXPECT_EQ(load_machine("kunpeng920-4s").tree.numa_count(), 8);
   EXPECT_EQ(load_machine("epyc7h12-2s").tree.numa_count(), 2);
   // The cluster view shares the plain view's speeds.
-  EXPECT_EQ(load_machine("kunpeng920-4s-clusters").params->numa_bw_gbs, load_machine("kunpeng920-4s").params->numa_bw_gbs);
+  EXPECT_EQ(load_machine("kunpeng920-4s-clusters").params->numa_bw_gbs,
+            load_machine("kunpeng920-4s").params->numa_bw_gbs);
 }
 
 TEST(MachineDescription, ThisMachineAndRawHwlocInput) {

@@ -20,7 +20,8 @@ struct ToolRun {
 };
 
 ToolRun tune(const std::string& args) {
-  const std::string cmd = (sandwich::test::bin_dir() / "sandwich-tune").string() + " " + args + " 2>&1";
+  const std::string cmd =
+      (sandwich::test::bin_dir() / "sandwich-tune").string() + " " + args + " 2>&1";
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -54,8 +55,9 @@ TEST(TuneCli, TopologyTextAndDot) {
 TEST(TuneCli, ConfigsJsonIsUsableByTheEngine) {
   SANDWICH_REQUIRE_DATA();
   // This machine: the configs name CPUs that exist here, so the engine's parser accepts them.
-  const ToolRun r = tune("configs --model llama-160m --phase decode --top-k 3 --json --params " +
-                     (sandwich::test::source_dir() / "configs/topologies/xeon-gold-6230-2s.json").string());
+  const ToolRun r =
+      tune("configs --model llama-160m --phase decode --top-k 3 --json --params " +
+           (sandwich::test::source_dir() / "configs/topologies/xeon-gold-6230-2s.json").string());
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   const auto& configs = j["phases"]["decode"]["configs"];
@@ -69,7 +71,8 @@ TEST(TuneCli, ConfigsJsonIsUsableByTheEngine) {
 }
 
 TEST(TuneCli, ConfigsTextShowsRankingAndStatistics) {
-  const ToolRun r = tune("configs --model llama3-8b --topology kunpeng920-4s --top-k 3 --trace-samples 16");
+  const ToolRun r =
+      tune("configs --model llama3-8b --topology kunpeng920-4s --top-k 3 --trace-samples 16");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("prefill: top 3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("decode: top 3"), std::string::npos) << r.out;
@@ -79,13 +82,18 @@ TEST(TuneCli, ConfigsTextShowsRankingAndStatistics) {
 
 TEST(TuneCli, BadInputIsOneLineAndNonZero) {
   expect_one_line_error(tune("topology --topology \"pack:2 banana:3\""), "invalid topology");
-  expect_one_line_error(tune("topology --topology nosuchmachine"), "unknown topology 'nosuchmachine'");
-  expect_one_line_error(tune("configs --model nosuchmodel --topology kunpeng920-4s"), "nosuchmodel");
+  expect_one_line_error(tune("topology --topology nosuchmachine"),
+                        "unknown topology 'nosuchmachine'");
+  expect_one_line_error(tune("configs --model nosuchmodel --topology kunpeng920-4s"),
+                        "nosuchmodel");
   expect_one_line_error(tune("configs --topology kunpeng920-4s"), "--model");
-  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --phase prefill --numa-local"),
-                        "no service configuration");
-  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --phase middle"), "--phase");
-  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --top-k 0"), "--top-k");
+  expect_one_line_error(
+      tune("configs --model llama-160m --topology kunpeng920-4s --phase prefill --numa-local"),
+      "no service configuration");
+  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --phase middle"),
+                        "--phase");
+  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --top-k 0"),
+                        "--top-k");
   expect_one_line_error(tune("frobnicate"), "unknown command");
 }
 
@@ -117,12 +125,15 @@ TEST(TuneCli, AsymmetricMachineSaysSo) {
   // Two packages, the second with 3 cores: hwloc XML as lstopo writes it.
   sandwich::test::TempDir dir;
   const std::string xml = (dir / "asym.xml").string();
-  const std::string gen = "lstopo-no-graphics --input \"pack:2 core:4 pu:1\" --restrict 0x7f --of xml " + xml +
-                          " >/dev/null 2>&1";
+  const std::string gen =
+      "lstopo-no-graphics --input \"pack:2 core:4 pu:1\" --restrict 0x7f --of xml " + xml +
+      " >/dev/null 2>&1";
   if (std::system(gen.c_str()) != 0) GTEST_SKIP() << "lstopo is not installed";
   const ToolRun r = tune("topology --topology " + xml);
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("asymmetric machine: using its largest symmetric part, 6 of 7 PUs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("asymmetric machine: using its largest symmetric part, 6 of 7 PUs"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace

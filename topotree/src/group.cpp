@@ -22,8 +22,9 @@ void check_group(const TopoTree& tree, const GroupSpec& g) {
                                 std::to_string(a) + " per parent; a group must take fewer");
   if (g.t < 1) throw std::invalid_argument(what + "the stride must be at least 1");
   if (a % (g.n * g.t) != 0)
-    throw std::invalid_argument(what + "n*t = " + std::to_string(g.n * g.t) + " does not divide the " +
-                                std::to_string(a) + " nodes per parent, so the groups would not tile them");
+    throw std::invalid_argument(what + "n*t = " + std::to_string(g.n * g.t) +
+                                " does not divide the " + std::to_string(a) +
+                                " nodes per parent, so the groups would not tile them");
 }
 
 }  // namespace

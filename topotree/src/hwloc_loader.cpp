@@ -36,7 +36,10 @@ class StderrCapture {
     saved_ = dup(2);
     if (file_ && saved_ >= 0) dup2(fileno(file_), 2);
   }
-  ~StderrCapture() { restore(); if (file_) std::fclose(file_); }
+  ~StderrCapture() {
+    restore();
+    if (file_) std::fclose(file_);
+  }
   std::string text() {
     restore();
     if (!file_) return {};
@@ -85,7 +88,8 @@ RawNode read_object(hwloc_obj_t obj, bool& missing_numa) {
     n.numa = first < 0 ? 0 : first;
     return n;
   }
-  for (unsigned i = 0; i < obj->arity; ++i) n.children.push_back(read_object(obj->children[i], missing_numa));
+  for (unsigned i = 0; i < obj->arity; ++i)
+    n.children.push_back(read_object(obj->children[i], missing_numa));
   return n;
 }
 
@@ -165,7 +169,8 @@ LoadedTopology load_topology(const std::string& spec) {
     const int rc = hwloc_topology_set_synthetic(raw, spec.c_str());
     const std::string why = capture.text();
     if (rc != 0)
-      throw std::invalid_argument("invalid topology '" + spec + "': not an XML file and not a valid hwloc synthetic description" +
+      throw std::invalid_argument("invalid topology '" + spec +
+                                  "': not an XML file and not a valid hwloc synthetic description" +
                                   (why.empty() ? std::string() : " (hwloc: " + why + ")") +
                                   "; example: \"pack:2 [numa] l3:16 core:4 pu:2\"");
   }
@@ -180,7 +185,8 @@ LoadedTopology load_topology(const std::string& spec) {
   bool missing_numa = false;
   RawNode root = read_object(hwloc_get_root_obj(raw), missing_numa);
   std::vector<std::string> notes;
-  if (missing_numa) notes.push_back("hwloc gave no NUMA node for some PUs; they are taken as NUMA node 0");
+  if (missing_numa)
+    notes.push_back("hwloc gave no NUMA node for some PUs; they are taken as NUMA node 0");
   const int pus = hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PU);
   TopoTree tree = detail::raw_to_topo_tree(std::move(root), notes);
   return LoadedTopology{std::move(tree), source, std::move(notes), pus};

@@ -16,7 +16,9 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t combine(uint64_t h, uint64_t v) { return mix(h ^ mix(v)); }
+uint64_t combine(uint64_t h, uint64_t v) {
+  return mix(h ^ mix(v));
+}
 
 uint64_t features_hash(const Level& l) {
   uint64_t h = std::hash<std::string>{}(l.label);
@@ -44,7 +46,8 @@ uint64_t tree_hash(const TopoTree& tree, HashMode mode) {
     std::vector<uint64_t> here(static_cast<size_t>(tree.nodes_at(d)));
     for (size_t i = 0; i < here.size(); ++i) {
       uint64_t h = combine(f, static_cast<uint64_t>(a));
-      for (int c = 0; c < a; ++c) h = combine(h, below[i * static_cast<size_t>(a) + static_cast<size_t>(c)]);
+      for (int c = 0; c < a; ++c)
+        h = combine(h, below[i * static_cast<size_t>(a) + static_cast<size_t>(c)]);
       here[i] = h;
     }
     below = std::move(here);

@@ -15,8 +15,9 @@ TopoTree apply_remove(const TopoTree& tree, const RemoveSpec& r) {
     throw std::invalid_argument(what + "depth must be in 1.." + std::to_string(tree.leaf_depth()));
   const int d = r.depth, a = tree.level(d).arity;
   if (r.n < 1 || r.n >= a)
-    throw std::invalid_argument(what + "nodes of depth " + std::to_string(d) + " have " + std::to_string(a) +
-                                " children per parent; remove between 1 and " + std::to_string(a - 1));
+    throw std::invalid_argument(what + "nodes of depth " + std::to_string(d) + " have " +
+                                std::to_string(a) + " children per parent; remove between 1 and " +
+                                std::to_string(a - 1));
   const int keep = a - r.n;
   const int64_t s = tree.leaves_per_node(d), parents = tree.nodes_at(d - 1);
   const auto src = tree.cpus();
@@ -25,7 +26,8 @@ TopoTree apply_remove(const TopoTree& tree, const RemoveSpec& r) {
   cpus.reserve(static_cast<size_t>(parents * keep * s));
   numa.reserve(cpus.capacity());
   for (int64_t p = 0; p < parents; ++p) {
-    const auto begin = static_cast<size_t>(p * a * s), end = static_cast<size_t>((p * a + keep) * s);
+    const auto begin = static_cast<size_t>(p * a * s),
+               end = static_cast<size_t>((p * a + keep) * s);
     cpus.insert(cpus.end(), src.begin() + begin, src.begin() + end);
     numa.insert(numa.end(), src_numa.begin() + begin, src_numa.begin() + end);
   }

@@ -14,9 +14,7 @@ bool ServiceConfig::spans_numa() const {
 
 uint64_t ServiceConfig::key() const {
   uint64_t h = 0xcbf29ce484222325ull;
-  auto add = [&h](uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  };
+  auto add = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   for (const Rank& r : ranks) {
     add(0xffffffffull);  // rank separator, so [0,1][2] and [0][1,2] differ
     for (int c : r.cpus) add(static_cast<uint64_t>(c));
@@ -43,7 +41,8 @@ std::string ServiceConfig::placement() const {
     each = count;
   }
   if (singles) sets = format_cpu_list(single_ids);
-  std::string out = std::to_string(rank_count()) + (rank_count() == 1 ? " rank" : " ranks") + " on NUMA " + sets;
+  std::string out =
+      std::to_string(rank_count()) + (rank_count() == 1 ? " rank" : " ranks") + " on NUMA " + sets;
   if (uniform) {
     out += " (" + std::to_string(each) + " each)";
   } else {

@@ -21,7 +21,8 @@ int64_t leaf_count(const RawNode& n) {
 // side by side in a symmetric tree once their child counts are evened out.
 std::string shape(const RawNode& n) {
   std::string s = n.type;
-  for (const RawNode* p = &n; !p->children.empty(); p = &p->children[0]) s += "/" + p->children[0].type;
+  for (const RawNode* p = &n; !p->children.empty(); p = &p->children[0])
+    s += "/" + p->children[0].type;
   return s;
 }
 
@@ -46,7 +47,8 @@ void keep_one_shape(RawNode& n, std::set<std::string>& dropped) {
     if (shape(c) == best) {
       kept.push_back(std::move(c));
     } else {
-      dropped.insert(c.type + " (" + std::to_string(leaf_count(c)) + " PUs, a different structure)");
+      dropped.insert(c.type + " (" + std::to_string(leaf_count(c)) +
+                     " PUs, a different structure)");
     }
   }
   n.children = std::move(kept);
@@ -61,8 +63,8 @@ void even_out_arity(RawNode& root, std::set<std::string>& trimmed) {
     std::vector<RawNode*> next;
     for (RawNode* n : level) {
       if (n->children.size() > m) {
-        trimmed.insert(n->type + " with " + std::to_string(n->children.size()) + " " + n->children[0].type +
-                       " children cut to " + std::to_string(m));
+        trimmed.insert(n->type + " with " + std::to_string(n->children.size()) + " " +
+                       n->children[0].type + " children cut to " + std::to_string(m));
         n->children.resize(m);
       }
       for (auto& c : n->children) next.push_back(&c);
@@ -83,14 +85,17 @@ TopoTree raw_to_topo_tree(RawNode root, std::vector<std::string>& notes) {
     std::string why;
     for (const auto& d : dropped) why += (why.empty() ? "" : "; ") + std::string("dropped ") + d;
     for (const auto& t : trimmed) why += (why.empty() ? "" : "; ") + t;
-    notes.push_back("asymmetric machine: using its largest symmetric part, " + std::to_string(after) + " of " +
-                    std::to_string(before) + " PUs (" + why + ")");
+    notes.push_back("asymmetric machine: using its largest symmetric part, " +
+                    std::to_string(after) + " of " + std::to_string(before) + " PUs (" + why + ")");
   }
 
   // Levels, read off the (now symmetric) tree depth by depth.
   std::vector<Level> levels;
   std::vector<const RawNode*> nodes{&root};
-  levels.push_back({.label = root.type, .arity = 1, .numa_memory = root.numa_memory, .cache_bytes = root.cache_bytes});
+  levels.push_back({.label = root.type,
+                    .arity = 1,
+                    .numa_memory = root.numa_memory,
+                    .cache_bytes = root.cache_bytes});
   while (!nodes[0]->children.empty()) {
     std::vector<const RawNode*> next;
     for (const RawNode* n : nodes)
@@ -107,7 +112,8 @@ TopoTree raw_to_topo_tree(RawNode root, std::vector<std::string>& notes) {
   std::vector<int> cpus, numa;
   for (const RawNode* leaf : nodes) {
     if (leaf->cpu < 0)
-      throw std::invalid_argument("the topology's level '" + leaf->type + "' holds no PU; a TopoTree needs PUs as leaves");
+      throw std::invalid_argument("the topology's level '" + leaf->type +
+                                  "' holds no PU; a TopoTree needs PUs as leaves");
     cpus.push_back(leaf->cpu);
     numa.push_back(leaf->numa);
   }

@@ -9,7 +9,8 @@ namespace sandwich::topo {
 TopoTree::TopoTree(std::vector<Level> levels, std::vector<int> cpus, std::vector<int> numa)
     : levels_(std::move(levels)), cpus_(std::move(cpus)), numa_(std::move(numa)) {
   if (levels_.empty()) throw std::invalid_argument("a TopoTree needs at least one level");
-  if (levels_[0].arity != 1) throw std::invalid_argument("the root level of a TopoTree has arity 1");
+  if (levels_[0].arity != 1)
+    throw std::invalid_argument("the root level of a TopoTree has arity 1");
   int64_t n = 1;
   for (const Level& l : levels_) {
     if (l.arity < 1)

@@ -14,7 +14,7 @@ namespace {
 
 struct Entry {
   TopoTree tree;
-  int group_levels = 0;     // group transforms on the way from the fundamental tree
+  int group_levels = 0;  // group transforms on the way from the fundamental tree
   bool all_cores = true;
   double parents_best = kUnusable;  // best score among the trees that generated it
   double score = kUnusable;
@@ -24,7 +24,8 @@ class Seen {
  public:
   explicit Seen(HashMode mode) : mode_(mode) {}
   // The index of an equivalent tree already stored, if any.
-  std::optional<size_t> find(const TopoTree& t, uint64_t h, const std::deque<Entry>& entries) const {
+  std::optional<size_t> find(const TopoTree& t, uint64_t h,
+                             const std::deque<Entry>& entries) const {
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) return std::nullopt;
     for (size_t i : it->second)

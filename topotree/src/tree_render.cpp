@@ -18,7 +18,8 @@ std::string numa_text(const TopoTree& t, int d, int64_t i) {
   return "NUMA " + format_cpu_list(t.node_numa_nodes(d, i));
 }
 
-void print_node(const TopoTree& t, int d, int64_t i, int expand, int indent, std::ostringstream& os) {
+void print_node(const TopoTree& t, int d, int64_t i, int expand, int indent,
+                std::ostringstream& os) {
   const Level& l = t.level(d);
   os << std::string(static_cast<size_t>(indent) * 2, ' ') << level_name(l) << " #" << i;
   if (l.numa_memory || d == 0 || t.node_numa(d, i) < 0) os << " [" << numa_text(t, d, i) << "]";
@@ -64,16 +65,18 @@ std::string format_bytes(uint64_t bytes) {
 std::string level_table(const TopoTree& t) {
   std::ostringstream os;
   size_t w = 5;
-  for (const Level& l : t.levels()) w = std::max(w, level_name(l).size() + (l.virtual_group ? 10 : 0));
-  os << "depth  " << std::left << std::setw(static_cast<int>(w)) << "level" << "  arity  nodes  PUs/node  NUMA/node\n";
+  for (const Level& l : t.levels())
+    w = std::max(w, level_name(l).size() + (l.virtual_group ? 10 : 0));
+  os << "depth  " << std::left << std::setw(static_cast<int>(w)) << "level"
+     << "  arity  nodes  PUs/node  NUMA/node\n";
   for (int d = 0; d <= t.leaf_depth(); ++d) {
     const Level& l = t.level(d);
     std::string name = level_name(l) + (l.virtual_group ? " [virtual]" : "");
     const int numa_nodes = static_cast<int>(t.node_numa_nodes(d, 0).size());
-    os << std::left << std::setw(7) << d << std::setw(static_cast<int>(w)) << name << "  " << std::right
-       << std::setw(5) << l.arity << "  " << std::setw(5) << t.nodes_at(d) << "  " << std::setw(8)
-       << t.leaves_per_node(d) << "  " << std::setw(9) << numa_nodes << (l.numa_memory ? "  <- NUMA memory" : "")
-       << "\n";
+    os << std::left << std::setw(7) << d << std::setw(static_cast<int>(w)) << name << "  "
+       << std::right << std::setw(5) << l.arity << "  " << std::setw(5) << t.nodes_at(d) << "  "
+       << std::setw(8) << t.leaves_per_node(d) << "  " << std::setw(9) << numa_nodes
+       << (l.numa_memory ? "  <- NUMA memory" : "") << "\n";
   }
   return os.str();
 }
@@ -88,7 +91,8 @@ std::string dot_graph(const TopoTree& t, const std::string& title) {
   std::ostringstream os;
   os << "digraph topotree {\n  rankdir=LR;\n  labelloc=t;\n  label=\"";
   for (char c : title) os << (c == '"' ? '\'' : c);
-  os << "\";\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fillcolor=\"#eef3fb\"];\n";
+  os << "\";\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", "
+        "fillcolor=\"#eef3fb\"];\n";
   for (int d = 0; d <= t.leaf_depth(); ++d) {
     const Level& l = t.level(d);
     for (int64_t i = 0; i < t.nodes_at(d); ++i) {
@@ -96,8 +100,8 @@ std::string dot_graph(const TopoTree& t, const std::string& title) {
       if (d == t.leaf_depth()) {
         os << "shape=ellipse, fillcolor=\"#ffffff\", label=\"PU " << t.node_cpus(d, i)[0] << "\"";
       } else {
-        os << "label=\"" << level_name(l) << " #" << i << "\\n" << numa_text(t, d, i) << "\\nPUs "
-           << format_cpu_list(t.node_cpus(d, i)) << "\"";
+        os << "label=\"" << level_name(l) << " #" << i << "\\n"
+           << numa_text(t, d, i) << "\\nPUs " << format_cpu_list(t.node_cpus(d, i)) << "\"";
         if (l.numa_memory) os << ", fillcolor=\"#d9ead3\"";
         if (l.virtual_group) os << ", style=\"rounded,dashed\", fillcolor=\"#ffffff\"";
       }

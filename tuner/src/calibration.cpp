@@ -121,8 +121,10 @@ Calibration calibrate_this_machine(const topo::TopoTree& local, const Calibratio
   }
   c.fma_f32_gflops = probe_fma_f32_gflops(o.seconds_per_probe);
   c.bf16_gflops = probe_bf16_dot_gflops(o.seconds_per_probe);
-  c.gemm_gflops_small = probe_gemm_gflops(c.gemm_m_small, 1024, 1024, c.cpus[0], o.seconds_per_probe);
-  c.gemm_gflops_large = probe_gemm_gflops(c.gemm_m_large, 1024, 1024, c.cpus[0], o.seconds_per_probe);
+  c.gemm_gflops_small =
+      probe_gemm_gflops(c.gemm_m_small, 1024, 1024, c.cpus[0], o.seconds_per_probe);
+  c.gemm_gflops_large =
+      probe_gemm_gflops(c.gemm_m_large, 1024, 1024, c.cpus[0], o.seconds_per_probe);
   if (c.fma_f32_gflops <= 0) {
     // No AVX2/AVX-512: the GEMM itself is the best measure of the core's rate.
     c.fma_f32_gflops = c.gemm_gflops_large;
@@ -134,7 +136,9 @@ Calibration calibrate_this_machine(const topo::TopoTree& local, const Calibratio
 Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, fs::path* cache_file) {
   const std::string cpu = cpu_model_name();
   std::string key = cpu + "|" + topo::format_cpu_list(local.cpus());
-  const fs::path file = cache_dir() / ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
+  const fs::path file =
+      cache_dir() /
+      ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
   if (cache_file) *cache_file = file;
   if (!recalibrate) {
     std::ifstream in(file);

@@ -19,7 +19,9 @@ namespace sandwich::tuner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
@@ -27,7 +29,9 @@ struct AlignedFree {
 std::unique_ptr<uint8_t, AlignedFree> aligned_bytes(size_t n) {
   n = (n + 63) / 64 * 64;
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
-  if (!p) throw std::runtime_error("calibration: out of memory for a " + std::to_string(n >> 20) + " MiB buffer");
+  if (!p)
+    throw std::runtime_error("calibration: out of memory for a " + std::to_string(n >> 20) +
+                             " MiB buffer");
   return std::unique_ptr<uint8_t, AlignedFree>(p);
 }
 
@@ -100,7 +104,8 @@ double time_loop(Loop loop, double flops_per_iter, double seconds) {
 
 }  // namespace
 
-double probe_read_bandwidth_gbs(const std::vector<int>& cpus, size_t bytes_per_thread, int repeats) {
+double probe_read_bandwidth_gbs(const std::vector<int>& cpus, size_t bytes_per_thread,
+                                int repeats) {
   if (cpus.empty()) throw std::invalid_argument("the bandwidth probe needs at least one CPU");
   const int n = static_cast<int>(cpus.size());
   kernels::ThreadTeam team(n, cpus);
@@ -116,7 +121,8 @@ double probe_read_bandwidth_gbs(const std::vector<int>& cpus, size_t bytes_per_t
   for (int r = 0; r <= repeats; ++r) {  // the first pass warms TLBs and page tables
     const auto t0 = Clock::now();
     team.run([&](int tid, int) {
-      sink[static_cast<size_t>(tid) * 8] += stream_sum(reinterpret_cast<const uint64_t*>(bufs[static_cast<size_t>(tid)].get()), words);
+      sink[static_cast<size_t>(tid) * 8] += stream_sum(
+          reinterpret_cast<const uint64_t*>(bufs[static_cast<size_t>(tid)].get()), words);
     });
     const double t = since(t0);
     if (r > 0) best = std::max(best, static_cast<double>(words * 8) * n / t / 1e9);
@@ -146,7 +152,8 @@ double probe_gemm_gflops(int m, int n, int k, int cpu, double seconds) {
   w.data = wbuf.get();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> src(static_cast<size_t>(n) * k), x(static_cast<size_t>(m) * k), y(static_cast<size_t>(m) * n);
+  std::vector<float> src(static_cast<size_t>(n) * k), x(static_cast<size_t>(m) * k),
+      y(static_cast<size_t>(m) * n);
   for (auto& v : src) v = u(rng);
   for (auto& v : x) v = u(rng);
   pack_weight(w, src.data(), DType::F32, k);

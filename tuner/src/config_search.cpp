@@ -50,7 +50,8 @@ class Search {
         ++stats_.configs_filtered;
         rec.status = Status::Filtered;
       } else {
-        auto [it, fresh] = groups_.try_emplace(std::to_string(c.rank_count()) + "|" + c.placement());
+        auto [it, fresh] =
+            groups_.try_emplace(std::to_string(c.rank_count()) + "|" + c.placement());
         Group& g = it->second;
         if (fresh) {
           ++stats_.groups;
@@ -66,8 +67,8 @@ class Search {
           best = std::min(best, rec.prediction.ms);
           // A tie neither helps nor costs patience: configurations the evaluator cannot tell
           // apart (the same cores in another order) would otherwise exhaust a group.
-          const bool tie =
-              std::isfinite(g.best) && std::abs(rec.prediction.ms - g.best) <= 1e-9 * std::abs(g.best);
+          const bool tie = std::isfinite(g.best) &&
+                           std::abs(rec.prediction.ms - g.best) <= 1e-9 * std::abs(g.best);
           if (rec.prediction.ms < g.best && !tie) {
             g.best = rec.prediction.ms;
             g.patience = options_.patience;
@@ -95,15 +96,18 @@ class Search {
     if (evaluated.empty()) {
       std::string counts;
       for (int n : rank_counts_) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-      std::string why = "no service configuration of this topology fits " + model_.name + ": it has " +
-                        std::to_string(model_.n_heads) + " query heads and " + std::to_string(model_.n_kv_heads) +
-                        " KV heads, and a rank count must divide both; the " + phase_name(options_.phase) +
-                        " candidates have " + counts + " ranks";
-      if (options_.numa_local) why += " (and ranks must stay inside one NUMA node: drop --numa-local to allow more)";
+      std::string why = "no service configuration of this topology fits " + model_.name +
+                        ": it has " + std::to_string(model_.n_heads) + " query heads and " +
+                        std::to_string(model_.n_kv_heads) +
+                        " KV heads, and a rank count must divide both; the " +
+                        phase_name(options_.phase) + " candidates have " + counts + " ranks";
+      if (options_.numa_local)
+        why += " (and ranks must stay inside one NUMA node: drop --numa-local to allow more)";
       throw std::invalid_argument(why);
     }
-    std::stable_sort(evaluated.begin(), evaluated.end(),
-                     [](const Record* a, const Record* b) { return a->prediction.ms < b->prediction.ms; });
+    std::stable_sort(evaluated.begin(), evaluated.end(), [](const Record* a, const Record* b) {
+      return a->prediction.ms < b->prediction.ms;
+    });
     const Phase other = options_.phase == Phase::Prefill ? Phase::Decode : Phase::Prefill;
     for (const Record* r : evaluated) {
       if (static_cast<int>(out.ranked.size()) >= options_.top_k) break;
@@ -136,14 +140,16 @@ class Search {
 
 }  // namespace
 
-const char* phase_name(Phase p) { return p == Phase::Prefill ? "prefill" : "decode"; }
+const char* phase_name(Phase p) {
+  return p == Phase::Prefill ? "prefill" : "decode";
+}
 
 bool heads_divisible(const ModelConfig& model, int ranks) {
   return ranks >= 1 && model.n_heads % ranks == 0 && model.n_kv_heads % ranks == 0;
 }
 
-SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& model, ConfigEvaluator& evaluator,
-                            const SearchOptions& options) {
+SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& model,
+                            ConfigEvaluator& evaluator, const SearchOptions& options) {
   if (options.top_k < 1) throw std::invalid_argument("top-k must be at least 1");
   if (options.patience < 0) throw std::invalid_argument("patience must be >= 0");
   const auto start = std::chrono::steady_clock::now();
@@ -154,7 +160,8 @@ SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& mo
   eo.max_group_levels = options.max_group_levels;
   eo.max_trees = options.max_trees;
   const topo::ExploreStats trees = topo::explore_transforms(
-      machine, eo, [&](const topo::TopoTree& t, const topo::VisitInfo&) { return search.visit(t); });
+      machine, eo,
+      [&](const topo::TopoTree& t, const topo::VisitInfo&) { return search.visit(t); });
   SearchResult r = search.finish(trees);
   r.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -18,12 +18,16 @@ double share(double cap, int cores, double per_core, double gamma) {
 
 }  // namespace
 
-LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams params, ModelConfig model,
-                                   RequestTrace trace, WorkloadOptions workload)
-    : params_(std::move(params)), model_(std::move(model)), trace_(std::move(trace)), workload_(workload) {
+LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams params,
+                                   ModelConfig model, RequestTrace trace, WorkloadOptions workload)
+    : params_(std::move(params)),
+      model_(std::move(model)),
+      trace_(std::move(trace)),
+      workload_(workload) {
   params_.validate();
   model_.validate();
-  if (trace_.requests.empty()) throw std::invalid_argument("the simulator needs a non-empty request trace");
+  if (trace_.requests.empty())
+    throw std::invalid_argument("the simulator needs a non-empty request trace");
   if (workload_.decode_batch < 1 || workload_.prefill_chunk < 1)
     throw std::invalid_argument("decode batch and prefill chunk must be at least 1");
   const int cd = topo::core_depth(machine);
@@ -45,7 +49,8 @@ LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams 
     CpuInfo info;
     info.core = static_cast<int>(static_cast<int64_t>(i) / machine.leaves_per_node(cd));
     info.numa = numa_index.emplace(numa[i], static_cast<int>(numa_index.size())).first->second;
-    for (int d : capped_depth) info.capped.push_back(static_cast<int>(static_cast<int64_t>(i) / machine.leaves_per_node(d)));
+    for (int d : capped_depth)
+      info.capped.push_back(static_cast<int>(static_cast<int64_t>(i) / machine.leaves_per_node(d)));
     cpus_[cpus[i]] = std::move(info);
   }
   n_cores_ = static_cast<int>(machine.nodes_at(cd));
@@ -59,7 +64,8 @@ std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& 
     for (int cpu : r.cpus) {
       auto it = cpus_.find(cpu);
       if (it == cpus_.end())
-        throw std::invalid_argument("CPU " + std::to_string(cpu) + " of the configuration is not in the machine's tree");
+        throw std::invalid_argument("CPU " + std::to_string(cpu) +
+                                    " of the configuration is not in the machine's tree");
       ++pus_on_core[static_cast<size_t>(it->second.core)];
       core_info[static_cast<size_t>(it->second.core)] = &it->second;
     }
@@ -72,14 +78,16 @@ std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& 
     const CpuInfo* info = core_info[static_cast<size_t>(c)];
     if (!info) continue;
     ++numa_cores[static_cast<size_t>(info->numa)];
-    for (size_t l = 0; l < capped_cores.size(); ++l) ++capped_cores[l][static_cast<size_t>(info->capped[l])];
+    for (size_t l = 0; l < capped_cores.size(); ++l)
+      ++capped_cores[l][static_cast<size_t>(info->capped[l])];
   }
   const MachineParams& p = params_;
   auto core_bandwidth = [&](const CpuInfo& info) {
-    double bw = share(p.numa_bw_gbs, numa_cores[static_cast<size_t>(info.numa)], p.core_bw_gbs, p.contention_gamma);
+    double bw = share(p.numa_bw_gbs, numa_cores[static_cast<size_t>(info.numa)], p.core_bw_gbs,
+                      p.contention_gamma);
     for (size_t l = 0; l < capped_cores.size(); ++l)
-      bw = std::min(bw, share(capped_gbs_[l], capped_cores[l][static_cast<size_t>(info.capped[l])], p.core_bw_gbs,
-                              p.contention_gamma));
+      bw = std::min(bw, share(capped_gbs_[l], capped_cores[l][static_cast<size_t>(info.capped[l])],
+                              p.core_bw_gbs, p.contention_gamma));
     return bw;
   };
   std::vector<RankSpeed> out;
@@ -104,13 +112,15 @@ std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& 
   return out;
 }
 
-Prediction LatencySimulator::step_time(const topo::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
+Prediction LatencySimulator::step_time(const topo::ServiceConfig& config,
+                                       const std::vector<RankSpeed>& speeds,
                                        const Step& step) const {
   const MachineParams& p = params_;
   const ModelConfig& m = model_;
   const double R = config.rank_count();
   const double M = static_cast<double>(step.tokens);
-  const double dim = m.dim, q_dim = static_cast<double>(m.q_dim()), kv_dim = static_cast<double>(m.kv_dim());
+  const double dim = m.dim, q_dim = static_cast<double>(m.q_dim()),
+               kv_dim = static_cast<double>(m.kv_dim());
   const double ffn = m.ffn_dim, vocab = m.vocab_size;
   // All-reduce through shared memory: each rank reads 2 (R-1)/R of the message from the
   // others' buffers. Ranks on different NUMA nodes read over the interconnect, whose per-node
@@ -134,8 +144,9 @@ Prediction LatencySimulator::step_time(const topo::ServiceConfig& config, const 
   for (const RankSpeed& s : distinct) {
     Prediction pr;
     const double span = s.numa_nodes;
-    const double sync_s = (p.team_sync_us + p.team_sync_log2_us * std::log2(std::max(1, s.threads))) * 1e-6 /
-                          (span > 1 ? p.remote_bw_factor : 1.0);
+    const double sync_s =
+        (p.team_sync_us + p.team_sync_log2_us * std::log2(std::max(1, s.threads))) * 1e-6 /
+        (span > 1 ? p.remote_bw_factor : 1.0);
     const double bw = s.bandwidth_gbs * 1e9;
     double compute = 0, memory = 0, comm = 0, sync = 0;
     auto roofline = [&](double flops, double rate, double bytes) {
@@ -145,7 +156,8 @@ Prediction LatencySimulator::step_time(const topo::ServiceConfig& config, const 
     };
     auto gemm = [&](double rows, double k, double n) {
       const double e = p.gemm_efficiency * rows / (rows + p.gemm_m_half);
-      roofline(2 * rows * k * n, s.gemm_gflops * 1e9 * e, k * n * workload_.weight_bytes + rows * (k + n) * 4);
+      roofline(2 * rows * k * n, s.gemm_gflops * 1e9 * e,
+               k * n * workload_.weight_bytes + rows * (k + n) * 4);
     };
     // One layer.
     gemm(M, dim, (q_dim + 2 * kv_dim) / R);
@@ -157,7 +169,9 @@ Prediction LatencySimulator::step_time(const topo::ServiceConfig& config, const 
     // Norms, RoPE, residuals, SiLU*mul: a few passes over the activations, replicated per rank.
     memory += M * (6 * dim + 2 * ffn / R) * 4 / bw;
     sync += 3 * sync_s;
-    if (R > 1) comm += 2 * (ar_alpha_s + 2 * (R - 1) / R * M * dim * workload_.activation_bytes / (ar_gbs * 1e9));
+    if (R > 1)
+      comm += 2 * (ar_alpha_s +
+                   2 * (R - 1) / R * M * dim * workload_.activation_bytes / (ar_gbs * 1e9));
     if (span > 1) {
       // A rank over several NUMA nodes: every activation one node's threads write, the others
       // read (layer input and norm, q/k/v, attention output, o, gate/up, SiLU*mul, down).
@@ -194,8 +208,10 @@ Prediction LatencySimulator::evaluate(const topo::ServiceConfig& config, Phase p
   total.ms = 0;
   if (phase == Phase::Decode) {
     const double b = workload_.decode_batch, ctx = trace_.mean_decode_context() + 1;
-    Step s{.tokens = workload_.decode_batch, .seqs = workload_.decode_batch,
-           .attn_flops = b * 4 * hd * heads * ctx, .kv_bytes = b * 2 * ctx * kv_dim * workload_.kv_bytes};
+    Step s{.tokens = workload_.decode_batch,
+           .seqs = workload_.decode_batch,
+           .attn_flops = b * 4 * hd * heads * ctx,
+           .kv_bytes = b * 2 * ctx * kv_dim * workload_.kv_bytes};
     return step_time(config, speeds, s);
   }
   for (const auto& r : trace_.requests) {
@@ -203,7 +219,8 @@ Prediction LatencySimulator::evaluate(const topo::ServiceConfig& config, Phase p
     while (done < r.input) {
       const int64_t chunk = std::min<int64_t>(workload_.prefill_chunk, r.input - done);
       const double c0 = static_cast<double>(done), n = static_cast<double>(chunk);
-      Step s{.tokens = chunk, .seqs = 1,
+      Step s{.tokens = chunk,
+             .seqs = 1,
              .attn_flops = 4 * hd * heads * (n * c0 + n * (n + 1) / 2),
              .kv_bytes = 2 * (c0 + n) * kv_dim * workload_.kv_bytes};
       add(total, step_time(config, speeds, s));
@@ -211,7 +228,8 @@ Prediction LatencySimulator::evaluate(const topo::ServiceConfig& config, Phase p
     }
   }
   const double n = static_cast<double>(trace_.requests.size());
-  total.ms /= n, total.compute_ms /= n, total.memory_ms /= n, total.communication_ms /= n, total.sync_ms /= n;
+  total.ms /= n, total.compute_ms /= n, total.memory_ms /= n, total.communication_ms /= n,
+      total.sync_ms /= n;
   return total;
 }
 

@@ -36,20 +36,23 @@ nlohmann::json read_json(const fs::path& file) {
 MachineParams params_of(const nlohmann::json& j, const fs::path& file, int depth) {
   if (j.contains("params")) {
     MachineParams p = MachineParams::from_json(j["params"], file.string());
-    if (p.source == "generic defaults") p.source = "published specs (" + file.filename().string() + ")";
+    if (p.source == "generic defaults")
+      p.source = "published specs (" + file.filename().string() + ")";
     return p;
   }
   if (j.contains("params_from") && depth < 4) {
     const fs::path other = file.parent_path() / (j["params_from"].get<std::string>() + ".json");
     return params_of(read_json(other), other, depth + 1);
   }
-  throw std::invalid_argument(file.string() + ": a topology descriptor needs \"params\" or \"params_from\"");
+  throw std::invalid_argument(file.string() +
+                              ": a topology descriptor needs \"params\" or \"params_from\"");
 }
 
 MachineDescription from_descriptor(const fs::path& file) {
   const nlohmann::json j = read_json(file);
   if (!j.contains("topology") || !j["topology"].is_string())
-    throw std::invalid_argument(file.string() + ": a topology descriptor needs a \"topology\" string");
+    throw std::invalid_argument(file.string() +
+                                ": a topology descriptor needs a \"topology\" string");
   std::string spec = j["topology"].get<std::string>();
   if (spec.ends_with(".xml")) spec = (file.parent_path() / spec).string();
   topo::LoadedTopology l = topo::load_topology(spec);
@@ -65,7 +68,9 @@ MachineDescription from_descriptor(const fs::path& file) {
 
 }  // namespace
 
-fs::path topologies_dir() { return configs_dir() / "topologies"; }
+fs::path topologies_dir() {
+  return configs_dir() / "topologies";
+}
 
 std::vector<std::string> shipped_topology_names() {
   std::vector<std::string> out;
@@ -105,7 +110,8 @@ MachineDescription load_machine(const std::string& spec) {
                               .local = false};
   } catch (const std::invalid_argument& e) {
     if (name_like)
-      throw std::invalid_argument("unknown topology '" + spec + "': not a shipped topology (" + names_list() +
+      throw std::invalid_argument("unknown topology '" + spec + "': not a shipped topology (" +
+                                  names_list() +
                                   "), not a file and not an hwloc synthetic description");
     throw;
   }

@@ -40,7 +40,8 @@ nlohmann::json MachineParams::to_json() const {
 }
 
 MachineParams MachineParams::from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw std::invalid_argument(where + ": machine parameters must be a JSON object");
+  if (!j.is_object())
+    throw std::invalid_argument(where + ": machine parameters must be a JSON object");
   MachineParams p;
   std::map<std::string, double*> fields;
   for_each_scalar(p, [&fields](const char* name, double& v) { fields[name] = &v; });
@@ -48,9 +49,11 @@ MachineParams MachineParams::from_json(const nlohmann::json& j, const std::strin
     if (key == "source") {
       p.source = value.get<std::string>();
     } else if (key == "level_bw_gbs") {
-      if (!value.is_object()) throw std::invalid_argument(where + ": level_bw_gbs must map level names to GB/s");
+      if (!value.is_object())
+        throw std::invalid_argument(where + ": level_bw_gbs must map level names to GB/s");
       for (const auto& [level, gbs] : value.items()) {
-        if (!gbs.is_number()) throw std::invalid_argument(where + ": level_bw_gbs." + level + " must be a number");
+        if (!gbs.is_number())
+          throw std::invalid_argument(where + ": level_bw_gbs." + level + " must be a number");
         p.level_bw_gbs[level] = gbs.get<double>();
       }
     } else if (auto it = fields.find(key); it != fields.end()) {
@@ -67,10 +70,12 @@ MachineParams MachineParams::from_json(const nlohmann::json& j, const std::strin
 void MachineParams::validate() const {
   MachineParams copy = *this;
   for_each_scalar(copy, [](const char* name, double& v) {
-    if (!std::isfinite(v) || v < 0) throw std::invalid_argument(std::string("machine parameter ") + name + " must be >= 0");
+    if (!std::isfinite(v) || v < 0)
+      throw std::invalid_argument(std::string("machine parameter ") + name + " must be >= 0");
   });
   auto positive = [](const char* name, double v) {
-    if (v <= 0) throw std::invalid_argument(std::string("machine parameter ") + name + " must be > 0");
+    if (v <= 0)
+      throw std::invalid_argument(std::string("machine parameter ") + name + " must be > 0");
   };
   positive("core_gflops", core_gflops);
   positive("core_f32_gflops", core_f32_gflops);
@@ -83,7 +88,8 @@ void MachineParams::validate() const {
   positive("interconnect_gbs", interconnect_gbs);
   positive("smt_gain", smt_gain);
   if (gemm_efficiency > 1 || attention_efficiency > 1)
-    throw std::invalid_argument("machine parameters gemm_efficiency and attention_efficiency are fractions of peak (<= 1)");
+    throw std::invalid_argument(
+        "machine parameters gemm_efficiency and attention_efficiency are fractions of peak (<= 1)");
   for (const auto& [level, gbs] : level_bw_gbs)
     if (!(gbs > 0)) throw std::invalid_argument("level_bw_gbs." + level + " must be > 0");
 }

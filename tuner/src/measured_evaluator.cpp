@@ -14,15 +14,19 @@ namespace sandwich::tuner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 }  // namespace
 
-MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trace, WorkloadOptions workload,
-                                     MeasureOptions options)
+MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trace,
+                                     WorkloadOptions workload, MeasureOptions options)
     : trace_(std::move(trace)), workload_(workload), options_(options) {
-  if (trace_.requests.empty()) throw std::invalid_argument("the measured evaluator needs a non-empty request trace");
-  if (options_.max_prefill_requests > 0 && static_cast<int>(trace_.requests.size()) > options_.max_prefill_requests)
+  if (trace_.requests.empty())
+    throw std::invalid_argument("the measured evaluator needs a non-empty request trace");
+  if (options_.max_prefill_requests > 0 &&
+      static_cast<int>(trace_.requests.size()) > options_.max_prefill_requests)
     trace_.requests.resize(static_cast<size_t>(options_.max_prefill_requests));
   LoadOptions lo;
   lo.model = model;
@@ -31,17 +35,23 @@ MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trac
   lo.require_tokenizer = false;
   model_ = load_model(lo);
   const ModelConfig& c = model_->config;
-  decode_context_ = std::clamp(static_cast<int32_t>(trace_.mean_decode_context()), 1, c.max_seq_len - 2);
+  decode_context_ =
+      std::clamp(static_cast<int32_t>(trace_.mean_decode_context()), 1, c.max_seq_len - 2);
   int64_t longest = 1;
-  for (const auto& r : trace_.requests) longest = std::max<int64_t>(longest, std::min(r.input, c.max_seq_len));
+  for (const auto& r : trace_.requests)
+    longest = std::max<int64_t>(longest, std::min(r.input, c.max_seq_len));
   const int64_t per_seq_blocks = KVCache::blocks_for(decode_context_ + 1);
-  const int64_t tokens = std::max(longest, per_seq_blocks * kernels::kKVBlock * workload_.decode_batch);
-  kv_ = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, tokens) + KVCache::block_bytes(c) * (workload_.decode_batch + 1));
+  const int64_t tokens =
+      std::max(longest, per_seq_blocks * kernels::kKVBlock * workload_.decode_batch);
+  kv_ = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, tokens) +
+                                         KVCache::block_bytes(c) * (workload_.decode_batch + 1));
 }
 
 MeasuredEvaluator::~MeasuredEvaluator() = default;
 
-const ModelConfig& MeasuredEvaluator::model_config() const { return model_->config; }
+const ModelConfig& MeasuredEvaluator::model_config() const {
+  return model_->config;
+}
 
 Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
   const ModelConfig& c = model_->config;
@@ -59,12 +69,14 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
       const int32_t n = std::min(r.input, c.max_seq_len - 1);
       std::vector<int32_t> tokens(static_cast<size_t>(n)), table;
       for (auto& t : tokens) t = token();
-      if (!kv_->reserve(table, n)) throw std::runtime_error("the measured evaluator's KV cache is too small");
+      if (!kv_->reserve(table, n))
+        throw std::runtime_error("the measured evaluator's KV cache is too small");
       const auto t0 = Clock::now();
       for (int32_t done = 0; done < n;) {
         const int32_t chunk = std::min(workload_.prefill_chunk, n - done);
-        BatchEntry e{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(done), static_cast<size_t>(chunk)), done,
-                     table, done + chunk == n};
+        BatchEntry e{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(done),
+                                                              static_cast<size_t>(chunk)),
+                     done, table, done + chunk == n};
         ex->run({&e, 1}, logits.data());
         done += chunk;
       }
@@ -82,7 +94,8 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(b));
   std::vector<int32_t> tokens(static_cast<size_t>(b));
   for (auto& t : tables)
-    if (!kv_->reserve(t, decode_context_ + 1)) throw std::runtime_error("the measured evaluator's KV cache is too small");
+    if (!kv_->reserve(t, decode_context_ + 1))
+      throw std::runtime_error("the measured evaluator's KV cache is too small");
   std::vector<BatchEntry> batch;
   for (int i = 0; i < b; ++i) {
     tokens[static_cast<size_t>(i)] = token();

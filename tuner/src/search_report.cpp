@@ -55,8 +55,9 @@ std::string report_header(const ReportContext& c) {
   os << "\n           " << m.tree.leaf_count() << " PUs, " << m.tree.numa_count() << " NUMA node"
      << (m.tree.numa_count() == 1 ? "" : "s") << "; " << m.source << "\n";
   const ModelConfig& model = *c.model;
-  os << "model      " << model.name << ": " << model.n_layers << " layers, dim " << model.dim << ", "
-     << model.n_heads << " query heads, " << model.n_kv_heads << " KV heads (rank counts must divide both)\n";
+  os << "model      " << model.name << ": " << model.n_layers << " layers, dim " << model.dim
+     << ", " << model.n_heads << " query heads, " << model.n_kv_heads
+     << " KV heads (rank counts must divide both)\n";
   os << "evaluator  " << c.evaluator << "; machine parameters: " << c.params_source << "\n";
   if (!c.trace.empty()) os << "trace      " << c.trace << "\n";
   for (const auto& n : m.notes) os << "note       " << n << "\n";
@@ -66,22 +67,24 @@ std::string report_header(const ReportContext& c) {
 
 std::string stats_line(const SearchStats& s) {
   std::ostringstream os;
-  os << s.trees.explored() << " trees explored (" << s.trees.group_trees << " with all cores, " << s.trees.remove_trees
-     << " after removes), " << s.trees.transforms << " transforms applied, " << s.trees.deduplicated
-     << " deduplicated, " << s.trees.pruned << " pruned" << (s.trees.truncated ? " (tree limit reached)" : "")
-     << "; configs: " << s.configs_cut << " cut, " << s.configs_deduplicated << " duplicates, " << s.configs_filtered
-     << " filtered, " << s.configs_early_stopped << " early-stopped, " << s.configs_evaluated << " evaluated in "
-     << s.groups << " groups (" << s.groups_stopped << " stopped early); " << std::fixed << std::setprecision(3)
-     << s.seconds << " s";
+  os << s.trees.explored() << " trees explored (" << s.trees.group_trees << " with all cores, "
+     << s.trees.remove_trees << " after removes), " << s.trees.transforms << " transforms applied, "
+     << s.trees.deduplicated << " deduplicated, " << s.trees.pruned << " pruned"
+     << (s.trees.truncated ? " (tree limit reached)" : "") << "; configs: " << s.configs_cut
+     << " cut, " << s.configs_deduplicated << " duplicates, " << s.configs_filtered << " filtered, "
+     << s.configs_early_stopped << " early-stopped, " << s.configs_evaluated << " evaluated in "
+     << s.groups << " groups (" << s.groups_stopped << " stopped early); " << std::fixed
+     << std::setprecision(3) << s.seconds << " s";
   return os.str();
 }
 
 std::string report_text(const SearchResult& r) {
   std::ostringstream os;
   const bool prefill = r.phase == Phase::Prefill;
-  os << "\n" << phase_name(r.phase) << ": top " << r.ranked.size() << " of " << r.stats.configs_evaluated
-     << " configurations evaluated, by " << (prefill ? "mean prefill latency per request" : "time per output token")
-     << "\n";
+  os << "\n"
+     << phase_name(r.phase) << ": top " << r.ranked.size() << " of " << r.stats.configs_evaluated
+     << " configurations evaluated, by "
+     << (prefill ? "mean prefill latency per request" : "time per output token") << "\n";
   size_t wp = 9;
   for (const auto& rc : r.ranked) wp = std::max(wp, rc.config.placement().size());
   os << "  #  ranks x threads  " << std::left << std::setw(static_cast<int>(wp)) << "placement"
@@ -92,10 +95,12 @@ std::string report_text(const SearchResult& r) {
     const double dc = prefill ? rc.other_phase.ms : rc.prediction.ms;
     std::ostringstream shape;
     shape << rc.config.rank_count() << " x " << rc.config.threads_per_rank();
-    os << std::right << std::setw(3) << ++i << "  " << std::left << std::setw(15) << shape.str() << "  "
-       << std::setw(static_cast<int>(wp)) << rc.config.placement() << "  " << std::right << std::setw(10)
-       << ms_text(pf) << "  " << std::setw(15) << ms_text(dc) << "  " << rc.origin << "\n";
-    os << "     cpus " << rc.config.to_string(4).substr(rc.config.to_string(4).find(' ') + 1) << "\n";
+    os << std::right << std::setw(3) << ++i << "  " << std::left << std::setw(15) << shape.str()
+       << "  " << std::setw(static_cast<int>(wp)) << rc.config.placement() << "  " << std::right
+       << std::setw(10) << ms_text(pf) << "  " << std::setw(15) << ms_text(dc) << "  " << rc.origin
+       << "\n";
+    os << "     cpus " << rc.config.to_string(4).substr(rc.config.to_string(4).find(' ') + 1)
+       << "\n";
   }
   os << "search: " << stats_line(r.stats) << "\n";
   return os.str();
@@ -111,7 +116,8 @@ nlohmann::json report_json(const ReportContext& c, const std::vector<SearchResul
                      {"pus", m.tree.leaf_count()},
                      {"numa_nodes", m.tree.numa_count()},
                      {"notes", m.notes}};
-  out["model"] = {{"name", c.model->name}, {"n_heads", c.model->n_heads}, {"n_kv_heads", c.model->n_kv_heads}};
+  out["model"] = {
+      {"name", c.model->name}, {"n_heads", c.model->n_heads}, {"n_kv_heads", c.model->n_kv_heads}};
   out["evaluator"] = c.evaluator;
   out["machine_params"] = params;
   out["trace"] = c.trace;

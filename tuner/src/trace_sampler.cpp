@@ -55,11 +55,12 @@ std::vector<RequestLengths> read_length_table(const std::filesystem::path& csv) 
   return out;
 }
 
-RequestTrace sample_trace(const std::vector<RequestLengths>& table, int n, uint64_t seed, int32_t max_seq_len,
-                          const std::string& table_name) {
+RequestTrace sample_trace(const std::vector<RequestLengths>& table, int n, uint64_t seed,
+                          int32_t max_seq_len, const std::string& table_name) {
   if (table.empty()) throw std::invalid_argument("cannot sample a trace from an empty table");
   if (n < 1) throw std::invalid_argument("a trace needs at least one request");
-  if (max_seq_len < 2) throw std::invalid_argument("the model's context must hold at least 2 tokens");
+  if (max_seq_len < 2)
+    throw std::invalid_argument("the model's context must hold at least 2 tokens");
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, table.size() - 1);
   RequestTrace t;
@@ -69,7 +70,8 @@ RequestTrace sample_trace(const std::vector<RequestLengths>& table, int n, uint6
     r.output = std::clamp(r.output, 1, max_seq_len - r.input);
     t.requests.push_back(r);
   }
-  t.source = std::to_string(n) + " requests sampled from " + table_name + " (seed " + std::to_string(seed) + ")";
+  t.source = std::to_string(n) + " requests sampled from " + table_name + " (seed " +
+             std::to_string(seed) + ")";
   return t;
 }
 

@@ -35,13 +35,15 @@ constexpr const char* kUsage =
     "  configs --model M [--topology T] [--phase prefill|decode] [--top-k K] [--json] ...\n"
     "      search the service configurations and print the best with predicted latencies\n"
     "  compare --model M [--phase prefill|decode] [--top-k K]\n"
-    "      this machine: the simulator's ranking of its configurations against measured engine steps\n"
+    "      this machine: the simulator's ranking of its configurations against measured engine "
+    "steps\n"
     "  survey [--model M] [--json]\n"
     "      search every shipped topology and print the search statistics as a table\n"
     "  calibrate [--recalibrate] [--json]\n"
     "      measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator\n"
     "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"
-    "   an hwloc XML file (lstopo file.xml) or an hwloc synthetic string (\"pack:2 [numa] core:8 pu:2\")\n"
+    "   an hwloc XML file (lstopo file.xml) or an hwloc synthetic string (\"pack:2 [numa] core:8 "
+    "pu:2\")\n"
     "run 'sandwich-tune <command> --help' for a command's options\n";
 
 ModelConfig load_model_shape(const std::string& m, const std::string& command) {
@@ -97,7 +99,8 @@ struct CommonOptions {
   bool recalibrate = false;
 };
 
-MachineParams params_for(const MachineDescription& m, const CommonOptions& o, std::vector<std::string>& notes) {
+MachineParams params_for(const MachineDescription& m, const CommonOptions& o,
+                         std::vector<std::string>& notes) {
   if (!o.params_file.empty()) {
     std::error_code ec;
     if (std::filesystem::is_directory(o.params_file, ec))
@@ -110,7 +113,8 @@ MachineParams params_for(const MachineDescription& m, const CommonOptions& o, st
     } catch (const nlohmann::json::exception& e) {
       throw CliError(o.params_file + ": invalid JSON (" + e.what() + ")");
     }
-    MachineParams p = MachineParams::from_json(j.contains("params") ? j["params"] : j, o.params_file);
+    MachineParams p =
+        MachineParams::from_json(j.contains("params") ? j["params"] : j, o.params_file);
     if (p.source == "generic defaults") p.source = o.params_file;
     return p;
   }
@@ -122,30 +126,39 @@ MachineParams params_for(const MachineDescription& m, const CommonOptions& o, st
     p.source += ", cached in " + cache.string();
     return p;
   }
-  notes.push_back("no speeds are known for this topology: the simulator uses generic defaults (give --params FILE)");
+  notes.push_back(
+      "no speeds are known for this topology: the simulator uses generic defaults (give --params "
+      "FILE)");
   return MachineParams{};
 }
 
-RequestTrace trace_for(const CommonOptions& o, const ModelConfig& model, std::vector<std::string>& notes) {
+RequestTrace trace_for(const CommonOptions& o, const ModelConfig& model,
+                       std::vector<std::string>& notes) {
   if (o.trace_samples < 1) throw CliError("--trace-samples must be at least 1");
-  std::filesystem::path table = o.trace_file.empty() ? default_trace_table() : std::filesystem::path(o.trace_file);
+  std::filesystem::path table =
+      o.trace_file.empty() ? default_trace_table() : std::filesystem::path(o.trace_file);
   if (o.trace_file.empty() && !std::filesystem::exists(table)) {
-    notes.push_back("no request trace at " + table.string() +
-                    " (set SANDWICH_SHARED or --trace): using requests of 256 input and 256 output tokens");
+    notes.push_back(
+        "no request trace at " + table.string() +
+        " (set SANDWICH_SHARED or --trace): using requests of 256 input and 256 output tokens");
     RequestTrace t;
-    t.requests.assign(static_cast<size_t>(o.trace_samples), {std::min(256, model.max_seq_len / 2),
-                                                             std::min(256, model.max_seq_len / 2)});
+    t.requests.assign(static_cast<size_t>(o.trace_samples),
+                      {std::min(256, model.max_seq_len / 2), std::min(256, model.max_seq_len / 2)});
     t.source = std::to_string(o.trace_samples) + " fixed requests";
     return t;
   }
-  return sample_trace(read_length_table(table), o.trace_samples, o.seed, model.max_seq_len, table.filename().string());
+  return sample_trace(read_length_table(table), o.trace_samples, o.seed, model.max_seq_len,
+                      table.filename().string());
 }
 
 void add_common(ArgParser& p, CommonOptions& o) {
   p.add("--topology", &o.topology, "machine (default: this one; see 'sandwich-tune --help')", "T");
-  p.add("--params", &o.params_file, "machine parameters for the simulator (JSON; default: the topology's own, "
-                                    "calibration on this machine, or generic)", "FILE");
-  p.add("--trace", &o.trace_file, "request lengths CSV (default: $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv)", "CSV");
+  p.add("--params", &o.params_file,
+        "machine parameters for the simulator (JSON; default: the topology's own, "
+        "calibration on this machine, or generic)",
+        "FILE");
+  p.add("--trace", &o.trace_file,
+        "request lengths CSV (default: $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv)", "CSV");
   p.add("--trace-samples", &o.trace_samples, "requests sampled from the trace (default 64)");
   p.option("--seed", "N", "trace sampling seed (default 0)", [&o](const std::string& v) {
     const int64_t s = ArgParser::parse_int("--seed", v);
@@ -154,7 +167,8 @@ void add_common(ArgParser& p, CommonOptions& o) {
   });
   p.add("--decode-batch", &o.decode_batch, "sequences per decode step (default 1)");
   p.add("--prefill-chunk", &o.prefill_chunk, "tokens per prefill step (default 512)");
-  p.add_flag("--recalibrate", &o.recalibrate, "measure this machine again instead of using the cached calibration");
+  p.add_flag("--recalibrate", &o.recalibrate,
+             "measure this machine again instead of using the cached calibration");
 }
 
 SearchSetup setup(const CommonOptions& o, const std::string& command) {
@@ -168,9 +182,10 @@ SearchSetup setup(const CommonOptions& o, const std::string& command) {
 
 std::string trace_line(const SearchSetup& s, const WorkloadOptions& w) {
   std::ostringstream os;
-  os << std::fixed << std::setprecision(0) << s.trace.source << ": mean input " << s.trace.mean_input()
-     << ", output " << s.trace.mean_output() << " tokens; prefill chunk " << w.prefill_chunk << ", decode batch "
-     << w.decode_batch << " at mean context " << s.trace.mean_decode_context();
+  os << std::fixed << std::setprecision(0) << s.trace.source << ": mean input "
+     << s.trace.mean_input() << ", output " << s.trace.mean_output() << " tokens; prefill chunk "
+     << w.prefill_chunk << ", decode batch " << w.decode_batch << " at mean context "
+     << s.trace.mean_decode_context();
   return os.str();
 }
 
@@ -179,19 +194,23 @@ int cmd_configs(int argc, char** argv) {
   std::string phase;
   bool json = false, numa_local = false, placement_hash = false;
   SearchOptions so;
-  ArgParser p("sandwich-tune configs", "Search and rank service configurations of a machine for a model.");
+  ArgParser p("sandwich-tune configs",
+              "Search and rank service configurations of a machine for a model.");
   p.add("--model", &o.model, "preset name (configs/models/) or a model's config.json / file", "M");
   add_common(p, o);
   p.add("--phase", &phase, "prefill or decode (default: both)", "P");
   p.add("--top-k", &so.top_k, "configurations to keep per phase (default 10)", "K");
-  p.add("--patience", &so.patience, "early stopping: evaluations without improvement before a group of "
-                                    "configurations stops (default 8, 0 = off)");
+  p.add("--patience", &so.patience,
+        "early stopping: evaluations without improvement before a group of "
+        "configurations stops (default 8, 0 = off)");
   p.add_flag("--numa-local", &numa_local, "only ranks inside one NUMA node");
-  p.add_flag("--placement-hash", &placement_hash, "tell apart trees of the same shape on different PUs "
-                                                   "(strided groups); larger search");
+  p.add_flag("--placement-hash", &placement_hash,
+             "tell apart trees of the same shape on different PUs "
+             "(strided groups); larger search");
   p.add_flag("--json", &json, "print JSON (configs in the engine's service-configuration form)");
   std::string evaluator = "simulator";
-  p.add("--evaluator", &evaluator, "simulator (default) or measured (runs engine steps; this machine only)", "E");
+  p.add("--evaluator", &evaluator,
+        "simulator (default) or measured (runs engine steps; this machine only)", "E");
   if (!p.parse(argc, argv, 2)) return 0;
   if (evaluator != "simulator" && evaluator != "measured")
     throw CliError("--evaluator must be simulator or measured, got '" + evaluator + "'");
@@ -212,8 +231,9 @@ int cmd_configs(int argc, char** argv) {
   std::unique_ptr<MeasuredEvaluator> measured;
   if (evaluator == "measured") {
     if (!s.machine.local)
-      throw CliError("the measured evaluator runs the engine on this machine; it cannot measure topology '" +
-                     s.machine.name + "' (drop --topology or use --evaluator simulator)");
+      throw CliError(
+          "the measured evaluator runs the engine on this machine; it cannot measure topology '" +
+          s.machine.name + "' (drop --topology or use --evaluator simulator)");
     measured = std::make_unique<MeasuredEvaluator>(o.model, s.trace, w);
   }
   ConfigEvaluator& ev = measured ? static_cast<ConfigEvaluator&>(*measured) : sim;
@@ -222,7 +242,8 @@ int cmd_configs(int argc, char** argv) {
     so.phase = ph;
     results.push_back(search_configs(s.machine.tree, s.model, ev, so));
   }
-  ReportContext ctx{&s.machine, &s.model, ev.name(), measured ? "none (measured)" : s.params.source,
+  ReportContext ctx{&s.machine,       &s.model,
+                    ev.name(),        measured ? "none (measured)" : s.params.source,
                     trace_line(s, w), s.notes};
   if (json) {
     std::cout << report_json(ctx, results, s.params.to_json()).dump(2) << "\n";
@@ -237,7 +258,8 @@ int cmd_survey(int argc, char** argv) {
   std::string model_name = "llama3-8b";
   bool json = false;
   int patience = 8;
-  ArgParser p("sandwich-tune survey", "Search every shipped topology; print the search statistics.");
+  ArgParser p("sandwich-tune survey",
+              "Search every shipped topology; print the search statistics.");
   p.add("--model", &model_name, "preset or config.json (default llama3-8b)", "M");
   p.add("--patience", &patience, "early-stopping patience (default 8)");
   p.add_flag("--json", &json, "print JSON");
@@ -249,11 +271,12 @@ int cmd_survey(int argc, char** argv) {
   nlohmann::json all = nlohmann::json::array();
   std::ostringstream os;
   os << "model " << model.name << ", " << trace.source << "\n"
-     << std::left << std::setw(26) << "topology" << std::right << std::setw(5) << "PUs" << std::setw(6) << "NUMA"
-     << std::setw(9) << "phase" << std::setw(8) << "trees" << std::setw(8) << "(all)" << std::setw(8) << "(rem)"
-     << std::setw(8) << "xforms" << std::setw(8) << "dedup" << std::setw(8) << "pruned" << std::setw(8) << "cut"
-     << std::setw(8) << "dup" << std::setw(8) << "filt" << std::setw(8) << "early" << std::setw(8) << "eval"
-     << std::setw(9) << "seconds" << "  best\n";
+     << std::left << std::setw(26) << "topology" << std::right << std::setw(5) << "PUs"
+     << std::setw(6) << "NUMA" << std::setw(9) << "phase" << std::setw(8) << "trees" << std::setw(8)
+     << "(all)" << std::setw(8) << "(rem)" << std::setw(8) << "xforms" << std::setw(8) << "dedup"
+     << std::setw(8) << "pruned" << std::setw(8) << "cut" << std::setw(8) << "dup" << std::setw(8)
+     << "filt" << std::setw(8) << "early" << std::setw(8) << "eval" << std::setw(9) << "seconds"
+     << "  best\n";
   for (const auto& name : shipped_topology_names()) {
     const MachineDescription m = load_machine(name);
     LatencySimulator sim(m.tree, m.params.value_or(MachineParams{}), model, trace);
@@ -267,22 +290,32 @@ int cmd_survey(int argc, char** argv) {
       std::ostringstream b;
       b << best.config.rank_count() << "x" << best.config.threads_per_rank() << " " << std::fixed
         << std::setprecision(2) << best.prediction.ms << " ms";
-      os << std::left << std::setw(26) << name << std::right << std::setw(5) << m.tree.leaf_count() << std::setw(6)
-         << m.tree.numa_count() << std::setw(9) << phase_name(ph) << std::setw(8) << st.trees.explored()
-         << std::setw(8) << st.trees.group_trees << std::setw(8) << st.trees.remove_trees << std::setw(8)
-         << st.trees.transforms << std::setw(8) << st.trees.deduplicated << std::setw(8) << st.trees.pruned
-         << std::setw(8) << st.configs_cut << std::setw(8) << st.configs_deduplicated << std::setw(8)
-         << st.configs_filtered << std::setw(8) << st.configs_early_stopped << std::setw(8) << st.configs_evaluated
-         << std::setw(9) << std::fixed << std::setprecision(3) << st.seconds << "  " << b.str() << "\n";
-      nlohmann::json row = {{"topology", name}, {"phase", phase_name(ph)}, {"pus", m.tree.leaf_count()},
-                            {"best", best.config.to_string(2)}, {"best_ms", best.prediction.ms},
-                            {"trees_explored", st.trees.explored()}, {"trees_all_cores", st.trees.group_trees},
-                            {"trees_after_removes", st.trees.remove_trees}, {"transforms", st.trees.transforms},
-                            {"trees_deduplicated", st.trees.deduplicated}, {"trees_pruned", st.trees.pruned},
-                            {"configs_cut", st.configs_cut}, {"configs_deduplicated", st.configs_deduplicated},
+      os << std::left << std::setw(26) << name << std::right << std::setw(5) << m.tree.leaf_count()
+         << std::setw(6) << m.tree.numa_count() << std::setw(9) << phase_name(ph) << std::setw(8)
+         << st.trees.explored() << std::setw(8) << st.trees.group_trees << std::setw(8)
+         << st.trees.remove_trees << std::setw(8) << st.trees.transforms << std::setw(8)
+         << st.trees.deduplicated << std::setw(8) << st.trees.pruned << std::setw(8)
+         << st.configs_cut << std::setw(8) << st.configs_deduplicated << std::setw(8)
+         << st.configs_filtered << std::setw(8) << st.configs_early_stopped << std::setw(8)
+         << st.configs_evaluated << std::setw(9) << std::fixed << std::setprecision(3) << st.seconds
+         << "  " << b.str() << "\n";
+      nlohmann::json row = {{"topology", name},
+                            {"phase", phase_name(ph)},
+                            {"pus", m.tree.leaf_count()},
+                            {"best", best.config.to_string(2)},
+                            {"best_ms", best.prediction.ms},
+                            {"trees_explored", st.trees.explored()},
+                            {"trees_all_cores", st.trees.group_trees},
+                            {"trees_after_removes", st.trees.remove_trees},
+                            {"transforms", st.trees.transforms},
+                            {"trees_deduplicated", st.trees.deduplicated},
+                            {"trees_pruned", st.trees.pruned},
+                            {"configs_cut", st.configs_cut},
+                            {"configs_deduplicated", st.configs_deduplicated},
                             {"configs_filtered", st.configs_filtered},
                             {"configs_early_stopped", st.configs_early_stopped},
-                            {"configs_evaluated", st.configs_evaluated}, {"seconds", st.seconds}};
+                            {"configs_evaluated", st.configs_evaluated},
+                            {"seconds", st.seconds}};
       all.push_back(row);
     }
   }
@@ -302,13 +335,18 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
     for (size_t j = i + 1; j < a.size(); ++j) {
       const double x = a[i] - a[j], y = b[i] - b[j];
       if (x == 0 && y == 0) continue;
-      if (x == 0) ++ties_a;
-      else if (y == 0) ++ties_b;
-      else if ((x > 0) == (y > 0)) ++concordant;
-      else ++discordant;
+      if (x == 0)
+        ++ties_a;
+      else if (y == 0)
+        ++ties_b;
+      else if ((x > 0) == (y > 0))
+        ++concordant;
+      else
+        ++discordant;
     }
   }
-  const double n = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  const double n =
+      std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
   return n > 0 ? (concordant - discordant) / n : 1.0;
 }
 
@@ -319,7 +357,8 @@ int cmd_compare(int argc, char** argv) {
   int top_k = 10;
   bool json = false;
   ArgParser p("sandwich-tune compare",
-              "On this machine: rank the configurations with the simulator, measure the same ones with real "
+              "On this machine: rank the configurations with the simulator, measure the same ones "
+              "with real "
               "engine steps, and compare the two rankings.");
   p.add("--model", &o.model, "preset name or a model's config.json (weights are dummy)", "M");
   add_common(p, o);
@@ -339,8 +378,8 @@ int cmd_compare(int argc, char** argv) {
   w.prefill_chunk = o.prefill_chunk;
   LatencySimulator sim(s.machine.tree, s.params, s.model, s.trace, w);
   MeasuredEvaluator measured(o.model, s.trace, w);
-  ReportContext ctx{&s.machine, &s.model, "latency simulator vs " + measured.name(), s.params.source,
-                    trace_line(s, w), s.notes};
+  ReportContext ctx{&s.machine,      &s.model,         "latency simulator vs " + measured.name(),
+                    s.params.source, trace_line(s, w), s.notes};
   nlohmann::json out = nlohmann::json::array();
   std::ostringstream os;
   os << report_header(ctx);
@@ -357,29 +396,44 @@ int cmd_compare(int argc, char** argv) {
     }
     std::vector<size_t> by_real(real.size());
     for (size_t i = 0; i < by_real.size(); ++i) by_real[i] = i;
-    std::stable_sort(by_real.begin(), by_real.end(), [&](size_t a, size_t b) { return real[a] < real[b]; });
-    os << "\n" << phase_name(ph) << " (" << (ph == Phase::Prefill ? "mean prefill ms per request" : "ms per decode step")
+    std::stable_sort(by_real.begin(), by_real.end(),
+                     [&](size_t a, size_t b) { return real[a] < real[b]; });
+    os << "\n"
+       << phase_name(ph) << " ("
+       << (ph == Phase::Prefill ? "mean prefill ms per request" : "ms per decode step")
        << "):\n  config            simulated  rank   measured  rank\n";
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < r.ranked.size(); ++i) {
-      const size_t real_rank = static_cast<size_t>(std::find(by_real.begin(), by_real.end(), i) - by_real.begin()) + 1;
+      const size_t real_rank =
+          static_cast<size_t>(std::find(by_real.begin(), by_real.end(), i) - by_real.begin()) + 1;
       std::ostringstream shape;
-      shape << r.ranked[i].config.rank_count() << " x " << r.ranked[i].config.threads_per_rank() << " "
-            << r.ranked[i].config.to_string(2).substr(r.ranked[i].config.to_string(2).find(' ') + 1);
-      os << "  " << std::left << std::setw(16) << shape.str() << std::right << std::fixed << std::setprecision(2)
-         << std::setw(11) << simulated[i] << std::setw(6) << i + 1 << std::setw(11) << real[i] << std::setw(6)
-         << real_rank << "\n";
-      rows.push_back({{"config", r.ranked[i].config.to_string(8)}, {"simulated_ms", simulated[i]},
-                      {"measured_ms", real[i]}, {"simulated_rank", i + 1}, {"measured_rank", real_rank}});
+      shape << r.ranked[i].config.rank_count() << " x " << r.ranked[i].config.threads_per_rank()
+            << " "
+            << r.ranked[i].config.to_string(2).substr(r.ranked[i].config.to_string(2).find(' ') +
+                                                      1);
+      os << "  " << std::left << std::setw(16) << shape.str() << std::right << std::fixed
+         << std::setprecision(2) << std::setw(11) << simulated[i] << std::setw(6) << i + 1
+         << std::setw(11) << real[i] << std::setw(6) << real_rank << "\n";
+      rows.push_back({{"config", r.ranked[i].config.to_string(8)},
+                      {"simulated_ms", simulated[i]},
+                      {"measured_ms", real[i]},
+                      {"simulated_rank", i + 1},
+                      {"measured_rank", real_rank}});
     }
     const double tau = kendall_tau(simulated, real);
     os << "  agreement: Kendall tau " << std::setprecision(2) << tau << ", best configuration "
        << (by_real.front() == 0 ? "the same" : "differs") << "\n";
-    out.push_back({{"phase", phase_name(ph)}, {"configs", rows}, {"kendall_tau", tau},
+    out.push_back({{"phase", phase_name(ph)},
+                   {"configs", rows},
+                   {"kendall_tau", tau},
                    {"same_best", by_real.front() == 0}});
   }
   if (json) {
-    std::cout << nlohmann::json{{"params", s.params.to_json()}, {"trace", ctx.trace}, {"phases", out}}.dump(2) << "\n";
+    std::cout << nlohmann::json{{"params", s.params.to_json()},
+                                {"trace", ctx.trace},
+                                {"phases", out}}
+                     .dump(2)
+              << "\n";
   } else {
     std::cout << os.str();
   }
@@ -397,7 +451,9 @@ int cmd_calibrate(int argc, char** argv) {
   const Calibration c = local_calibration(local.tree, recalibrate, &cache);
   const MachineParams params = c.params();
   if (json) {
-    std::cout << nlohmann::json{{"calibration", c.to_json()}, {"params", params.to_json()}, {"cache", cache.string()}}
+    std::cout << nlohmann::json{{"calibration", c.to_json()},
+                                {"params", params.to_json()},
+                                {"cache", cache.string()}}
                      .dump(2)
               << "\n";
     return 0;
@@ -406,14 +462,21 @@ int cmd_calibrate(int argc, char** argv) {
   os << std::fixed << std::setprecision(2);
   os << "cpu            " << c.cpu << " (probed CPUs " << topo::format_cpu_list(c.cpus) << ")\n";
   os << "read bandwidth";
-  for (size_t i = 0; i < c.read_gbs.size(); ++i) os << "  " << i + 1 << " core" << (i ? "s " : " ") << c.read_gbs[i] << " GB/s";
+  for (size_t i = 0; i < c.read_gbs.size(); ++i)
+    os << "  " << i + 1 << " core" << (i ? "s " : " ") << c.read_gbs[i] << " GB/s";
   os << "\nFP32 FMA peak  " << c.fma_f32_gflops << " GFLOP/s per core\n";
-  os << "BF16 dot peak  " << (c.bf16_gflops > 0 ? std::to_string(c.bf16_gflops) + " GFLOP/s per core" : "none (no AVX512_BF16)") << "\n";
-  os << "GEMM 1 core    m=" << c.gemm_m_small << ": " << c.gemm_gflops_small << " GFLOP/s, m=" << c.gemm_m_large
-     << ": " << c.gemm_gflops_large << " GFLOP/s (n = k = 1024)\n";
+  os << "BF16 dot peak  "
+     << (c.bf16_gflops > 0 ? std::to_string(c.bf16_gflops) + " GFLOP/s per core"
+                           : "none (no AVX512_BF16)")
+     << "\n";
+  os << "GEMM 1 core    m=" << c.gemm_m_small << ": " << c.gemm_gflops_small
+     << " GFLOP/s, m=" << c.gemm_m_large << ": " << c.gemm_gflops_large
+     << " GFLOP/s (n = k = 1024)\n";
   os << "team region   ";
-  for (size_t i = 0; i < c.team_region_us.size(); ++i) os << "  " << i + 1 << " thread" << (i ? "s " : " ") << c.team_region_us[i] << " us";
-  os << "\nprobe time     " << c.seconds << " s; cached in " << cache.string() << "\n\nsimulator parameters:\n"
+  for (size_t i = 0; i < c.team_region_us.size(); ++i)
+    os << "  " << i + 1 << " thread" << (i ? "s " : " ") << c.team_region_us[i] << " us";
+  os << "\nprobe time     " << c.seconds << " s; cached in " << cache.string()
+     << "\n\nsimulator parameters:\n"
      << params.to_json().dump(2) << "\n";
   std::cout << os.str();
   return 0;
@@ -440,6 +503,7 @@ int main(int argc, char** argv) {
     if (cmd == "survey") return cmd_survey(argc, argv);
     if (cmd == "compare") return cmd_compare(argc, argv);
     if (cmd == "calibrate") return cmd_calibrate(argc, argv);
-    throw CliError("unknown command '" + cmd + "' (topology, configs, compare, survey, calibrate; see --help)");
+    throw CliError("unknown command '" + cmd +
+                   "' (topology, configs, compare, survey, calibrate; see --help)");
   });
 }

@@ -22,7 +22,7 @@ const char* chat_format_name(ChatFormat f);
 
 // bos/eos: the tokenizer's BOS and EOS texts (Llama-2 writes them; empty to leave them out).
 // Llama-3 writes <|begin_of_text|> when bos is not empty.
-std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                        const std::string& bos, const std::string& eos);
+std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, const std::string& bos, const std::string& eos);
 
 }  // namespace sandwich

@@ -25,14 +25,22 @@ class ArgParser {
   void flag(const std::string& names, const std::string& help, std::function<void()> set);
 
   // Typed conveniences.
-  void add(const std::string& names, std::string* dst, const std::string& help, const std::string& metavar = "S");
-  void add(const std::string& names, std::optional<std::string>* dst, const std::string& help, const std::string& metavar = "S");
-  void add(const std::string& names, int* dst, const std::string& help, const std::string& metavar = "N");
-  void add(const std::string& names, int64_t* dst, const std::string& help, const std::string& metavar = "N");
-  void add(const std::string& names, double* dst, const std::string& help, const std::string& metavar = "X");
-  void add(const std::string& names, float* dst, const std::string& help, const std::string& metavar = "X");
-  void add(const std::string& names, std::optional<uint64_t>* dst, const std::string& help, const std::string& metavar = "N");
-  void add(const std::string& names, std::vector<std::string>* dst, const std::string& help, const std::string& metavar = "S");
+  void add(const std::string& names, std::string* dst, const std::string& help,
+           const std::string& metavar = "S");
+  void add(const std::string& names, std::optional<std::string>* dst, const std::string& help,
+           const std::string& metavar = "S");
+  void add(const std::string& names, int* dst, const std::string& help,
+           const std::string& metavar = "N");
+  void add(const std::string& names, int64_t* dst, const std::string& help,
+           const std::string& metavar = "N");
+  void add(const std::string& names, double* dst, const std::string& help,
+           const std::string& metavar = "X");
+  void add(const std::string& names, float* dst, const std::string& help,
+           const std::string& metavar = "X");
+  void add(const std::string& names, std::optional<uint64_t>* dst, const std::string& help,
+           const std::string& metavar = "N");
+  void add(const std::string& names, std::vector<std::string>* dst, const std::string& help,
+           const std::string& metavar = "S");
   void add_flag(const std::string& names, bool* dst, const std::string& help);
 
   // Lets the tool take up to max positional arguments. Without this call any positional is an

@@ -26,15 +26,15 @@ class Executor {
 };
 
 struct ExecutorLimits {
-  int32_t max_tokens = 512;     // tokens of one step
-  int32_t max_entries = 64;     // sequences of one step
+  int32_t max_tokens = 512;        // tokens of one step
+  int32_t max_entries = 64;        // sequences of one step
   int32_t max_blocks_per_seq = 0;  // 0: enough for the model's context
 };
 
 // Creates the executor of a configuration. Must be called before this process starts threads
 // that a forked rank could trip over (it forks for multi-rank configurations).
-std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv, const ServiceConfig& config,
-                                        const ExecutorLimits& limits);
+std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
+                                        const ServiceConfig& config, const ExecutorLimits& limits);
 
 // Test hook: the pids of a multi-rank executor's processes (empty for one rank).
 std::vector<int> executor_rank_pids(const Executor& e);

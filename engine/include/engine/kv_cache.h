@@ -33,7 +33,9 @@ class KVCache {
   // Returns all blocks of `table` to the free list and clears it.
   void release(std::vector<int32_t>& table);
 
-  static int64_t blocks_for(int64_t tokens) { return (tokens + kernels::kKVBlock - 1) / kernels::kKVBlock; }
+  static int64_t blocks_for(int64_t tokens) {
+    return (tokens + kernels::kKVBlock - 1) / kernels::kKVBlock;
+  }
 
  private:
   int32_t n_layers_, n_kv_heads_, head_dim_;

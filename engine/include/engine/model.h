@@ -42,7 +42,7 @@ struct LoadOptions {
   // Auto keeps F32 and BF16 as they are and turns F16 into BF16 (as vLLM does on CPU); dummy
   // models default to BF16.
   WeightDType dtype = WeightDType::Auto;
-  int threads = 0;  // for packing; 0 = all available cores
+  int threads = 0;    // for packing; 0 = all available cores
   uint64_t seed = 0;  // dummy weights
   bool require_tokenizer = true;
 };
@@ -69,10 +69,10 @@ class Model {
 // What a model file holds, read from its headers without loading the weights.
 struct ModelFileInfo {
   ModelConfig config;
-  std::string description;                  // format and tensor summary
+  std::string description;  // format and tensor summary
   int64_t n_tensors = 0;
-  std::map<std::string, int64_t> dtypes;    // tensor count per element type
-  uint64_t bytes = 0;                       // tensor data
+  std::map<std::string, int64_t> dtypes;  // tensor count per element type
+  uint64_t bytes = 0;                     // tensor data
 };
 ModelFileInfo inspect_model(const std::filesystem::path& path);
 // Only the shape of a model file or folder (a folder may hold just config.json).

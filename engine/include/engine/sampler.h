@@ -10,10 +10,10 @@
 namespace sandwich {
 
 struct SamplingParams {
-  float temperature = 1.0f;  // 0 = greedy
-  int32_t top_k = 0;         // 0 or -1 = all tokens
-  float top_p = 1.0f;        // nucleus mass, (0, 1]
-  float min_p = 0.0f;        // drop tokens below min_p * p(max), [0, 1]
+  float temperature = 1.0f;         // 0 = greedy
+  int32_t top_k = 0;                // 0 or -1 = all tokens
+  float top_p = 1.0f;               // nucleus mass, (0, 1]
+  float min_p = 0.0f;               // drop tokens below min_p * p(max), [0, 1]
   float repetition_penalty = 1.0f;  // > 0; on prompt and output tokens (HF/vLLM rule)
   float presence_penalty = 0.0f;    // [-2, 2]; on output tokens (OpenAI rule)
   float frequency_penalty = 0.0f;   // [-2, 2]; on output tokens
@@ -44,7 +44,8 @@ class Sampler {
   static std::vector<TopLogprob> top_logprobs(const float* logits, int32_t vocab_size, int n);
 
  private:
-  void apply_penalties(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
+  void apply_penalties(float* logits, std::span<const int32_t> prompt,
+                       std::span<const int32_t> output);
   SamplingParams p_;
   int32_t vocab_;
   std::mt19937_64 rng_;

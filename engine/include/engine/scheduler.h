@@ -25,8 +25,9 @@ struct SchedulerOptions {
   int32_t max_num_seqs = 64;         // running sequences at most
   int32_t max_batched_tokens = 512;  // prompt tokens per prefill step (chunked prefill budget)
   int32_t max_model_len = 0;         // prompt + output limit; 0 = the model's context
-  size_t kv_cache_bytes = 0;         // 0 = enough for max_num_seqs sequences of max_model_len, capped at 4 GiB
-  int32_t max_waiting = 256;         // bounded waiting queue
+  size_t kv_cache_bytes =
+      0;  // 0 = enough for max_num_seqs sequences of max_model_len, capped at 4 GiB
+  int32_t max_waiting = 256;  // bounded waiting queue
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
   std::optional<ServiceConfig> prefill_config, decode_config;

@@ -38,7 +38,9 @@ class SharedRegion {
   // Next `bytes` of the region, aligned to `align` (power of two); throws when full.
   void* allocate(size_t bytes, size_t align = 64);
   // Offset of a pointer inside the region (for publishing to other processes).
-  size_t offset_of(const void* p) const { return static_cast<size_t>(static_cast<const uint8_t*>(p) - data_); }
+  size_t offset_of(const void* p) const {
+    return static_cast<size_t>(static_cast<const uint8_t*>(p) - data_);
+  }
 
  private:
   void release();

@@ -15,11 +15,17 @@ namespace sandwich {
 namespace gguf {
 class Reader;
 class Writer;
-}
+}  // namespace gguf
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : int32_t {
-  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
 };
 
 // A vocabulary as GGUF stores it; the common currency between file formats and tokenizers.
@@ -29,8 +35,8 @@ struct Vocab {
   std::string pre = "default";  // byte-level pre-tokenizer name ("llama-bpe" for Llama-3)
   std::string pre_regex;        // explicit pre-tokenizer pattern (tokenizer.json); overrides pre
   std::vector<std::string> tokens;
-  std::vector<float> scores;     // SPM merge priority (higher first); may be empty for BPE
-  std::vector<TokenType> types;  // empty means all Normal
+  std::vector<float> scores;        // SPM merge priority (higher first); may be empty for BPE
+  std::vector<TokenType> types;     // empty means all Normal
   std::vector<std::string> merges;  // BPE "left right" pairs, highest priority first
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1, eot_id = -1;
   bool add_bos = true;

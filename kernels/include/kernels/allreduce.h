@@ -37,7 +37,9 @@ class ShmAllReduce {
 
   // This rank's buffer in the segment (capacity_bytes long). Reducing data in it costs no copy.
   template <class T>
-  T* buffer() const { return reinterpret_cast<T*>(slot(rank_)); }
+  T* buffer() const {
+    return reinterpret_cast<T*>(slot(rank_));
+  }
 
   // In-place sums over all ranks; every rank must make the same calls with the same sizes.
   // Messages larger than the capacity throw std::length_error.
@@ -69,9 +71,9 @@ class ShmAllReduce {
   std::atomic<uint64_t>& turn() const { return flag(3 * ranks_); }
   std::atomic<uint64_t>& barrier_count() const { return flag(3 * ranks_ + 1); }
   static size_t flag_count(int ranks) { return 3 * static_cast<size_t>(ranks) + 2; }
-  uint8_t* slot(int r) const;                  // rank r's buffer
-  uint8_t* small_slot(int set, int r) const;   // one-phase scratch, two sets
-  uint8_t* naive_result(int set) const;  // two, alternating
+  uint8_t* slot(int r) const;                 // rank r's buffer
+  uint8_t* small_slot(int set, int r) const;  // one-phase scratch, two sets
+  uint8_t* naive_result(int set) const;       // two, alternating
 
   uint8_t* base_;
   int ranks_, rank_;

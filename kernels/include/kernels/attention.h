@@ -39,8 +39,8 @@ void kv_store(const PagedKV& kv, const int32_t* block_table, int32_t pos, int32_
 // heads of this KV head are at q + t*ldq + g*head_dim. Token t is at position start_pos + t and
 // sees positions [0, start_pos + t]. Output rows are laid out like q (stride ldo).
 void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-               int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
-               int64_t ldo);
+               int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+               float* out, int64_t ldo);
 void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
                    int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
                    float* out, int64_t ldo);

@@ -10,12 +10,17 @@ namespace sandwich::kernels {
 
 enum class DType : uint8_t { F32, F16, BF16 };
 
-constexpr size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+constexpr size_t dtype_size(DType t) {
+  return t == DType::F32 ? 4 : 2;
+}
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -23,7 +28,9 @@ constexpr std::string_view dtype_name(DType t) {
 using bf16_t = uint16_t;
 using f16_t = uint16_t;
 
-inline float bf16_to_f32(bf16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(bf16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
 
 // Round to nearest even, NaN kept quiet (the same rounding as vcvtneps2bf16).
 inline bf16_t f32_to_bf16(float f) {
@@ -65,7 +72,7 @@ inline f16_t f32_to_f16(float f) {
   const uint32_t au = u & 0x7fffffffu;
   if (au > 0x7f800000u) return static_cast<f16_t>(sign | 0x7e00u);
   if (au >= 0x477ff000u) return static_cast<f16_t>(sign | 0x7c00u);  // rounds to >= 65520
-  if (au < 0x38800000u) {                                             // subnormal or zero in f16
+  if (au < 0x38800000u) {                                            // subnormal or zero in f16
     const float a = std::bit_cast<float>(au);
     // 2^-24 is the f16 subnormal step; adding 0.5 (in units of it) via float rounding is exact RNE.
     const float scaled = a * 16777216.0f;  // a / 2^-24
@@ -82,18 +89,27 @@ inline f16_t f32_to_f16(float f) {
 // Reads element i of a row stored as t, widened to f32.
 inline float load_as_f32(const void* row, size_t i, DType t) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(row)[i];
-    case DType::F16: return f16_to_f32(static_cast<const f16_t*>(row)[i]);
-    case DType::BF16: return bf16_to_f32(static_cast<const bf16_t*>(row)[i]);
+    case DType::F32:
+      return static_cast<const float*>(row)[i];
+    case DType::F16:
+      return f16_to_f32(static_cast<const f16_t*>(row)[i]);
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const bf16_t*>(row)[i]);
   }
   return 0.0f;
 }
 
 inline void store_from_f32(void* row, size_t i, DType t, float v) {
   switch (t) {
-    case DType::F32: static_cast<float*>(row)[i] = v; break;
-    case DType::F16: static_cast<f16_t*>(row)[i] = f32_to_f16(v); break;
-    case DType::BF16: static_cast<bf16_t*>(row)[i] = f32_to_bf16(v); break;
+    case DType::F32:
+      static_cast<float*>(row)[i] = v;
+      break;
+    case DType::F16:
+      static_cast<f16_t*>(row)[i] = f32_to_f16(v);
+      break;
+    case DType::BF16:
+      static_cast<bf16_t*>(row)[i] = f32_to_bf16(v);
+      break;
   }
 }
 

@@ -36,11 +36,14 @@ struct PackedWeight {
   int64_t panels() const { return (n + panel - 1) / panel; }
   int64_t k_padded() const { return dtype == DType::BF16 ? (k + 1) / 2 * 2 : k; }
   // Bytes of one panel (all of K).
-  size_t panel_bytes() const { return static_cast<size_t>(panel) * static_cast<size_t>(k_padded()) * dtype_size(dtype); }
+  size_t panel_bytes() const {
+    return static_cast<size_t>(panel) * static_cast<size_t>(k_padded()) * dtype_size(dtype);
+  }
 };
 
 // Decides the packed layout of an n x k weight stored as `storage` (F32 or BF16) and fills every
-// field but data. The owner allocates `bytes` (64-byte aligned; 2 MiB for huge pages) and sets data.
+// field but data. The owner allocates `bytes` (64-byte aligned; 2 MiB for huge pages) and sets
+// data.
 PackedWeight plan_packed_weight(int64_t n, int64_t k, DType storage);
 
 // Packs a row-major source (n x k elements of src_type, rows src_stride elements apart) into
@@ -50,8 +53,8 @@ void pack_weight(const PackedWeight& w, const void* src, DType src_type, int64_t
                  const int64_t* row_map = nullptr, ThreadTeam* team = nullptr);
 // Packs rows [row0, row1) only, from src pointing at row0; row0 must be a multiple of the panel
 // and row1 one too (or n). Lets a loader stream a matrix through a small buffer.
-void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride, int64_t row0,
-                      int64_t row1, ThreadTeam* team = nullptr);
+void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride,
+                      int64_t row0, int64_t row1, ThreadTeam* team = nullptr);
 
 // Output columns a shard may start at: multiples of the panel (64).
 int64_t shard_granularity_n(const PackedWeight& w);
@@ -82,15 +85,16 @@ struct GemmArgs {
 };
 
 // y = x W^T over the team's threads, under `schedule` or the cost model's default.
-void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team, const Schedule* schedule = nullptr);
+void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team,
+          const Schedule* schedule = nullptr);
 
 // out[m x (n1-n0)] = silu(x Wg^T) * (x Wu^T): the SwiGLU gate/up pair in one pass over x, so the
 // intermediate activations never leave the cache. a.y/a.ldy is the output.
-void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a, ThreadTeam& team,
-                   const Schedule* schedule = nullptr);
+void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a,
+                   ThreadTeam& team, const Schedule* schedule = nullptr);
 
 // Plain reference: y[m][n] = sum_k x[m][k] * W[n][k] on the unpacked matrix, in double.
-void gemm_ref(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t m, int64_t n, int64_t k, float* y,
-              int64_t ldy);
+void gemm_ref(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t m, int64_t n,
+              int64_t k, float* y, int64_t ldy);
 
 }  // namespace sandwich::kernels

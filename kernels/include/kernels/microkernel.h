@@ -25,8 +25,8 @@ constexpr int kPanel = 64;
 
 // steps: K steps to run (k / g); a and b already point at the first one. pf: where the
 // prefetching variants fetch cache lines into L2 (the next B chunk; any address is safe).
-using MicroKernelFn = void (*)(const void* a, const void* b, int64_t steps, float* c, int64_t ldc, bool accumulate,
-                               const void* pf);
+using MicroKernelFn = void (*)(const void* a, const void* b, int64_t steps, float* c, int64_t ldc,
+                               bool accumulate, const void* pf);
 
 struct MicroKernel {
   Isa isa;
@@ -42,7 +42,9 @@ struct MicroKernel {
 };
 
 // K elements one micro-kernel step consumes for these weights (BF16 pairs: 2).
-constexpr int k_group(DType weights) { return weights == DType::BF16 ? 2 : 1; }
+constexpr int k_group(DType weights) {
+  return weights == DType::BF16 ? 2 : 1;
+}
 // Element type of packed activations for kernels of this ISA and weight type.
 constexpr DType activation_type(Isa isa, DType weights) {
   return isa == Isa::Avx512Bf16 && weights == DType::BF16 ? DType::BF16 : DType::F32;
@@ -58,7 +60,7 @@ Isa gemm_isa(DType weights);
 // Packs rows [0, rows) of x (f32, row stride ldx, k columns) into one activation panel of
 // `rows` rows for kernels of (isa, weights): k_steps steps, columns past k zero. `out` holds
 // k_steps * k_group(weights) * rows elements of activation_type(isa, weights).
-void pack_activations(Isa isa, DType weights, const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t k_steps,
-                      void* out);
+void pack_activations(Isa isa, DType weights, const float* x, int64_t ldx, int64_t rows, int64_t k,
+                      int64_t k_steps, void* out);
 
 }  // namespace sandwich::kernels

@@ -27,9 +27,8 @@ class ThreadTeam {
   template <class F>
   void run(F&& fn) {
     using Fn = std::remove_reference_t<F>;
-    run_erased(
-        [](void* ctx, int tid, int n) { (*static_cast<Fn*>(ctx))(tid, n); },
-        const_cast<void*>(static_cast<const void*>(&fn)));
+    run_erased([](void* ctx, int tid, int n) { (*static_cast<Fn*>(ctx))(tid, n); },
+               const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
   // Splits [0, n) into contiguous chunks, one per thread: fn(begin, end, tid).

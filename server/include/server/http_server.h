@@ -17,9 +17,9 @@
 namespace sandwich::server {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and query
-  std::string path;    // target without the query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // path and query
+  std::string path;                            // target without the query
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string header(const std::string& lower_name) const {

@@ -13,8 +13,8 @@
 namespace sandwich::server {
 
 struct ServiceOptions {
-  std::string served_model_name;          // the id clients put in "model"
-  std::optional<std::string> api_key;     // Bearer key required on /v1/* when set
+  std::string served_model_name;             // the id clients put in "model"
+  std::optional<std::string> api_key;        // Bearer key required on /v1/* when set
   std::optional<std::string> chat_template;  // "llama3", "llama2", "chatml", or a template file
   int request_timeout_seconds = 600;
   int max_n = 16;  // largest "n" a request may ask for

@@ -19,11 +19,13 @@ struct Rank {
 
 struct ServiceConfig {
   std::vector<Rank> ranks;
-  int cut_depth = 0;       // the depth of the cut in the tree it came from
-  std::string cut_label;   // that level's label
+  int cut_depth = 0;      // the depth of the cut in the tree it came from
+  std::string cut_label;  // that level's label
 
   int rank_count() const { return static_cast<int>(ranks.size()); }
-  int threads_per_rank() const { return ranks.empty() ? 0 : static_cast<int>(ranks[0].cpus.size()); }
+  int threads_per_rank() const {
+    return ranks.empty() ? 0 : static_cast<int>(ranks[0].cpus.size());
+  }
   int total_threads() const { return rank_count() * threads_per_rank(); }
   bool spans_numa() const;  // some rank uses CPUs of several NUMA nodes
 

@@ -14,11 +14,11 @@
 namespace sandwich::topo {
 
 struct Level {
-  std::string label;            // hwloc types merged into this level ("Die+L3"), or "Group"
-  int arity = 1;                // children per node of the level above (1 for the root)
-  bool numa_memory = false;     // a NUMA node's memory is attached to every node of this level
-  bool virtual_group = false;   // inserted by a group transform: no known resource behind it
-  uint64_t cache_bytes = 0;     // the largest cache merged into this level (0: none)
+  std::string label;           // hwloc types merged into this level ("Die+L3"), or "Group"
+  int arity = 1;               // children per node of the level above (1 for the root)
+  bool numa_memory = false;    // a NUMA node's memory is attached to every node of this level
+  bool virtual_group = false;  // inserted by a group transform: no known resource behind it
+  uint64_t cache_bytes = 0;    // the largest cache merged into this level (0: none)
   bool operator==(const Level&) const = default;
 };
 

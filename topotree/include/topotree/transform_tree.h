@@ -21,24 +21,24 @@ namespace sandwich::topo {
 
 struct ExploreOptions {
   HashMode hash = HashMode::Structure;
-  bool removes = true;          // false: group transforms only (all-core trees, for prefill)
-  int max_group_levels = 6;     // group transforms applied in sequence at most
-  int64_t max_trees = 200000;   // stop (and say so) past this many distinct trees
+  bool removes = true;         // false: group transforms only (all-core trees, for prefill)
+  int max_group_levels = 6;    // group transforms applied in sequence at most
+  int64_t max_trees = 200000;  // stop (and say so) past this many distinct trees
 };
 
 struct ExploreStats {
-  int64_t group_trees = 0;      // distinct all-core trees (the fundamental one included)
-  int64_t remove_trees = 0;     // distinct trees with removed PUs
-  int64_t transforms = 0;       // transforms applied (candidate children generated)
-  int64_t deduplicated = 0;     // children that hashed to a tree already seen
-  int64_t pruned = 0;           // trees not expanded because they did not improve
-  bool truncated = false;       // max_trees reached
+  int64_t group_trees = 0;   // distinct all-core trees (the fundamental one included)
+  int64_t remove_trees = 0;  // distinct trees with removed PUs
+  int64_t transforms = 0;    // transforms applied (candidate children generated)
+  int64_t deduplicated = 0;  // children that hashed to a tree already seen
+  int64_t pruned = 0;        // trees not expanded because they did not improve
+  bool truncated = false;    // max_trees reached
   int64_t explored() const { return group_trees + remove_trees; }
 };
 
 struct VisitInfo {
-  bool all_cores = true;        // no remove applied
-  int64_t order = 0;            // position in the visiting order
+  bool all_cores = true;  // no remove applied
+  int64_t order = 0;      // position in the visiting order
 };
 
 // Returns the tree's score; lower is better.

@@ -18,21 +18,21 @@
 namespace sandwich::tuner {
 
 struct CalibrationOptions {
-  int max_threads = 0;                  // 0: every core of the first NUMA node
+  int max_threads = 0;                   // 0: every core of the first NUMA node
   size_t bytes_per_thread = 128u << 20;  // bandwidth buffer; well beyond an L3 slice
-  double seconds_per_probe = 0.05;      // compute loops run at least this long
+  double seconds_per_probe = 0.05;       // compute loops run at least this long
 };
 
 struct Calibration {
-  std::string cpu;            // model name
-  std::vector<int> cpus;      // the cores probed (one PU each), in order
-  std::vector<double> read_gbs;         // [i]: i+1 threads streaming together
-  double fma_f32_gflops = 0;            // one core
-  double bf16_gflops = 0;               // one core; 0 if the CPU has no BF16 dot product
+  std::string cpu;               // model name
+  std::vector<int> cpus;         // the cores probed (one PU each), in order
+  std::vector<double> read_gbs;  // [i]: i+1 threads streaming together
+  double fma_f32_gflops = 0;     // one core
+  double bf16_gflops = 0;        // one core; 0 if the CPU has no BF16 dot product
   int gemm_m_small = 4, gemm_m_large = 128;
   double gemm_gflops_small = 0, gemm_gflops_large = 0;  // one core, kernels' BF16 GEMM
-  std::vector<double> team_region_us;   // [i]: one empty region of i+1 threads
-  double seconds = 0;                   // the calibration's own run time
+  std::vector<double> team_region_us;                   // [i]: one empty region of i+1 threads
+  double seconds = 0;                                   // the calibration's own run time
 
   nlohmann::json to_json() const;
   static Calibration from_json(const nlohmann::json& j);
@@ -41,11 +41,13 @@ struct Calibration {
 };
 
 // Runs every probe on this machine (local: its fundamental tree, from load_topology("")).
-Calibration calibrate_this_machine(const topo::TopoTree& local, const CalibrationOptions& options = {});
+Calibration calibrate_this_machine(const topo::TopoTree& local,
+                                   const CalibrationOptions& options = {});
 
 // Single probes, for tests and for the report. Each reports its best repetition, since other
 // processes on a shared machine can only slow a probe down.
-double probe_read_bandwidth_gbs(const std::vector<int>& cpus, size_t bytes_per_thread, int repeats = 5);
+double probe_read_bandwidth_gbs(const std::vector<int>& cpus, size_t bytes_per_thread,
+                                int repeats = 5);
 double probe_fma_f32_gflops(double seconds);
 double probe_bf16_dot_gflops(double seconds);  // 0 without AVX512_BF16
 double probe_gemm_gflops(int m, int n, int k, int cpu, double seconds);
@@ -53,6 +55,7 @@ double probe_team_region_us(const std::vector<int>& cpus, int regions = 20000);
 
 // The cached calibration of this machine ($XDG_CACHE_HOME or ~/.cache /sandwich/), measured
 // now if absent or if `recalibrate`; `cache_file` says where it lives.
-Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, std::filesystem::path* cache_file = nullptr);
+Calibration local_calibration(const topo::TopoTree& local, bool recalibrate,
+                              std::filesystem::path* cache_file = nullptr);
 
 }  // namespace sandwich::tuner

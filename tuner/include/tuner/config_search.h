@@ -27,8 +27,8 @@ namespace sandwich::tuner {
 struct SearchOptions {
   Phase phase = Phase::Decode;
   int top_k = 10;
-  int patience = 8;           // 0: no early stopping
-  bool numa_local = false;    // only ranks whose CPUs share one NUMA node
+  int patience = 8;         // 0: no early stopping
+  bool numa_local = false;  // only ranks whose CPUs share one NUMA node
   topo::HashMode hash = topo::HashMode::Structure;
   int max_group_levels = 6;
   int64_t max_trees = 200000;
@@ -64,7 +64,7 @@ bool heads_divisible(const ModelConfig& model, int ranks);
 
 // Throws std::invalid_argument if no configuration passes the filters (naming the rank counts
 // the topology offers and the model's head counts).
-SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& model, ConfigEvaluator& evaluator,
-                            const SearchOptions& options);
+SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& model,
+                            ConfigEvaluator& evaluator, const SearchOptions& options);
 
 }  // namespace sandwich::tuner

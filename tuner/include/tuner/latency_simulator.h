@@ -28,28 +28,28 @@
 namespace sandwich::tuner {
 
 struct WorkloadOptions {
-  int decode_batch = 1;          // sequences decoding together
-  int prefill_chunk = 512;       // tokens of one prefill step
-  double weight_bytes = 2;       // BF16 matrices
-  double kv_bytes = 4;           // the engine's KV cache is f32
-  double activation_bytes = 4;   // all-reduce payload elements (f32)
+  int decode_batch = 1;         // sequences decoding together
+  int prefill_chunk = 512;      // tokens of one prefill step
+  double weight_bytes = 2;      // BF16 matrices
+  double kv_bytes = 4;          // the engine's KV cache is f32
+  double activation_bytes = 4;  // all-reduce payload elements (f32)
 };
 
 // The speed of one rank of a configuration, with every rank running.
 struct RankSpeed {
   int threads = 0;
-  double gemm_gflops = 0;   // peak on the weight type, summed over its PUs
+  double gemm_gflops = 0;  // peak on the weight type, summed over its PUs
   double f32_gflops = 0;
   double bandwidth_gbs = 0;
-  int numa_nodes = 1;       // NUMA nodes its CPUs span
+  int numa_nodes = 1;  // NUMA nodes its CPUs span
   bool operator==(const RankSpeed&) const = default;
 };
 
 class LatencySimulator : public ConfigEvaluator {
  public:
   // machine: the fundamental tree (its resources); every CPU of a configuration must be in it.
-  LatencySimulator(const topo::TopoTree& machine, MachineParams params, ModelConfig model, RequestTrace trace,
-                   WorkloadOptions workload = {});
+  LatencySimulator(const topo::TopoTree& machine, MachineParams params, ModelConfig model,
+                   RequestTrace trace, WorkloadOptions workload = {});
 
   std::string name() const override { return "latency simulator"; }
   Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
@@ -60,8 +60,8 @@ class LatencySimulator : public ConfigEvaluator {
   // cached+new positions per token on average (prefill passes the exact sums below).
   struct Step {
     int64_t tokens = 1, seqs = 1;
-    double attn_flops = 0;   // whole model, one layer
-    double kv_bytes = 0;     // whole model, one layer
+    double attn_flops = 0;  // whole model, one layer
+    double kv_bytes = 0;    // whole model, one layer
   };
   Prediction step_time(const topo::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
                        const Step& step) const;
@@ -71,9 +71,9 @@ class LatencySimulator : public ConfigEvaluator {
 
  private:
   struct CpuInfo {
-    int core = 0;                 // physical core id
+    int core = 0;  // physical core id
     int numa = 0;
-    std::vector<int> capped;      // node index at each capped level
+    std::vector<int> capped;  // node index at each capped level
   };
   MachineParams params_;
   ModelConfig model_;
@@ -82,7 +82,7 @@ class LatencySimulator : public ConfigEvaluator {
   std::unordered_map<int, CpuInfo> cpus_;
   std::vector<double> capped_gbs_;  // capacity of a node of each capped level
   int n_cores_ = 0, n_numa_ = 0;
-  std::vector<int> capped_nodes_;   // nodes per capped level
+  std::vector<int> capped_nodes_;  // nodes per capped level
 };
 
 }  // namespace sandwich::tuner

@@ -16,10 +16,10 @@ struct MachineDescription {
   std::string name;         // the shipped name, "this machine", or the spec as given
   std::string description;  // one line for people
   topo::TopoTree tree;
-  std::string source;                  // how hwloc read it
-  std::vector<std::string> notes;      // asymmetry and the like
-  std::optional<MachineParams> params; // from a descriptor; none for raw hwloc input
-  bool local = false;                  // this machine: calibration and measurement apply
+  std::string source;                   // how hwloc read it
+  std::vector<std::string> notes;       // asymmetry and the like
+  std::optional<MachineParams> params;  // from a descriptor; none for raw hwloc input
+  bool local = false;                   // this machine: calibration and measurement apply
 };
 
 // Throws std::invalid_argument with a one-line reason (and the shipped names) on bad input.

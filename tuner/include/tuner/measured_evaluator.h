@@ -20,9 +20,9 @@ class KVCache;
 namespace sandwich::tuner {
 
 struct MeasureOptions {
-  int warmup = 1;                 // untimed runs before each measurement
-  int decode_steps = 8;           // timed decode steps (the median counts)
-  int max_prefill_requests = 8;   // trace requests prefilled per evaluation (0: all)
+  int warmup = 1;                // untimed runs before each measurement
+  int decode_steps = 8;          // timed decode steps (the median counts)
+  int max_prefill_requests = 8;  // trace requests prefilled per evaluation (0: all)
 };
 
 class MeasuredEvaluator : public ConfigEvaluator {

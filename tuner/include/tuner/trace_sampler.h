@@ -27,10 +27,11 @@ std::vector<RequestLengths> read_length_table(const std::filesystem::path& csv);
 
 // n requests drawn uniformly with a fixed seed, clipped to the model's context (input at least
 // 1 token, input + output at most max_seq_len).
-RequestTrace sample_trace(const std::vector<RequestLengths>& table, int n, uint64_t seed, int32_t max_seq_len,
-                          const std::string& table_name);
+RequestTrace sample_trace(const std::vector<RequestLengths>& table, int n, uint64_t seed,
+                          int32_t max_seq_len, const std::string& table_name);
 
-// $SANDWICH_SHARED (default: the shared folder next to the source tree)/data/traces/sharegpt_lengths.csv.
+// $SANDWICH_SHARED (default: the shared folder next to the source
+// tree)/data/traces/sharegpt_lengths.csv.
 std::filesystem::path default_trace_table();
 
 }  // namespace sandwich::tuner
