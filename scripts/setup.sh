@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config git
   libhwloc-dev hwloc libsentencepiece-dev libpcre2-dev
   libboost-dev libboost-system-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   # benchmark-only peers and plotting
   libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox
   # a real client in the server tests

@@ -8,7 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_file.h"
+#include "common/json_file.h"
+#include "common/paths.h"
 
 namespace sandwich {
 namespace {
@@ -168,11 +169,6 @@ ModelConfig config_from_hf_json(const nlohmann::json& j, const std::string& wher
   }
   c.validate(where);
   return c;
-}
-
-std::filesystem::path configs_dir() {
-  if (const char* env = std::getenv("SANDWICH_CONFIGS"); env && *env) return env;
-  return SANDWICH_CONFIG_DIR;
 }
 
 std::vector<std::string> preset_names() {

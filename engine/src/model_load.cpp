@@ -8,10 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "common/json_file.h"
+#include "common/paths.h"
 #include "engine/dummy_model.h"
 #include "engine/model.h"
 #include "engine/service_config.h"
-#include "json_file.h"
 #include "model_source.h"
 
 namespace sandwich {
@@ -27,9 +28,7 @@ std::string tensor_name(int layer, const char* what) {
 
 fs::path models_dir() {
   if (const char* env = std::getenv("SANDWICH_MODELS"); env && *env) return env;
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".cache/sandwich/models";
-  return ".cache/sandwich/models";
+  return user_cache_dir() / "models";
 }
 
 FileFormat detect_format(const fs::path& path) {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_file.h"
 #include "engine/mapped_file.h"
-#include "json_file.h"
 #include "model_source.h"
 
 namespace sandwich {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_file.h"
+#include "common/json_file.h"
 
 namespace sandwich {
 namespace {

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_file.h"
 #include "engine/mapped_file.h"
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
-#include "json_file.h"
 #include "tokenizer_common.h"
 #include "vocab_files.h"
 

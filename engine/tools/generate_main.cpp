@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/tool.h"
 #include "engine/generator.h"
 #include "engine/model_options.h"
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/tool.h"
 #include "engine/dummy_model.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
@@ -12,19 +13,7 @@ using namespace sandwich;
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: sandwich-model <command> [options]\n"
-    "commands:\n"
-    "  make --preset P --dtype bf16|f32 -o FILE.gguf [--vocab TOKENIZER] [--seed N]\n"
-    "      write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)\n"
-    "  info FILE          architecture, shapes, tensor count, dtypes and size of a model\n"
-    "  tokenize --tokenizer T --text S [--no-bos] [--special]\n"
-    "      print the token ids of S, space-separated\n"
-    "  detokenize --tokenizer T --ids \"1 2 3\" [--keep-special]\n"
-    "      print the text of the ids\n"
-    "run 'sandwich-model <command> --help' for a command's options\n";
-
-int cmd_make(int argc, char** argv) {
+int cmd_make(int argc, char** argv, int first) {
   std::string preset, out, dtype = "bf16";
   std::optional<std::string> vocab_file;
   std::optional<uint64_t> seed;
@@ -37,7 +26,7 @@ int cmd_make(int argc, char** argv) {
         "take the vocabulary from this tokenizer (default: a synthetic one)", "T");
   p.add("--seed", &seed,
         "weight seed (default 0; the same seed as --weights-seed gives the same weights)");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   if (preset.empty() || out.empty()) throw CliError("make needs --preset and -o (see --help)");
   if (dtype != "bf16" && dtype != "f32")
     throw CliError("--dtype must be bf16 or f32, got '" + dtype + "'");
@@ -60,10 +49,10 @@ int cmd_make(int argc, char** argv) {
   return 0;
 }
 
-int cmd_info(int argc, char** argv) {
+int cmd_info(int argc, char** argv, int first) {
   ArgParser p("sandwich-model info FILE", "Describe a model file or folder (headers only).");
   p.accept_positionals(1);
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   if (p.positional().size() != 1) throw CliError("info takes one model path");
   const std::filesystem::path path = p.positional()[0];
   const ModelFileInfo info = inspect_model(path);
@@ -102,7 +91,7 @@ int cmd_info(int argc, char** argv) {
   return 0;
 }
 
-int cmd_tokenize(int argc, char** argv) {
+int cmd_tokenize(int argc, char** argv, int first) {
   std::string tokenizer, text;
   bool no_bos = false, special = false;
   ArgParser p("sandwich-model tokenize", "Print the token ids of a text.");
@@ -112,7 +101,7 @@ int cmd_tokenize(int argc, char** argv) {
   p.add("--text", &text, "text to encode");
   p.add_flag("--no-bos", &no_bos, "do not prepend BOS");
   p.add_flag("--special", &special, "parse special-token strings such as <|eot_id|>");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   if (tokenizer.empty()) throw CliError("tokenize needs --tokenizer");
   auto tok = load_tokenizer(tokenizer);
   auto ids = tok->encode(text, !no_bos && tok->add_bos_default(), special);
@@ -121,14 +110,14 @@ int cmd_tokenize(int argc, char** argv) {
   return 0;
 }
 
-int cmd_detokenize(int argc, char** argv) {
+int cmd_detokenize(int argc, char** argv, int first) {
   std::string tokenizer, ids_text;
   bool keep_special = false;
   ArgParser p("sandwich-model detokenize", "Print the text of token ids.");
   p.add("--tokenizer", &tokenizer, "tokenizer file or model", "T");
   p.add("--ids", &ids_text, "token ids separated by spaces or commas", "IDS");
   p.add_flag("--keep-special", &keep_special, "print special tokens too");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   if (tokenizer.empty()) throw CliError("detokenize needs --tokenizer");
   auto tok = load_tokenizer(tokenizer);
   std::vector<int32_t> ids;
@@ -156,22 +145,15 @@ int cmd_detokenize(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return run_tool("sandwich-model", [&]() -> int {
-    if (argc < 2) {
-      // A usage error: the reason on one line first, then how to call the tool, all on stderr.
-      std::cerr << "sandwich-model: error: no command given (make, info, tokenize, detokenize)\n"
-                << kUsage;
-      return 2;
-    }
-    if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    const std::string cmd = argv[1];
-    if (cmd == "make") return cmd_make(argc, argv);
-    if (cmd == "info") return cmd_info(argc, argv);
-    if (cmd == "tokenize") return cmd_tokenize(argc, argv);
-    if (cmd == "detokenize") return cmd_detokenize(argc, argv);
-    throw CliError("unknown command '" + cmd + "' (make, info, tokenize, detokenize)");
-  });
+  const Subcommand commands[] = {
+      {"make", "--preset P --dtype bf16|f32 -o FILE.gguf [--vocab TOKENIZER] [--seed N]",
+       "write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)",
+       cmd_make},
+      {"info", "FILE", "architecture, shapes, tensor count, dtypes and size of a model", cmd_info},
+      {"tokenize", "--tokenizer T --text S [--no-bos] [--special]",
+       "print the token ids of S, space-separated", cmd_tokenize},
+      {"detokenize", "--tokenizer T --ids \"1 2 3\" [--keep-special]", "print the text of the ids",
+       cmd_detokenize},
+  };
+  return run_subcommands("sandwich-model", commands, argc, argv);
 }

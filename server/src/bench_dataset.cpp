@@ -1,18 +1,14 @@
 #include "server/bench_dataset.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 
-namespace sandwich::bench {
+#include "common/paths.h"
 
-namespace fs = std::filesystem;
+namespace sandwich::bench {
 
 std::string DatasetSpec::describe() const {
   switch (kind) {
@@ -43,20 +39,6 @@ int parse_positive(const std::string& s, const std::string& what) {
   return static_cast<int>(v);
 }
 
-std::string trim(std::string s) {
-  const auto a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return {};
-  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string f;
-  while (std::getline(ss, f, ',')) out.push_back(trim(f));
-  return out;
-}
-
 }  // namespace
 
 DatasetSpec parse_dataset_spec(const std::string& text) {
@@ -85,63 +67,6 @@ DatasetSpec parse_dataset_spec(const std::string& text) {
                               text + "'");
 }
 
-std::string default_sharegpt_path() {
-  const fs::path rel = fs::path("data") / "traces" / "sharegpt_lengths.csv";
-  if (const char* env = std::getenv("SANDWICH_SHARED"); env && *env)
-    return (fs::path(env) / rel).string();
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  // <repo>/<build>/bin/sandwich-bench -> <repo>/../shared
-  if (!ec)
-    candidates.push_back(exe.parent_path().parent_path().parent_path().parent_path() / "shared" /
-                         rel);
-  candidates.push_back(fs::current_path(ec).parent_path() / "shared" / rel);
-  for (const auto& c : candidates)
-    if (fs::exists(c, ec)) return c.lexically_normal().string();
-  return candidates.front().lexically_normal().string();
-}
-
-std::vector<LengthPair> read_lengths_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error("cannot read lengths file " + path +
-                             " (use --dataset-path or set SANDWICH_SHARED)");
-  std::vector<LengthPair> out;
-  std::string line;
-  size_t in_col = 0, out_col = 1;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
-    line = trim(line);
-    if (line.empty() || line[0] == '#') continue;
-    const auto f = split_csv(line);
-    const bool numeric =
-        !f.empty() && !f[0].empty() && std::isdigit(static_cast<unsigned char>(f[0][0]));
-    if (out.empty() && !numeric) {  // the header
-      auto col = [&](const char* name) -> size_t {
-        auto it = std::find(f.begin(), f.end(), name);
-        if (it == f.end())
-          throw std::runtime_error(path + ":" + std::to_string(lineno) + ": the header has no '" +
-                                   name + "' column");
-        return static_cast<size_t>(it - f.begin());
-      };
-      in_col = col("input_tokens");
-      out_col = col("output_tokens");
-      continue;
-    }
-    if (f.size() <= std::max(in_col, out_col))
-      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": expected at least " +
-                               std::to_string(std::max(in_col, out_col) + 1) + " columns");
-    try {
-      out.push_back(
-          {parse_positive(f[in_col], "input_tokens"), parse_positive(f[out_col], "output_tokens")});
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": " + e.what());
-    }
-  }
-  if (out.empty()) throw std::runtime_error(path + ": no length pairs");
-  return out;
-}
-
 std::vector<LengthPair> sample_lengths(const DatasetSpec& spec, int n, uint64_t seed,
                                        int max_model_len, const std::string& sharegpt_path) {
   if (n < 1) throw std::invalid_argument("--num-prompts must be >= 1");
@@ -157,7 +82,7 @@ std::vector<LengthPair> sample_lengths(const DatasetSpec& spec, int n, uint64_t 
       out.assign(static_cast<size_t>(n), {spec.fixed_input, spec.fixed_output});
       return out;
     case DatasetSpec::Kind::Csv: {
-      const auto rows = read_lengths_csv(spec.path);
+      const auto rows = read_length_trace(spec.path);
       for (size_t i = 0; i < rows.size(); ++i)
         if (rows[i].input + rows[i].output > max_model_len)
           throw std::invalid_argument(spec.path + ": pair " + std::to_string(i + 1) + " (" +
@@ -177,8 +102,8 @@ std::vector<LengthPair> sample_lengths(const DatasetSpec& spec, int n, uint64_t 
       return out;
     }
     case DatasetSpec::Kind::ShareGpt: {
-      const std::string path = sharegpt_path.empty() ? default_sharegpt_path() : sharegpt_path;
-      const auto rows = read_lengths_csv(path);
+      const auto rows = read_length_trace(
+          sharegpt_path.empty() ? default_length_trace() : std::filesystem::path(sharegpt_path));
       std::vector<size_t> order(rows.size());
       std::iota(order.begin(), order.end(), size_t{0});
       std::mt19937_64 rng(seed);

@@ -4,7 +4,7 @@
 #include <limits>
 #include <sstream>
 
-#include "engine/cli_args.h"
+#include "common/cli.h"
 #include "server/bench_report.h"
 #include "server/bench_serve.h"
 #include "server/bench_slo.h"

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/tool.h"
 #include "engine/model_options.h"
 #include "engine/scheduler.h"
 #include "server/http_server.h"

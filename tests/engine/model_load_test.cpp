@@ -142,7 +142,7 @@ TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
 
 TEST(ModelLoad, PresetsResolveAndExplainMissingWeights) {
   TempDir dir;
-  setenv("SANDWICH_MODELS", dir.path().c_str(), 1);
+  std::optional<test::ScopedEnv> models(std::in_place, "SANDWICH_MODELS", dir.path().string());
   LoadOptions o;
   o.model = "llama-160m";
   try {
@@ -157,7 +157,7 @@ TEST(ModelLoad, PresetsResolveAndExplainMissingWeights) {
   EXPECT_THROW(load_model(o), std::runtime_error);
   o.load_format = LoadFormat::Dummy;
   EXPECT_THROW(load_model(o), std::runtime_error);
-  unsetenv("SANDWICH_MODELS");
+  models.reset();
   const ModelConfig c = load_preset("llama3-8b");
   EXPECT_EQ(c.dim, 4096);
   EXPECT_EQ(c.n_kv_heads, 8);

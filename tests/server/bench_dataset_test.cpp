@@ -20,7 +20,7 @@ std::string sharegpt() {
 
 TEST(BenchDataset, ShareGptSampleIsFilteredSeededAndFromTheTrace) {
   SANDWICH_REQUIRE_DATA();
-  const auto rows = read_lengths_csv(sharegpt());
+  const auto rows = read_length_trace(sharegpt());
   EXPECT_EQ(rows.size(), 84226u);
   std::set<std::pair<int, int>> trace;
   for (const auto& r : rows) trace.insert({r.input, r.output});
@@ -43,15 +43,7 @@ TEST(BenchDataset, ShareGptSampleIsFilteredSeededAndFromTheTrace) {
                std::invalid_argument);  // 4 + 4 > 7
 }
 
-TEST(BenchDataset, DefaultShareGptPathFollowsSandwichShared) {
-  const char* old = std::getenv("SANDWICH_SHARED");
-  const std::string saved = old ? old : "";
-  setenv("SANDWICH_SHARED", "/somewhere", 1);
-  EXPECT_EQ(default_sharegpt_path(), "/somewhere/data/traces/sharegpt_lengths.csv");
-  if (old)
-    setenv("SANDWICH_SHARED", saved.c_str(), 1);
-  else
-    unsetenv("SANDWICH_SHARED");
+TEST(BenchDataset, AMissingTraceIsNamed) {
   try {
     sample_lengths(DatasetSpec{}, 1, 0, 2048, "/no/such/lengths.csv");
     FAIL() << "expected an error";
@@ -91,17 +83,6 @@ TEST(BenchDataset, FixedAndCsvSpecs) {
                                         {200, 20}, {300, 30}, {100, 10}};
   EXPECT_EQ(c, want);
   EXPECT_THROW(sample_lengths(parse_dataset_spec("csv:" + path), 1, 0, 300), std::invalid_argument);
-  std::ofstream(path) << "5,6\n7,8\n";  // no header: input, output
-  EXPECT_EQ(read_lengths_csv(path), (std::vector<LengthPair>{{5, 6}, {7, 8}}));
-  std::ofstream(path) << "input_tokens,output_tokens\n5,6\n7,x\n";
-  try {
-    read_lengths_csv(path);
-    FAIL() << "expected an error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(":3:"), std::string::npos) << e.what();
-  }
-  std::ofstream(path) << "prompt,completion\n5,6\n";
-  EXPECT_THROW(read_lengths_csv(path), std::runtime_error);
 }
 
 TEST(BenchDataset, BadSpecsSayWhatIsAccepted) {

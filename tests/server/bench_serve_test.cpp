@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/cli_args.h"
+#include "common/cli.h"
 #include "fake_openai_server.h"
 #include "server/bench_plots.h"
 #include "server/bench_serve.h"
@@ -41,25 +41,6 @@ std::string dead_url() {
   }
   return "http://127.0.0.1:" + std::to_string(port);
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(BenchServe, ComparesEndpointsOverASweepWithFilesAndPlots) {
   FakeOpenAiServer fast;  // vLLM-style tokenizer, lists its model and context
@@ -136,7 +117,7 @@ TEST(BenchServe, ComparesEndpointsOverASweepWithFilesAndPlots) {
 }
 
 TEST(BenchServe, UnreachableEndpointIsReportedAndPlotsAreOptional) {
-  ScopedEnv no_plotter("SANDWICH_GNUPLOT", "/nonexistent/gnuplot");
+  test::ScopedEnv no_plotter("SANDWICH_GNUPLOT", "/nonexistent/gnuplot");
   FakeOpenAiServer up;
   up.set_script(test::timed(0.001, 0.001));
   test::TempDir dir;
@@ -229,7 +210,7 @@ TEST(BenchServe, ShareGptLengthsFitTheServersContext) {
 }
 
 TEST(BenchSloPresets, ThePapersValues) {
-  ScopedEnv configs("SANDWICH_CONFIGS", (test::source_dir() / "configs").string());
+  test::ScopedEnv configs("SANDWICH_CONFIGS", (test::source_dir() / "configs").string());
   struct Want {
     const char* name;
     double ttft, tpot;
@@ -398,7 +379,7 @@ TEST(BenchCli, NoCommandIsAUsageError) {
 }
 
 TEST(BenchServeCli, PresetScaleAndOutputDir) {
-  ScopedEnv configs("SANDWICH_CONFIGS", (test::source_dir() / "configs").string());
+  test::ScopedEnv configs("SANDWICH_CONFIGS", (test::source_dir() / "configs").string());
   FakeOpenAiServer server;
   server.set_script(test::timed(0.001, 0.001));
   test::TempDir dir;

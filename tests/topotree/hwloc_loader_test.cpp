@@ -2,6 +2,7 @@
 #include <hwloc.h>
 #include <unistd.h>
 
+#include "common/cpu_list.h"
 #include "test_data.h"
 #include "topotree/hwloc_loader.h"
 #include "topotree_fixtures.h"

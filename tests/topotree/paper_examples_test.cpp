@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "common/cpu_list.h"
 #include "topotree/service_config.h"
 #include "topotree/transforms.h"
 #include "topotree_fixtures.h"

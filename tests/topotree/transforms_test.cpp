@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/cpu_list.h"
 #include "topotree/hwloc_loader.h"
 #include "topotree/service_config.h"
 #include "topotree/transforms.h"

@@ -29,9 +29,7 @@ TEST(TreeRender, DotHasEveryNodeAndEdge) {
   EXPECT_EQ(dot.find("\"machine\""), std::string::npos) << "quotes in the title are escaped";
 }
 
-TEST(TreeRender, CpuListsAndBytes) {
-  EXPECT_EQ(format_cpu_list(std::vector<int>{0, 1, 2, 4, 6, 7}), "0-2,4,6-7");
-  EXPECT_EQ(format_cpu_list(std::vector<int>{}), "");
+TEST(TreeRender, Bytes) {
   EXPECT_EQ(format_bytes(16u << 20), "16MB");
   EXPECT_EQ(format_bytes(28835840), "27.5MB");
 }

@@ -4,6 +4,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "common/cpu_list.h"
+
 namespace sandwich::topo {
 
 bool ServiceConfig::spans_numa() const {

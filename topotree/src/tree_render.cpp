@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "common/cpu_list.h"
+
 namespace sandwich::topo {
 namespace {
 

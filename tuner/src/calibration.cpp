@@ -11,6 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cpu_list.h"
+#include "common/json_file.h"
+#include "common/paths.h"
+
 namespace sandwich::tuner {
 namespace fs = std::filesystem;
 namespace {
@@ -39,12 +43,6 @@ std::vector<int> probe_cpus(const topo::TopoTree& t, int max_threads) {
     if (max_threads > 0 && static_cast<int>(out.size()) >= max_threads) break;
   }
   return out;
-}
-
-fs::path cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "sandwich";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "sandwich";
-  return fs::temp_directory_path() / "sandwich";
 }
 
 }  // namespace
@@ -135,23 +133,20 @@ Calibration calibrate_this_machine(const topo::TopoTree& local, const Calibratio
 
 Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, fs::path* cache_file) {
   const std::string cpu = cpu_model_name();
-  std::string key = cpu + "|" + topo::format_cpu_list(local.cpus());
+  std::string key = cpu + "|" + format_cpu_list(local.cpus());
   const fs::path file =
-      cache_dir() /
+      user_cache_dir() /
       ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
   if (cache_file) *cache_file = file;
-  if (!recalibrate) {
-    std::ifstream in(file);
-    if (in) {
-      try {
-        return Calibration::from_json(nlohmann::json::parse(in));
-      } catch (const std::exception&) {
-        // A stale or damaged cache is simply measured again.
-      }
+  std::error_code ec;
+  if (!recalibrate && fs::exists(file, ec)) {
+    try {
+      return Calibration::from_json(read_json_file(file));
+    } catch (const std::exception&) {
+      // A stale or damaged cache is simply measured again.
     }
   }
   Calibration c = calibrate_this_machine(local);
-  std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   std::ofstream out(file);
   if (out) out << c.to_json().dump(2) << "\n";

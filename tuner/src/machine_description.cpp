@@ -6,7 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model_config.h"
+#include "common/json_file.h"
+#include "common/paths.h"
 #include "topotree/hwloc_loader.h"
 
 namespace sandwich::tuner {
@@ -20,16 +21,10 @@ std::string names_list() {
 }
 
 nlohmann::json read_json(const fs::path& file) {
-  std::error_code ec;
-  if (fs::is_directory(file, ec))
-    throw std::invalid_argument("topology descriptor " + file.string() +
-                                " is a directory, not a JSON file");
-  std::ifstream in(file);
-  if (!in) throw std::invalid_argument("cannot read topology descriptor " + file.string());
   try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(file.string() + ": invalid JSON (" + std::string(e.what()) + ")");
+    return read_json_file(file);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument("topology descriptor: " + std::string(e.what()));
   }
 }
 

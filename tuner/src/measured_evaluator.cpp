@@ -65,7 +65,7 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
   Prediction p;
   if (phase == Phase::Prefill) {
     std::vector<float> logits(static_cast<size_t>(c.vocab_size));
-    auto prefill = [&](const RequestLengths& r) {
+    auto prefill = [&](const LengthPair& r) {
       const int32_t n = std::min(r.input, c.max_seq_len - 1);
       std::vector<int32_t> tokens(static_cast<size_t>(n)), table;
       for (auto& t : tokens) t = token();

@@ -9,7 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/cli_args.h"
+#include "common/cli.h"
+#include "common/cpu_list.h"
+#include "common/json_file.h"
+#include "common/paths.h"
+#include "common/tool.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
 #include "topotree/hwloc_loader.h"
@@ -27,25 +31,6 @@ using namespace sandwich::tuner;
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: sandwich-tune <command> [options]\n"
-    "commands:\n"
-    "  topology [--topology T] [--dot FILE] [--full]\n"
-    "      print the machine's TopoTree (levels, then the tree); --dot writes it for Graphviz\n"
-    "  configs --model M [--topology T] [--phase prefill|decode] [--top-k K] [--json] ...\n"
-    "      search the service configurations and print the best with predicted latencies\n"
-    "  compare --model M [--phase prefill|decode] [--top-k K]\n"
-    "      this machine: the simulator's ranking of its configurations against measured engine "
-    "steps\n"
-    "  survey [--model M] [--json]\n"
-    "      search every shipped topology and print the search statistics as a table\n"
-    "  calibrate [--recalibrate] [--json]\n"
-    "      measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator\n"
-    "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"
-    "   an hwloc XML file (lstopo file.xml) or an hwloc synthetic string (\"pack:2 [numa] core:8 "
-    "pu:2\")\n"
-    "run 'sandwich-tune <command> --help' for a command's options\n";
-
 ModelConfig load_model_shape(const std::string& m, const std::string& command) {
   if (m.empty())
     throw CliError(command + " needs --model (a preset name such as llama3-8b, or a config.json)");
@@ -53,14 +38,14 @@ ModelConfig load_model_shape(const std::string& m, const std::string& command) {
   return load_preset(m);
 }
 
-int cmd_topology(int argc, char** argv) {
+int cmd_topology(int argc, char** argv, int first) {
   std::string topology, dot;
   bool full = false;
   ArgParser p("sandwich-tune topology", "Print a machine's TopoTree.");
   p.add("--topology", &topology, "machine (default: this one)", "T");
   p.add("--dot", &dot, "also write the tree as a Graphviz file ('-': stdout)", "FILE");
   p.add_flag("--full", &full, "print every node (default: two of each run of identical siblings)");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   const MachineDescription m = load_machine(topology);
   std::ostringstream os;
   os << "topology  " << m.name;
@@ -102,17 +87,7 @@ struct CommonOptions {
 MachineParams params_for(const MachineDescription& m, const CommonOptions& o,
                          std::vector<std::string>& notes) {
   if (!o.params_file.empty()) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(o.params_file, ec))
-      throw CliError("--params " + o.params_file + " is a directory, not a JSON file");
-    std::ifstream in(o.params_file);
-    if (!in) throw CliError("cannot read --params " + o.params_file);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw CliError(o.params_file + ": invalid JSON (" + e.what() + ")");
-    }
+    const nlohmann::json j = read_json_file(o.params_file);
     MachineParams p =
         MachineParams::from_json(j.contains("params") ? j["params"] : j, o.params_file);
     if (p.source == "generic defaults") p.source = o.params_file;
@@ -136,7 +111,7 @@ RequestTrace trace_for(const CommonOptions& o, const ModelConfig& model,
                        std::vector<std::string>& notes) {
   if (o.trace_samples < 1) throw CliError("--trace-samples must be at least 1");
   std::filesystem::path table =
-      o.trace_file.empty() ? default_trace_table() : std::filesystem::path(o.trace_file);
+      o.trace_file.empty() ? default_length_trace() : std::filesystem::path(o.trace_file);
   if (o.trace_file.empty() && !std::filesystem::exists(table)) {
     notes.push_back(
         "no request trace at " + table.string() +
@@ -147,7 +122,7 @@ RequestTrace trace_for(const CommonOptions& o, const ModelConfig& model,
     t.source = std::to_string(o.trace_samples) + " fixed requests";
     return t;
   }
-  return sample_trace(read_length_table(table), o.trace_samples, o.seed, model.max_seq_len,
+  return sample_trace(read_length_trace(table), o.trace_samples, o.seed, model.max_seq_len,
                       table.filename().string());
 }
 
@@ -189,7 +164,7 @@ std::string trace_line(const SearchSetup& s, const WorkloadOptions& w) {
   return os.str();
 }
 
-int cmd_configs(int argc, char** argv) {
+int cmd_configs(int argc, char** argv, int first) {
   CommonOptions o;
   std::string phase;
   bool json = false, numa_local = false, placement_hash = false;
@@ -211,7 +186,7 @@ int cmd_configs(int argc, char** argv) {
   std::string evaluator = "simulator";
   p.add("--evaluator", &evaluator,
         "simulator (default) or measured (runs engine steps; this machine only)", "E");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   if (evaluator != "simulator" && evaluator != "measured")
     throw CliError("--evaluator must be simulator or measured, got '" + evaluator + "'");
   std::vector<Phase> phases;
@@ -254,7 +229,7 @@ int cmd_configs(int argc, char** argv) {
   return 0;
 }
 
-int cmd_survey(int argc, char** argv) {
+int cmd_survey(int argc, char** argv, int first) {
   std::string model_name = "llama3-8b";
   bool json = false;
   int patience = 8;
@@ -263,7 +238,7 @@ int cmd_survey(int argc, char** argv) {
   p.add("--model", &model_name, "preset or config.json (default llama3-8b)", "M");
   p.add("--patience", &patience, "early-stopping patience (default 8)");
   p.add_flag("--json", &json, "print JSON");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   const ModelConfig model = load_model_shape(model_name, "survey");
   std::vector<std::string> notes;
   CommonOptions o;
@@ -350,7 +325,7 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
   return n > 0 ? (concordant - discordant) / n : 1.0;
 }
 
-int cmd_compare(int argc, char** argv) {
+int cmd_compare(int argc, char** argv, int first) {
   CommonOptions o;
   o.trace_samples = 4;
   std::string phase;
@@ -365,7 +340,7 @@ int cmd_compare(int argc, char** argv) {
   p.add("--phase", &phase, "prefill or decode (default: both)", "P");
   p.add("--top-k", &top_k, "the simulator's best K configurations are measured (default 10)", "K");
   p.add_flag("--json", &json, "print JSON");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   if (!o.topology.empty()) throw CliError("compare measures this machine; drop --topology");
   std::vector<Phase> phases;
   if (phase.empty() || phase == "prefill") phases.push_back(Phase::Prefill);
@@ -440,12 +415,12 @@ int cmd_compare(int argc, char** argv) {
   return 0;
 }
 
-int cmd_calibrate(int argc, char** argv) {
+int cmd_calibrate(int argc, char** argv, int first) {
   bool recalibrate = false, json = false;
   ArgParser p("sandwich-tune calibrate", "Measure this machine for the latency simulator.");
   p.add_flag("--recalibrate", &recalibrate, "measure again even if a cached calibration exists");
   p.add_flag("--json", &json, "print JSON");
-  if (!p.parse(argc, argv, 2)) return 0;
+  if (!p.parse(argc, argv, first)) return 0;
   const topo::LoadedTopology local = topo::load_topology("");
   std::filesystem::path cache;
   const Calibration c = local_calibration(local.tree, recalibrate, &cache);
@@ -460,7 +435,7 @@ int cmd_calibrate(int argc, char** argv) {
   }
   std::ostringstream os;
   os << std::fixed << std::setprecision(2);
-  os << "cpu            " << c.cpu << " (probed CPUs " << topo::format_cpu_list(c.cpus) << ")\n";
+  os << "cpu            " << c.cpu << " (probed CPUs " << format_cpu_list(c.cpus) << ")\n";
   os << "read bandwidth";
   for (size_t i = 0; i < c.read_gbs.size(); ++i)
     os << "  " << i + 1 << " core" << (i ? "s " : " ") << c.read_gbs[i] << " GB/s";
@@ -485,25 +460,25 @@ int cmd_calibrate(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return run_tool("sandwich-tune", [&]() -> int {
-    if (argc < 2) {
-      // A usage error: the reason on one line first, then how to call the tool, all on stderr.
-      std::cerr << "sandwich-tune: error: no command given (topology, configs, compare, survey, "
-                   "calibrate)\n"
-                << kUsage;
-      return 2;
-    }
-    if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    const std::string cmd = argv[1];
-    if (cmd == "topology") return cmd_topology(argc, argv);
-    if (cmd == "configs") return cmd_configs(argc, argv);
-    if (cmd == "survey") return cmd_survey(argc, argv);
-    if (cmd == "compare") return cmd_compare(argc, argv);
-    if (cmd == "calibrate") return cmd_calibrate(argc, argv);
-    throw CliError("unknown command '" + cmd +
-                   "' (topology, configs, compare, survey, calibrate; see --help)");
-  });
+  const Subcommand commands[] = {
+      {"topology", "[--topology T] [--dot FILE] [--full]",
+       "print the machine's TopoTree (levels, then the tree); --dot writes it for Graphviz",
+       cmd_topology},
+      {"configs", "--model M [--topology T] [--phase prefill|decode] [--top-k K] [--json] ...",
+       "search the service configurations and print the best with predicted latencies",
+       cmd_configs},
+      {"compare", "--model M [--phase prefill|decode] [--top-k K]",
+       "this machine: the simulator's ranking of its configurations against measured engine steps",
+       cmd_compare},
+      {"survey", "[--model M] [--json]",
+       "search every shipped topology and print the search statistics as a table", cmd_survey},
+      {"calibrate", "[--recalibrate] [--json]",
+       "measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator",
+       cmd_calibrate},
+  };
+  return run_subcommands(
+      "sandwich-tune", commands, argc, argv,
+      "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"
+      "   an hwloc XML file (lstopo file.xml) or an hwloc synthetic string (\"pack:2 [numa] "
+      "core:8 pu:2\")\n");
 }

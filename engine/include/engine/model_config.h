@@ -60,8 +60,6 @@ struct ModelConfig {
 // Reads a Hugging Face config.json (LlamaForCausalLM keys); `where` names the source in errors.
 ModelConfig config_from_hf_json(const nlohmann::json& j, const std::string& where);
 
-// Folder of configs/: $SANDWICH_CONFIGS if set, else the source tree's configs/.
-std::filesystem::path configs_dir();
 // Names of the presets in configs/models/ (file stems).
 std::vector<std::string> preset_names();
 // Loads configs/models/<name>.json; throws listing the known presets if there is none.

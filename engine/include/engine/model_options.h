@@ -1,6 +1,6 @@
 #pragma once
 // The model-loading options every tool shares: --model, --tokenizer, --load-format, --dtype.
-#include "engine/cli_args.h"
+#include "common/cli.h"
 #include "engine/model.h"
 
 namespace sandwich {

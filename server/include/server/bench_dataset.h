@@ -5,12 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace sandwich::bench {
+#include "common/length_trace.h"
 
-struct LengthPair {
-  int input = 0, output = 0;
-  bool operator==(const LengthPair&) const = default;
-};
+namespace sandwich::bench {
 
 // LMSYS-Chat-1M's published per-turn averages (Zheng et al., 2023, Table 1).
 inline constexpr double kLmsysMeanPrompt = 69.5;
@@ -26,14 +23,6 @@ struct DatasetSpec {
 
 // "sharegpt", "lmsys", "fixed:IN,OUT" or "csv:PATH"; throws std::invalid_argument.
 DatasetSpec parse_dataset_spec(const std::string& text);
-
-// $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv, else ../shared/data/... next to the
-// repository holding this executable (or the working directory).
-std::string default_sharegpt_path();
-
-// A CSV with a header naming input_tokens and output_tokens (or two unnamed numeric columns).
-// Throws std::runtime_error naming the file and line.
-std::vector<LengthPair> read_lengths_csv(const std::string& path);
 
 // n pairs with input + output <= max_model_len:
 // - ShareGPT: the trace shuffled by the seed, then taken in order, skipping pairs with fewer

@@ -16,12 +16,9 @@ struct SloPreset {
   std::optional<int> num_prompts;           // the paper's request count for this setting
 };
 
-// Where presets are looked for: $SANDWICH_CONFIGS/slo, <repo of this executable>/configs/slo,
-// ./configs/slo (the existing ones, in that order).
-std::vector<std::string> slo_preset_dirs();
-
-// A file path, or a preset name found in slo_preset_dirs(). Throws std::invalid_argument naming
-// the presets that exist when the name is unknown, or what is wrong with the file.
+// A file path, or the name of a preset in configs_dir()/slo (common/paths.h). Throws
+// std::invalid_argument naming the presets that exist when the name is unknown, or what is wrong
+// with the file.
 SloPreset load_slo_preset(const std::string& name_or_path);
 
 }  // namespace sandwich::bench

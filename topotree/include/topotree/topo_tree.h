@@ -68,7 +68,4 @@ class TopoTree {
 // leaves (a machine described without cores).
 int core_depth(const TopoTree& tree);
 
-// "0-3,8-11": a CPU list as ranges, in the given order.
-std::string format_cpu_list(std::span<const int> cpus);
-
 }  // namespace sandwich::topo

@@ -1,12 +1,13 @@
 #pragma once
-// Reading a JSON file with errors that name it (private to engine/).
+// Reading a JSON file with errors that name it.
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 namespace sandwich {
 
-// Throws std::runtime_error naming the file when it cannot be opened or parsed.
+// Throws std::runtime_error naming the file when it is missing, a directory, unreadable or not
+// valid JSON.
 nlohmann::json read_json_file(const std::filesystem::path& p);
 
 }  // namespace sandwich

@@ -1,9 +1,12 @@
 #pragma once
-// Command-line parsing for the project's tools: --name VALUE, --name=VALUE, short aliases,
-// flags, repeated options; errors are exceptions whose message the tool prints on one line.
+// Command-line options of the project's tools: --name VALUE, --name=VALUE, short aliases, flags,
+// repeated options, a bounded number of positionals. CLI11 does the parsing; this keeps the
+// tools' own flags, help layout and one-line error messages, and suggests the closest option
+// for a mistyped one.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -11,6 +14,7 @@
 
 namespace sandwich {
 
+// A mistake on the command line; the tool prints its message on one line.
 struct CliError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -18,13 +22,20 @@ struct CliError : std::runtime_error {
 class ArgParser {
  public:
   ArgParser(std::string program, std::string summary);
+  ~ArgParser();
+  ArgParser(const ArgParser&) = delete;
+  ArgParser& operator=(const ArgParser&) = delete;
 
-  // names: "--model" or "-n,--n-predict"; the setter gets the raw value and may throw CliError.
+  // names: "--model" or "-n,--n-predict"; the setter gets the raw value (the last one given)
+  // and may throw CliError.
   void option(const std::string& names, const std::string& metavar, const std::string& help,
               std::function<void(const std::string&)> set);
+  // Like option(), but every occurrence is passed to the setter, in order.
+  void repeatable(const std::string& names, const std::string& metavar, const std::string& help,
+                  std::function<void(const std::string&)> set);
   void flag(const std::string& names, const std::string& help, std::function<void()> set);
 
-  // Typed conveniences.
+  // Typed conveniences; numbers are checked and range-checked with messages naming the option.
   void add(const std::string& names, std::string* dst, const std::string& help,
            const std::string& metavar = "S");
   void add(const std::string& names, std::optional<std::string>* dst, const std::string& help,
@@ -45,35 +56,20 @@ class ArgParser {
 
   // Lets the tool take up to max positional arguments. Without this call any positional is an
   // error: a stray word (a typo, a value whose option was forgotten) must not be ignored.
-  void accept_positionals(size_t max) { max_positionals_ = max; }
+  void accept_positionals(size_t max);
 
   // Parses argv[start..]; returns false if --help was given (usage already printed to stdout).
   // Unknown options, missing values, bad numbers and unexpected positionals throw CliError.
   bool parse(int argc, char** argv, int start = 1);
   std::string usage() const;
-  // Positional arguments (at most the accepted number).
-  const std::vector<std::string>& positional() const { return positional_; }
+  const std::vector<std::string>& positional() const;
 
   static int64_t parse_int(const std::string& name, const std::string& v);
   static double parse_double(const std::string& name, const std::string& v);
 
  private:
-  struct Opt {
-    std::vector<std::string> names;
-    std::string metavar, help;
-    bool is_flag;
-    std::function<void(const std::string&)> set;
-  };
-  const Opt* find(const std::string& name) const;
-  void add_positional(const std::string& a);
-  std::string program_, summary_;
-  std::vector<Opt> opts_;
-  std::vector<std::string> positional_;
-  size_t max_positionals_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
-
-// Runs a tool's main body: prints "<program>: error: <message>" on one line and returns 1 for
-// any exception, so no user input ends in an abort.
-int run_tool(const char* program, const std::function<int()>& body);
 
 }  // namespace sandwich

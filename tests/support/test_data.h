@@ -2,19 +2,17 @@
 // Where tests find ../shared/data and a scratch folder.
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "common/paths.h"
+
 namespace sandwich::test {
 
-inline std::filesystem::path shared_dir() {
-  if (const char* env = std::getenv("SANDWICH_SHARED"); env && *env) return env;
-  return SANDWICH_SHARED_DEFAULT;
-}
-
 inline std::filesystem::path data_dir() {
-  return shared_dir() / "data";
+  return ::sandwich::shared_dir() / "data";
 }
 inline std::filesystem::path source_dir() {
   return SANDWICH_SOURCE_DIR;
@@ -40,6 +38,31 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// Sets (or, given nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
 };
 
 // Skips the calling test when the reference data folder is missing.

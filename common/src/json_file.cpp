@@ -1,4 +1,4 @@
-#include "json_file.h"
+#include "common/json_file.h"
 
 #include <fstream>
 #include <sstream>

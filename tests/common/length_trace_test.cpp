@@ -1,0 +1,57 @@
+#include "common/length_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "common/paths.h"
+#include "test_data.h"
+
+namespace sandwich {
+namespace {
+
+std::string error_of(const std::filesystem::path& p) {
+  try {
+    read_length_trace(p);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LengthTrace, HeaderNamesTheColumnsInAnyOrder) {
+  test::TempDir dir;
+  std::ofstream(dir / "a.csv") << "# a comment\noutput_tokens,input_tokens,x\n10,100,z\r\n"
+                                  "20, 200,z\n\n30,300,z\n";
+  EXPECT_EQ(read_length_trace(dir / "a.csv"),
+            (std::vector<LengthPair>{{100, 10}, {200, 20}, {300, 30}}));
+  std::ofstream(dir / "b.csv") << "5,6\n7,8\n";  // no header: input, output
+  EXPECT_EQ(read_length_trace(dir / "b.csv"), (std::vector<LengthPair>{{5, 6}, {7, 8}}));
+}
+
+TEST(LengthTrace, MistakesNameTheFileAndLine) {
+  test::TempDir dir;
+  std::ofstream(dir / "bad.csv") << "input_tokens,output_tokens\n1,2\nthree,4\n";
+  EXPECT_NE(error_of(dir / "bad.csv").find("bad.csv:3: input_tokens"), std::string::npos);
+  std::ofstream(dir / "zero.csv") << "1,0\n";
+  EXPECT_NE(error_of(dir / "zero.csv").find("zero.csv:1: output_tokens"), std::string::npos);
+  std::ofstream(dir / "short.csv") << "1\n";
+  EXPECT_NE(error_of(dir / "short.csv").find("expected at least 2 columns"), std::string::npos);
+  std::ofstream(dir / "names.csv") << "prompt,completion\n5,6\n";
+  EXPECT_NE(error_of(dir / "names.csv").find("no 'input_tokens' column"), std::string::npos);
+  std::ofstream(dir / "empty.csv") << "input_tokens,output_tokens\n";
+  EXPECT_NE(error_of(dir / "empty.csv").find("holds no request lengths"), std::string::npos);
+  EXPECT_NE(error_of(dir / "none.csv").find("cannot read length trace"), std::string::npos);
+  EXPECT_NE(error_of(dir.path()).find("is a directory"), std::string::npos);
+}
+
+TEST(LengthTrace, TheShareGptTrace) {
+  SANDWICH_REQUIRE_DATA();
+  const auto rows = read_length_trace(default_length_trace());
+  EXPECT_EQ(rows.size(), 84226u);
+  EXPECT_EQ(rows.front(), (LengthPair{21, 518}));
+}
+
+}  // namespace
+}  // namespace sandwich
