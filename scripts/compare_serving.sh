@@ -22,7 +22,7 @@
 # picked by model name (batched-160m, batched-1.3b, single-8b); without a rate option, the
 # sweep is --request-rates 0.25,0.5,1,2,4.
 #
-# Example (llama-server started separately with the same GGUF, see server/BENCH.md):
+# Example (llama-server started separately with the same GGUF, see bench/BENCH.md):
 #   scripts/compare_serving.sh --model llama-160m --threads 2 \
 #       --endpoint llama.cpp=http://127.0.0.1:8080 -- --num-prompts 200 --slo-scale 4
 set -euo pipefail

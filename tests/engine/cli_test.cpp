@@ -7,28 +7,17 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include "command.h"
 #include "test_data.h"
 
 namespace sandwich {
 namespace {
 
-struct CmdResult {
-  int code;
-  std::string out, err;
-};
+using test::CommandResult;
+using test::expect_one_line_error;
 
-CmdResult run_cmd(const std::string& args) {
-  test::TempDir dir;
-  const std::string cmd = args + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(dir / "out"),
-          slurp(dir / "err")};
+CommandResult run_cmd(const std::string& args) {
+  return test::run_command(args);
 }
 
 std::string bin(const char* name) {
@@ -50,7 +39,7 @@ std::string expected_greedy() {
 
 TEST(Cli, GenerateReproducesTheReferenceGreedyOutput) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult r = run_cmd(generate() + " -n 200 --temperature 0");
+  CommandResult r = run_cmd(generate() + " -n 200 --temperature 0");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, expected_greedy());
   EXPECT_NE(r.err.find("tok/s"), std::string::npos);  // statistics go to stderr
@@ -58,7 +47,7 @@ TEST(Cli, GenerateReproducesTheReferenceGreedyOutput) {
 
 TEST(Cli, GenerateOnTheReferencePathToo) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult r = run_cmd(generate() + " -n 200 --temperature 0 --reference -t 1");
+  CommandResult r = run_cmd(generate() + " -n 200 --temperature 0 --reference -t 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, expected_greedy());
 }
@@ -76,15 +65,15 @@ constexpr const char* kRunCContinuation =
 
 TEST(Cli, PromptContinuesLikeTheReferenceImplementation) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult r = run_cmd(generate() +
-                        " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
+  CommandResult r = run_cmd(
+      generate() + " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, std::string(kRunCContinuation));
 }
 
 TEST(Cli, OutputIdsPrintsTokenIds) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult r = run_cmd(generate() + " -n 5 --temperature 0 --output-ids");
+  CommandResult r = run_cmd(generate() + " -n 5 --temperature 0 --output-ids");
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream ids(r.out);
   int n = 0;
@@ -94,18 +83,10 @@ TEST(Cli, OutputIdsPrintsTokenIds) {
 
 TEST(Cli, SeededSamplingIsReproducible) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult a = run_cmd(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
-  CmdResult b = run_cmd(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
+  CommandResult a = run_cmd(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
+  CommandResult b = run_cmd(generate() + " -n 40 --temperature 0.9 --top-p 0.9 --seed 42");
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
-}
-
-void expect_one_line_error(const CmdResult& r, const std::string& fragment) {
-  EXPECT_NE(r.code, 0);
-  EXPECT_LT(r.code, 128) << "crashed: " << r.err;  // not a signal
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(Cli, BadInputGivesOneLineAndNonZeroExit) {
@@ -162,13 +143,13 @@ TEST(Cli, StrayOrOutOfRangeInputIsRejected) {
 
 TEST(Cli, NoCommandIsAUsageError) {
   for (const char* tool : {"sandwich-model", "sandwich-generate"}) {
-    const CmdResult r = run_cmd(bin(tool));
+    const CommandResult r = run_cmd(bin(tool));
     EXPECT_NE(r.code, 0) << tool;
     EXPECT_LT(r.code, 128) << tool;
     EXPECT_TRUE(r.out.empty()) << tool << ": " << r.out;
     EXPECT_EQ(r.err.rfind(std::string(tool) + ": error: ", 0), 0u) << r.err;
   }
-  const CmdResult m = run_cmd(bin("sandwich-model"));
+  const CommandResult m = run_cmd(bin("sandwich-model"));
   EXPECT_EQ(m.code, 2);
   EXPECT_NE(m.err.find("no command given"), std::string::npos) << m.err;
   EXPECT_NE(m.err.find("usage: sandwich-model"), std::string::npos)
@@ -178,15 +159,15 @@ TEST(Cli, NoCommandIsAUsageError) {
 
 TEST(Cli, ModelInfoAndTokenizerCommands) {
   SANDWICH_REQUIRE_DATA();
-  CmdResult info = run_cmd(bin("sandwich-model") + " info " + stories() + "/stories260K.bin");
+  CommandResult info = run_cmd(bin("sandwich-model") + " info " + stories() + "/stories260K.bin");
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("layers:        5"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("f32 x"), std::string::npos) << info.out;
-  CmdResult tok = run_cmd(bin("sandwich-model") + " tokenize --tokenizer " + stories() +
-                          "/tok512.bin --text 'Once upon a time'");
+  CommandResult tok = run_cmd(bin("sandwich-model") + " tokenize --tokenizer " + stories() +
+                              "/tok512.bin --text 'Once upon a time'");
   ASSERT_EQ(tok.code, 0) << tok.err;
-  CmdResult back = run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() +
-                           "/tok512.bin --ids '" + tok.out.substr(0, tok.out.size() - 1) + "'");
+  CommandResult back = run_cmd(bin("sandwich-model") + " detokenize --tokenizer " + stories() +
+                               "/tok512.bin --ids '" + tok.out.substr(0, tok.out.size() - 1) + "'");
   ASSERT_EQ(back.code, 0) << back.err;
   EXPECT_EQ(back.out, "Once upon a time\n");
 }
@@ -198,20 +179,20 @@ TEST(Cli, MakeWritesAGgufThatLoads) {
       << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
     "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000,
     "max_position_embeddings":256,"tokenizer_family":"llama2-spm"})";
-  CmdResult make = run_cmd(bin("sandwich-model") + " make --preset " +
-                           (dir / "config.json").string() + " --dtype bf16 -o " + out);
+  CommandResult make = run_cmd(bin("sandwich-model") + " make --preset " +
+                               (dir / "config.json").string() + " --dtype bf16 -o " + out);
   ASSERT_EQ(make.code, 0) << make.err;
-  CmdResult info = run_cmd(bin("sandwich-model") + " info " + out);
+  CommandResult info = run_cmd(bin("sandwich-model") + " info " + out);
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("bf16 x"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("tokenizer:     1000 tokens"), std::string::npos) << info.out;
   // Dummy weights given as a file and as --load-format dummy with the same seed: same greedy ids.
-  CmdResult a = run_cmd(bin("sandwich-generate") + " --model " + out +
-                        " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
-  CmdResult b = run_cmd(bin("sandwich-generate") + " --model " + dir.path().string() +
-                        " --load-format dummy --dtype bf16 "
-                        "--tokenizer " +
-                        out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
+  CommandResult a = run_cmd(bin("sandwich-generate") + " --model " + out +
+                            " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
+  CommandResult b = run_cmd(bin("sandwich-generate") + " --model " + dir.path().string() +
+                            " --load-format dummy --dtype bf16 "
+                            "--tokenizer " +
+                            out + " -n 12 --temperature 0 --output-ids --prompt 'hello world'");
   ASSERT_EQ(a.code, 0) << a.err;
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);

@@ -17,10 +17,7 @@ namespace {
 using test::data_dir;
 using test::TempDir;
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using test::slurp;
 
 struct Vector {
   std::string text;

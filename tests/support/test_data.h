@@ -2,6 +2,8 @@
 // Where tests find ../shared/data and a scratch folder.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -19,6 +21,12 @@ inline std::filesystem::path source_dir() {
 }
 inline std::filesystem::path bin_dir() {
   return SANDWICH_BIN_DIR;
+}
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 // A fresh folder under the system temp dir, removed when the object dies.

@@ -2,48 +2,33 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "command.h"
 #include "engine/service_config.h"
 #include "test_data.h"
 
 namespace sandwich::tuner {
 namespace {
 
-struct ToolRun {
-  int rc = -1;
-  std::string out;  // stdout and stderr
-};
+using test::CommandResult;
 
-ToolRun tune(const std::string& args) {
-  const std::string cmd =
-      (sandwich::test::bin_dir() / "sandwich-tune").string() + " " + args + " 2>&1";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+CommandResult tune(const std::string& args) {
+  return test::run_command((test::bin_dir() / "sandwich-tune").string() + " " + args);
 }
 
-void expect_one_line_error(const ToolRun& r, const std::string& what) {
-  EXPECT_NE(r.rc, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("sandwich-tune: error: ", 0), 0u) << r.out;
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
-  EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+void expect_tune_error(const CommandResult& r, const std::string& what) {
+  test::expect_one_line_error(r, what);
+  EXPECT_EQ(r.err.rfind("sandwich-tune: error: ", 0), 0u) << r.err;
 }
 
 TEST(TuneCli, TopologyTextAndDot) {
-  sandwich::test::TempDir dir;
-  const ToolRun r = tune("topology --topology kunpeng920-4s --dot " + (dir / "t.dot").string());
-  ASSERT_EQ(r.rc, 0) << r.out;
+  test::TempDir dir;
+  const CommandResult r =
+      tune("topology --topology kunpeng920-4s --dot " + (dir / "t.dot").string());
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Die+L3 (24MB)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("192 in 8 NUMA nodes"), std::string::npos) << r.out;
   std::ifstream dot(dir / "t.dot");
@@ -55,10 +40,10 @@ TEST(TuneCli, TopologyTextAndDot) {
 TEST(TuneCli, ConfigsJsonIsUsableByTheEngine) {
   SANDWICH_REQUIRE_DATA();
   // This machine: the configs name CPUs that exist here, so the engine's parser accepts them.
-  const ToolRun r =
+  const CommandResult r =
       tune("configs --model llama-160m --phase decode --top-k 3 --json --params " +
-           (sandwich::test::source_dir() / "configs/topologies/xeon-gold-6230-2s.json").string());
-  ASSERT_EQ(r.rc, 0) << r.out;
+           (test::source_dir() / "configs/topologies/xeon-gold-6230-2s.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& configs = j["phases"]["decode"]["configs"];
   ASSERT_GE(configs.size(), 1u);
@@ -71,9 +56,9 @@ TEST(TuneCli, ConfigsJsonIsUsableByTheEngine) {
 }
 
 TEST(TuneCli, ConfigsTextShowsRankingAndStatistics) {
-  const ToolRun r =
+  const CommandResult r =
       tune("configs --model llama3-8b --topology kunpeng920-4s --top-k 3 --trace-samples 16");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("prefill: top 3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("decode: top 3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("trees explored"), std::string::npos) << r.out;
@@ -81,56 +66,54 @@ TEST(TuneCli, ConfigsTextShowsRankingAndStatistics) {
 }
 
 TEST(TuneCli, BadInputIsOneLineAndNonZero) {
-  expect_one_line_error(tune("topology --topology \"pack:2 banana:3\""), "invalid topology");
-  expect_one_line_error(tune("topology --topology nosuchmachine"),
-                        "unknown topology 'nosuchmachine'");
-  expect_one_line_error(tune("configs --model nosuchmodel --topology kunpeng920-4s"),
-                        "nosuchmodel");
-  expect_one_line_error(tune("configs --topology kunpeng920-4s"), "--model");
-  expect_one_line_error(
+  expect_tune_error(tune("topology --topology \"pack:2 banana:3\""), "invalid topology");
+  expect_tune_error(tune("topology --topology nosuchmachine"), "unknown topology 'nosuchmachine'");
+  expect_tune_error(tune("configs --model nosuchmodel --topology kunpeng920-4s"), "nosuchmodel");
+  expect_tune_error(tune("configs --topology kunpeng920-4s"), "--model");
+  expect_tune_error(
       tune("configs --model llama-160m --topology kunpeng920-4s --phase prefill --numa-local"),
       "no service configuration");
-  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --phase middle"),
-                        "--phase");
-  expect_one_line_error(tune("configs --model llama-160m --topology kunpeng920-4s --top-k 0"),
-                        "--top-k");
-  expect_one_line_error(tune("frobnicate"), "unknown command");
+  expect_tune_error(tune("configs --model llama-160m --topology kunpeng920-4s --phase middle"),
+                    "--phase");
+  expect_tune_error(tune("configs --model llama-160m --topology kunpeng920-4s --top-k 0"),
+                    "--top-k");
+  expect_tune_error(tune("frobnicate"), "unknown command");
 }
 
 TEST(TuneCli, StrayArgumentsAndHugeTopologiesAreErrors) {
-  expect_one_line_error(tune("topology extra"), "unexpected argument 'extra'");
-  expect_one_line_error(tune("survey extra"), "unexpected argument 'extra'");
-  expect_one_line_error(tune("compare extra"), "unexpected argument 'extra'");
-  expect_one_line_error(tune("calibrate extra"), "unexpected argument 'extra'");
-  expect_one_line_error(tune("configs --model llama-160m extra"), "unexpected argument 'extra'");
-  expect_one_line_error(tune("compare"), "compare needs --model");
+  expect_tune_error(tune("topology extra"), "unexpected argument 'extra'");
+  expect_tune_error(tune("survey extra"), "unexpected argument 'extra'");
+  expect_tune_error(tune("compare extra"), "unexpected argument 'extra'");
+  expect_tune_error(tune("calibrate extra"), "unexpected argument 'extra'");
+  expect_tune_error(tune("configs --model llama-160m extra"), "unexpected argument 'extra'");
+  expect_tune_error(tune("compare"), "compare needs --model");
   // Refused before hwloc builds 10^13 objects.
-  expect_one_line_error(tune("topology --topology \"pack:99999 core:99999 pu:999\""),
-                        "more than 65536 PUs");
-  sandwich::test::TempDir dir;
-  expect_one_line_error(
+  expect_tune_error(tune("topology --topology \"pack:99999 core:99999 pu:999\""),
+                    "more than 65536 PUs");
+  test::TempDir dir;
+  expect_tune_error(
       tune("configs --model llama-160m --topology kunpeng920-4s --params " + dir.path().string()),
       "is a directory");
 }
 
 TEST(TuneCli, NoCommandIsAUsageError) {
-  const ToolRun r = tune("");
-  EXPECT_EQ(r.rc, 2) << r.out;
-  EXPECT_EQ(r.out.rfind("sandwich-tune: error: no command given", 0), 0u) << r.out;
-  EXPECT_NE(r.out.find("usage: sandwich-tune"), std::string::npos) << r.out;
-  EXPECT_EQ(tune("--help").rc, 0);
+  const CommandResult r = tune("");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("sandwich-tune: error: no command given", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("usage: sandwich-tune"), std::string::npos) << r.err;
+  EXPECT_EQ(tune("--help").code, 0);
 }
 
 TEST(TuneCli, AsymmetricMachineSaysSo) {
   // Two packages, the second with 3 cores: hwloc XML as lstopo writes it.
-  sandwich::test::TempDir dir;
+  test::TempDir dir;
   const std::string xml = (dir / "asym.xml").string();
   const std::string gen =
       "lstopo-no-graphics --input \"pack:2 core:4 pu:1\" --restrict 0x7f --of xml " + xml +
       " >/dev/null 2>&1";
   if (std::system(gen.c_str()) != 0) GTEST_SKIP() << "lstopo is not installed";
-  const ToolRun r = tune("topology --topology " + xml);
-  ASSERT_EQ(r.rc, 0) << r.out;
+  const CommandResult r = tune("topology --topology " + xml);
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("asymmetric machine: using its largest symmetric part, 6 of 7 PUs"),
             std::string::npos)
       << r.out;

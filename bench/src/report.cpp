@@ -1,0 +1,335 @@
+#include "bench/report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace sandwich::bench {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string rate_label(double rate) {
+  if (std::isinf(rate)) return "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", rate);
+  return buf;
+}
+
+namespace {
+
+std::string fmt(double v, int decimals = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string errors_text(const Summary& s) {
+  std::string out;
+  for (const auto& [kind, count] : s.errors)
+    out += (out.empty() ? "" : ", ") + kind + ": " + std::to_string(count);
+  return out;
+}
+
+json rate_json(double rate) {
+  return std::isinf(rate) ? json("inf") : json(rate);
+}
+
+json dist_json(const Distribution& d) {
+  return {{"count", d.count}, {"mean", d.mean}, {"median", d.median}, {"p90", d.p90},
+          {"p99", d.p99},     {"min", d.min},   {"max", d.max}};
+}
+
+json summary_to_json(const Summary& s) {
+  return {{"requests", s.requests},
+          {"completed", s.completed},
+          {"failed", s.failed},
+          {"errors", s.errors},
+          {"duration_s", s.duration_s},
+          {"total_input_tokens", s.total_input_tokens},
+          {"total_output_tokens", s.total_output_tokens},
+          {"request_throughput", s.request_throughput},
+          {"output_throughput", s.output_throughput},
+          {"total_token_throughput", s.total_token_throughput},
+          {"ttft_ms", dist_json(s.ttft_ms)},
+          {"tpot_ms", dist_json(s.tpot_ms)},
+          {"itl_ms", dist_json(s.itl_ms)},
+          {"e2el_ms", dist_json(s.e2el_ms)},
+          {"prompt_tokens", dist_json(s.prompt_tokens)},
+          {"output_tokens", dist_json(s.output_tokens)},
+          {"slo", {{"ttft_ms", s.slo.ttft_ms}, {"tpot_ms", s.slo.tpot_ms}, {"scale", s.slo_scale}}},
+          {"good", s.good},
+          {"attainment", s.attainment},
+          {"goodput", s.goodput},
+          {"output_len_mismatch", s.output_len_mismatch},
+          {"prompt_len_mismatch", s.prompt_len_mismatch}};
+}
+
+json curve_json(const std::vector<std::pair<double, double>>& c) {
+  json a = json::array();
+  for (const auto& [s, v] : c) a.push_back({{"slo_scale", s}, {"attainment", v}});
+  return a;
+}
+
+std::string file_stem(const std::string& label) {
+  std::string s = label;
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  return s;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+}  // namespace
+
+std::string format_run_summary(const RunReport& run, double attainment_target) {
+  const Summary& s = run.summary;
+  std::ostringstream o;
+  auto row = [&](const std::string& name, const std::string& value) {
+    o << name << std::string(name.size() < 41 ? 41 - name.size() : 1, ' ') << value << "\n";
+  };
+  auto section = [&](const std::string& title) {
+    const size_t len = std::min<size_t>(title.size(), 48), left = (50 - len) / 2;
+    o << std::string(left, '-') << title << std::string(50 - len - left, '-') << "\n";
+  };
+  auto dist = [&](const char* name, const Distribution& d) {
+    row(std::string("Mean ") + name + " (ms):", fmt(d.mean));
+    row(std::string("Median ") + name + " (ms):", fmt(d.median));
+    row(std::string("P90 ") + name + " (ms):", fmt(d.p90));
+    row(std::string("P99 ") + name + " (ms):", fmt(d.p99));
+  };
+  o << "============ Serving Benchmark Result ============\n";
+  row("Endpoint:", run.label + " (" + run.url + ")");
+  row("Request rate (req/s):", rate_label(run.rate));
+  row("Successful requests:", std::to_string(s.completed));
+  row("Failed requests:", std::to_string(s.failed) + (s.failed ? " (" + errors_text(s) + ")" : ""));
+  row("Benchmark duration (s):", fmt(s.duration_s));
+  row("Total input tokens:", std::to_string(s.total_input_tokens));
+  row("Total generated tokens:", std::to_string(s.total_output_tokens));
+  row("Request throughput (req/s):", fmt(s.request_throughput));
+  row("Output token throughput (tok/s):", fmt(s.output_throughput));
+  row("Total token throughput (tok/s):", fmt(s.total_token_throughput));
+  section("Time to First Token");
+  dist("TTFT", s.ttft_ms);
+  section("Time per Output Token (excl. 1st token)");
+  dist("TPOT", s.tpot_ms);
+  section("Inter-token Latency");
+  dist("ITL", s.itl_ms);
+  section("End-to-end Latency");
+  dist("E2EL", s.e2el_ms);
+  section("SLO");
+  row("SLO (ms):", "TTFT <= " + fmt(s.slo.ttft_ms * s.slo_scale, 1) + ", TPOT <= " +
+                       fmt(s.slo.tpot_ms * s.slo_scale, 1) + " (scale " + fmt(s.slo_scale) + ")");
+  row("SLO attainment (%):",
+      fmt(100 * s.attainment) + (s.attainment >= attainment_target ? "" : "  (below target)"));
+  row("Goodput (req/s):", fmt(s.goodput));
+  if (s.output_len_mismatch)
+    row("Output length != max_tokens:", std::to_string(s.output_len_mismatch) + " requests");
+  o << "==================================================\n";
+  return o.str();
+}
+
+std::string markdown_report(const ServeReport& r) {
+  const ServeOptions& o = r.options;
+  std::ostringstream m;
+  const std::string target = fmt(100 * o.attainment_target, 0) + "%";
+  m << "# Serving benchmark\n\n";
+  m << "- dataset: " << o.dataset.describe() << ", " << r.lengths.size() << " requests, seed "
+    << o.seed << ", filtered to input + output <= " << r.max_model_len << " tokens\n";
+  m << "- API: " << api_name(o.api)
+    << ", streamed, max_tokens from the trace with ignore_eos, greedy\n";
+  if (o.single_sequence)
+    m << "- single sequence: one request at a time\n";
+  else
+    m << "- arrivals: gamma, burstiness " << o.burstiness << "; max concurrency "
+      << (o.max_concurrency > 0 ? std::to_string(o.max_concurrency) : std::string("unlimited"))
+      << "\n";
+  m << "- SLO: TTFT <= " << fmt(o.slo.ttft_ms * o.slo_scale, 1)
+    << " ms and TPOT <= " << fmt(o.slo.tpot_ms * o.slo_scale, 1) << " ms ("
+    << (o.slo_name.empty() ? "given" : "preset " + o.slo_name) << ": " << fmt(o.slo.ttft_ms, 0)
+    << " / " << fmt(o.slo.tpot_ms, 0) << " ms, scale " << fmt(o.slo_scale)
+    << "); attainment target " << target << "\n\n";
+
+  m << "## Endpoints\n\n| endpoint | URL | model | prompts built with | exact-length prompts "
+       "|\n|---|---|---|---|---|\n";
+  for (const auto& e : r.endpoints)
+    m << "| " << e.label << " | " << e.url << " | " << (e.model.empty() ? "?" : e.model) << " | "
+      << (e.tokenizer == "approximate" ? "approximation (no /tokenize)"
+                                       : e.tokenizer + " /tokenize")
+      << " | " << e.prompts_exact << " / " << e.prompts << " |\n";
+
+  m << "\n## Results\n\nTimes in ms; TPOT = (E2E - TTFT) / (output tokens - 1); attainment = "
+       "requests meeting both SLOs / "
+       "requests sent; goodput = those requests / run duration.\n\n";
+  m << "| endpoint | rate (req/s) | ok / sent | errors | req/s | out tok/s | TTFT mean | TTFT P50 "
+       "| TTFT P90 | TTFT P99 "
+       "| TPOT mean | TPOT P50 | TPOT P90 | TPOT P99 | ITL P99 | E2E P50 | E2E P99 | attainment | "
+       "goodput (req/s) |\n";
+  m << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& run : r.runs) {
+    const Summary& s = run.summary;
+    const std::string errs = errors_text(s);
+    m << "| " << run.label << " | " << rate_label(run.rate) << " | " << s.completed << " / "
+      << s.requests << " | " << (errs.empty() ? "-" : errs) << " | " << fmt(s.request_throughput)
+      << " | " << fmt(s.output_throughput, 1) << " | " << fmt(s.ttft_ms.mean, 1) << " | "
+      << fmt(s.ttft_ms.median, 1) << " | " << fmt(s.ttft_ms.p90, 1) << " | "
+      << fmt(s.ttft_ms.p99, 1) << " | " << fmt(s.tpot_ms.mean, 1) << " | "
+      << fmt(s.tpot_ms.median, 1) << " | " << fmt(s.tpot_ms.p90, 1) << " | "
+      << fmt(s.tpot_ms.p99, 1) << " | " << fmt(s.itl_ms.p99, 1) << " | " << fmt(s.e2el_ms.median, 1)
+      << " | " << fmt(s.e2el_ms.p99, 1) << " | " << fmt(100 * s.attainment, 1) << "% | "
+      << fmt(s.goodput) << " |\n";
+  }
+
+  if (o.rates.size() > 1) {
+    const double lowest = *std::min_element(o.rates.begin(), o.rates.end());
+    m << "\n## Goodput\n\nThe highest request rate at which SLO attainment stays >= " << target
+      << " (at every tested rate up to it).\n\n| endpoint | goodput (req/s) |\n|---|---|\n";
+    for (const auto& e : r.endpoints)
+      m << "| " << e.label << " | "
+        << (e.goodput_rate ? rate_label(*e.goodput_rate) : "< " + rate_label(lowest)) << " |\n";
+  }
+
+  m << "\n## SLO attainment vs SLO scale\n\n| endpoint | rate (req/s) |";
+  for (double s : r.scales) m << " x" << rate_label(s) << " |";
+  m << "\n|---|---|";
+  for (size_t i = 0; i < r.scales.size(); ++i) m << "---|";
+  m << "\n";
+  for (const auto& run : r.runs) {
+    m << "| " << run.label << " | " << rate_label(run.rate) << " |";
+    for (const auto& [s, a] : run.scale_curve) m << " " << fmt(100 * a, 1) << "% |";
+    m << "\n";
+  }
+
+  std::vector<std::string> notes = r.notes;
+  for (const auto& e : r.endpoints)
+    for (const auto& n : e.notes) notes.push_back(e.label + ": " + n);
+  for (const auto& run : r.runs)
+    if (run.summary.output_len_mismatch)
+      notes.push_back(run.label + " @ " + rate_label(run.rate) + ": " +
+                      std::to_string(run.summary.output_len_mismatch) +
+                      " completed requests returned a different number of tokens than max_tokens "
+                      "(ignore_eos not honoured?)");
+  if (!notes.empty()) {
+    m << "\n## Notes\n\n";
+    for (const auto& n : notes) m << "- " << n << "\n";
+  }
+  bool any_png = false;
+  for (const auto& f : r.files)
+    if (fs::path(f).extension() == ".png") {
+      if (!any_png) m << "\n## Plots\n\n";
+      any_png = true;
+      const std::string rel = fs::path(f).lexically_relative(o.output_dir).string();
+      m << "![" << fs::path(f).stem().string() << "](" << rel << ")\n";
+    }
+  return m.str();
+}
+
+std::string run_json(const RunReport& run) {
+  json reqs = json::array();
+  for (const auto& rec : run.records) {
+    const RequestMetrics mt = request_metrics(rec);
+    json j = {{"index", rec.index},           {"ok", rec.ok},
+              {"input_len", rec.input_len},   {"prompt_tokens", mt.prompt_tokens},
+              {"max_tokens", rec.max_tokens}, {"output_tokens", mt.output_tokens},
+              {"arrival_s", rec.arrival_s},   {"start_s", rec.start_s},
+              {"end_s", rec.end_s},           {"e2el_ms", mt.e2el_s * 1000}};
+    if (!rec.chunk_s.empty()) j["ttft_ms"] = mt.ttft_s * 1000;
+    if (mt.tpot_s) j["tpot_ms"] = *mt.tpot_s * 1000;
+    json itl = json::array();
+    for (double g : mt.itl_s) itl.push_back(g * 1000);
+    j["itl_ms"] = std::move(itl);
+    j["text_chunks"] = rec.chunk_s.size();
+    if (rec.usage_completion_tokens) j["usage_completion_tokens"] = *rec.usage_completion_tokens;
+    if (rec.usage_prompt_tokens) j["usage_prompt_tokens"] = *rec.usage_prompt_tokens;
+    if (!rec.ok)
+      j["error"] = {{"kind", rec.error_kind},
+                    {"http_status", rec.http_status},
+                    {"message", rec.error_message}};
+    reqs.push_back(std::move(j));
+  }
+  json j = {{"endpoint", run.label},
+            {"url", run.url},
+            {"model", run.model},
+            {"request_rate", rate_json(run.rate)},
+            {"summary", summary_to_json(run.summary)},
+            {"slo_scale_curve", curve_json(run.scale_curve)},
+            {"requests", std::move(reqs)}};
+  return j.dump(1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string summary_json(const ServeReport& r) {
+  const ServeOptions& o = r.options;
+  json rates = json::array();
+  for (double x : o.rates) rates.push_back(rate_json(x));
+  json cfg = {
+      {"api", api_name(o.api)},
+      {"dataset", o.dataset.describe()},
+      {"num_prompts", r.lengths.size()},
+      {"seed", o.seed},
+      {"max_model_len", r.max_model_len},
+      {"request_rates", rates},
+      {"burstiness", o.burstiness},
+      {"max_concurrency", o.max_concurrency},
+      {"single_sequence", o.single_sequence},
+      {"slo", {{"ttft_ms", o.slo.ttft_ms}, {"tpot_ms", o.slo.tpot_ms}, {"preset", o.slo_name}}},
+      {"slo_scale", o.slo_scale},
+      {"slo_scales", r.scales},
+      {"attainment_target", o.attainment_target},
+      {"request_timeout_s", o.timeout_s},
+      {"warmup", o.warmup}};
+  json eps = json::array();
+  for (const auto& e : r.endpoints) {
+    json runs = json::array();
+    for (const auto& run : r.runs) {
+      if (run.label != e.label) continue;
+      runs.push_back({{"request_rate", rate_json(run.rate)},
+                      {"summary", summary_to_json(run.summary)},
+                      {"slo_scale_curve", curve_json(run.scale_curve)}});
+    }
+    eps.push_back({{"label", e.label},
+                   {"url", e.url},
+                   {"model", e.model},
+                   {"tokenizer", e.tokenizer},
+                   {"server_max_model_len",
+                    e.server_max_model_len ? json(*e.server_max_model_len) : json(nullptr)},
+                   {"prompts_exact", e.prompts_exact},
+                   {"prompts", e.prompts},
+                   {"goodput_rate", e.goodput_rate ? rate_json(*e.goodput_rate) : json(nullptr)},
+                   {"notes", e.notes},
+                   {"runs", std::move(runs)}});
+  }
+  json j = {{"config", cfg}, {"endpoints", std::move(eps)}, {"notes", r.notes}};
+  return j.dump(1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<std::string> write_report_files(const ServeReport& report, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create output folder " + dir + ": " + ec.message());
+  std::vector<std::string> files;
+  for (const auto& run : report.runs) {
+    const fs::path p =
+        fs::path(dir) / (file_stem(run.label) + "_rate-" + rate_label(run.rate) + ".json");
+    write_file(p, run_json(run));
+    files.push_back(p.string());
+  }
+  const fs::path s = fs::path(dir) / "summary.json";
+  write_file(s, summary_json(report));
+  files.push_back(s.string());
+  const fs::path md = fs::path(dir) / "report.md";
+  write_file(md, markdown_report(report));
+  files.push_back(md.string());
+  return files;
+}
+
+}  // namespace sandwich::bench

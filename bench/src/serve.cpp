@@ -1,0 +1,271 @@
+#include "bench/serve.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+#include "bench/arrivals.h"
+#include "bench/plots.h"
+#include "bench/prompts.h"
+#include "bench/report.h"
+#include "bench/runner.h"
+#include "bench/server_api.h"
+
+namespace sandwich::bench {
+
+Endpoint parse_endpoint(const std::string& text) {
+  Endpoint e;
+  std::string url = text;
+  // LABEL=URL: the '=' must come before any "://" so that query strings stay URLs.
+  const size_t eq = text.find('='), scheme = text.find("://");
+  if (eq != std::string::npos && (scheme == std::string::npos || eq < scheme)) {
+    e.label = text.substr(0, eq);
+    url = text.substr(eq + 1);
+    if (e.label.empty()) throw std::invalid_argument("empty label in --endpoint '" + text + "'");
+  }
+  e.url = Url::parse(url);
+  if (e.url.prefix.size() >= 3 && e.url.prefix.compare(e.url.prefix.size() - 3, 3, "/v1") == 0)
+    e.url.prefix.resize(e.url.prefix.size() - 3);
+  if (e.label.empty()) e.label = e.url.host + ":" + std::to_string(e.url.port);
+  return e;
+}
+
+namespace {
+
+const std::vector<double> kDefaultScales = {0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3};
+
+void validate(const ServeOptions& o) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  if (o.endpoints.empty()) bad("give at least one --endpoint");
+  std::set<std::string> labels;
+  for (const auto& e : o.endpoints)
+    if (!labels.insert(e.label).second)
+      bad("two endpoints are labelled '" + e.label + "'; name them with LABEL=URL");
+  if (o.num_prompts < 1 || o.num_prompts > kMaxPrompts)
+    bad("--num-prompts must be 1.." + std::to_string(kMaxPrompts) + ", got " +
+        std::to_string(o.num_prompts));
+  if (o.rates.empty()) bad("no request rate given");
+  for (double r : o.rates)
+    if (!(r >= kMinRequestRate)) bad("request rates must be at least 0.001 per second (or inf)");
+  if (!(o.burstiness > 0) || std::isinf(o.burstiness))
+    bad("--burstiness must be a positive number");
+  if (o.max_concurrency < 0 || o.max_concurrency > kMaxConcurrency)
+    bad("--max-concurrency must be 1.." + std::to_string(kMaxConcurrency) + " (or 0 for no limit)");
+  if (!(o.slo.ttft_ms > 0) || !(o.slo.tpot_ms > 0))
+    bad("SLO targets are required: --slo-ttft-ms and --slo-tpot-ms (> 0), or --slo PRESET");
+  if (!(o.slo_scale > 0) || std::isinf(o.slo_scale)) bad("--slo-scale must be a positive number");
+  for (double s : o.slo_scales)
+    if (!(s > 0) || std::isinf(s)) bad("--slo-scales must be positive numbers");
+  if (!(o.attainment_target > 0) || o.attainment_target > 1)
+    bad("--attainment-target must be in (0, 1]");
+  if (o.max_model_len && (*o.max_model_len < 2 || *o.max_model_len > kMaxModelLen))
+    bad("--max-model-len must be 2.." + std::to_string(kMaxModelLen));
+  if (!(o.timeout_s > 0) || o.timeout_s > kMaxRequestTimeout)
+    bad("--request-timeout must be > 0 and at most " +
+        std::to_string(static_cast<int64_t>(kMaxRequestTimeout)) + " s");
+  if (o.warmup < 0 || o.warmup > kMaxPrompts)
+    bad("--warmup must be 0.." + std::to_string(kMaxPrompts));
+  if (o.client_threads < 1 || o.client_threads > kMaxClientThreads)
+    bad("--client-threads must be 1.." + std::to_string(kMaxClientThreads));
+  openai_request_body(o.api, "m", "p", 1, o.extra_body);  // rejects a bad --extra-body now
+}
+
+// Prompts for one endpoint: exact under its tokenizer when it has one, else approximate.
+std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, EndpointReport& er,
+                                       const ServeOptions& o, const std::vector<int>& lengths,
+                                       int salt0, std::ostream& log) {
+  RemoteTokenizer tok(client, ep.url, er.model, o.api, o.api_key, std::min(o.timeout_s, 60.0));
+  const TokenizerStyle style = tok.probe();
+  std::vector<BuiltPrompt> out;
+  out.reserve(lengths.size());
+  if (style == TokenizerStyle::None) {
+    er.tokenizer = "approximate";
+    er.notes.push_back(
+        "no usable /tokenize and /detokenize: prompt lengths are approximate (one token per common "
+        "English word plus one BOS token); the usage block's prompt_tokens shows the real count");
+  } else {
+    er.tokenizer = tokenizer_style_name(style);
+    if (o.api == Api::Chat && !tok.counts_template())
+      er.notes.push_back(
+          "chat: the server cannot tokenize messages, so prompt lengths count the message text "
+          "without the chat template's tokens");
+    log << "[" << ep.label << "] building " << lengths.size()
+        << " prompts with the server's tokenizer (" << er.tokenizer << " /tokenize)\n";
+  }
+  PromptBuilder builder(tok, o.seed);
+  bool exact_ok = style != TokenizerStyle::None;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const int idx = salt0 + static_cast<int>(i);
+    if (exact_ok) {
+      try {
+        out.push_back(builder.build(idx, lengths[i]));
+        continue;
+      } catch (const std::exception& e) {
+        exact_ok = false;
+        er.tokenizer = "approximate";
+        er.notes.push_back(std::string("tokenizing failed (") + e.what() + "); prompts from #" +
+                           std::to_string(i) + " on are approximate");
+      }
+    }
+    out.push_back(approximate_prompt(idx, lengths[i], o.seed));
+  }
+  return out;
+}
+
+}  // namespace
+
+ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
+  ServeReport rep;
+  rep.options = options;
+  ServeOptions& o = rep.options;
+  if (o.single_sequence) {
+    o.max_concurrency = 1;
+    o.rates = {std::numeric_limits<double>::infinity()};
+  }
+  validate(o);
+  rep.scales = o.slo_scales.empty() ? kDefaultScales : o.slo_scales;
+  std::sort(rep.scales.begin(), rep.scales.end());
+  rep.scales.erase(std::unique(rep.scales.begin(), rep.scales.end()), rep.scales.end());
+
+  HttpClient client(o.client_threads);
+  const double probe_timeout = std::min(o.timeout_s, 30.0);
+  std::optional<int> smallest_ctx;
+  for (const auto& ep : o.endpoints) {
+    EndpointReport er;
+    er.label = ep.label;
+    er.url = ep.url.str();
+    const ServerInfo info = probe_server(client, ep.url, o.api_key, probe_timeout);
+    er.model = o.model.empty() ? info.model : o.model;
+    er.server_max_model_len = info.max_model_len;
+    if (!info.error.empty()) er.notes.push_back("asking for the model: " + info.error);
+    if (er.model.empty())
+      er.notes.push_back(
+          "model unknown (no --model, no /v1/models): requests carry no model field");
+    if (info.max_model_len)
+      smallest_ctx = std::min(smallest_ctx.value_or(*info.max_model_len), *info.max_model_len);
+    log << "[" << er.label << "] " << er.url << " model '" << er.model << "'"
+        << (info.max_model_len ? ", context " + std::to_string(*info.max_model_len) : std::string())
+        << "\n";
+    rep.endpoints.push_back(std::move(er));
+  }
+  if (o.max_model_len) {
+    rep.max_model_len = *o.max_model_len;
+  } else if (smallest_ctx) {
+    rep.max_model_len = *smallest_ctx;
+  } else {
+    rep.max_model_len = 2048;
+    rep.notes.push_back(
+        "no server reported its context length: the dataset was filtered to 2048 tokens "
+        "(set --max-model-len)");
+  }
+  rep.lengths = sample_lengths(o.dataset, o.num_prompts, o.seed, rep.max_model_len, o.dataset_path);
+
+  const size_t n = rep.lengths.size();
+  std::vector<int> prompt_lens;
+  for (const auto& p : rep.lengths) prompt_lens.push_back(p.input);
+  for (size_t w = 0; w < static_cast<size_t>(o.warmup); ++w)
+    prompt_lens.push_back(rep.lengths[w % n].input);
+
+  // Salts differ between runs and between invocations, so no run finds another's prompts in a
+  // server's prefix cache (a sweep re-sending the same prompts handed llama-server KV-cache hits
+  // at every rate after the first). Lengths and arrivals stay those of --seed.
+  const int per_run = static_cast<int>(prompt_lens.size());
+  const int64_t salts = static_cast<int64_t>(per_run) * static_cast<int64_t>(o.rates.size() + 1);
+  const int64_t invocations = std::max<int64_t>(1, std::min<int64_t>(4096, (INT_MAX - 1) / salts));
+  const int invocation =
+      static_cast<int>(std::random_device{}() % static_cast<uint64_t>(invocations));
+  for (size_t e = 0; e < o.endpoints.size(); ++e) {
+    const Endpoint& ep = o.endpoints[e];
+    EndpointReport& er = rep.endpoints[e];
+    const int salt0 = static_cast<int>(invocation * salts);
+    const std::vector<BuiltPrompt> built =
+        build_prompts(client, ep, er, o, prompt_lens, salt0, log);
+    std::vector<BenchRequest> requests, warmups;
+    for (size_t i = 0; i < built.size(); ++i) {
+      const LengthPair& len = rep.lengths[i % n];
+      BenchRequest q{built[i].text, len.input, built[i].tokens, len.output};
+      if (i < n) {
+        er.prompts_exact += built[i].exact;
+        ++er.prompts;
+        requests.push_back(std::move(q));
+      } else {
+        warmups.push_back(std::move(q));
+      }
+    }
+    if (er.tokenizer != "approximate" && er.prompts_exact < er.prompts)
+      er.notes.push_back(
+          std::to_string(er.prompts - er.prompts_exact) +
+          " prompts could not be built to their exact length (a token merge at the seam); the "
+          "closest was used");
+    RunOptions ro;
+    ro.url = ep.url;
+    ro.api = o.api;
+    ro.model = er.model;
+    ro.extra_body = o.extra_body;
+    ro.bearer = o.api_key;
+    ro.timeout_s = o.timeout_s;
+    if (!warmups.empty()) {
+      log << "[" << ep.label << "] " << warmups.size() << " warm-up requests\n";
+      RunOptions one = ro;
+      one.max_concurrency = 1;
+      const auto recs =
+          run_requests(client, one, warmups, std::vector<double>(warmups.size(), 0.0));
+      const auto failed =
+          std::count_if(recs.begin(), recs.end(), [](const RequestRecord& r) { return !r.ok; });
+      if (failed)
+        er.notes.push_back(std::to_string(failed) + " of " + std::to_string(recs.size()) +
+                           " warm-up requests failed");
+    }
+    ro.max_concurrency = o.max_concurrency;
+    ro.progress = [&log, &ep](size_t done, size_t total) {
+      // A line per tenth of a long run, so a person sees it move.
+      if (total >= 50 && done * 10 / total != (done - 1) * 10 / total)
+        log << "[" << ep.label << "]   " << done << " / " << total << " requests done\n"
+            << std::flush;
+    };
+    std::vector<std::pair<double, double>> rate_att;
+    for (size_t ri = 0; ri < o.rates.size(); ++ri) {
+      const double rate = o.rates[ri];
+      if (ri > 0) {  // fresh salts for every run after the first
+        const std::vector<int> lens(prompt_lens.begin(),
+                                    prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
+        const auto again =
+            build_prompts(client, ep, er, o, lens, salt0 + per_run * static_cast<int>(ri), log);
+        for (size_t i = 0; i < n; ++i) {
+          requests[i].prompt = again[i].text;
+          requests[i].prompt_tokens = again[i].tokens;
+        }
+      }
+      log << "[" << ep.label << "] " << n << " requests at rate " << rate_label(rate) << " req/s"
+          << (o.max_concurrency > 0 ? ", concurrency <= " + std::to_string(o.max_concurrency)
+                                    : std::string())
+          << "\n";
+      RunReport run;
+      run.label = ep.label;
+      run.url = er.url;
+      run.model = er.model;
+      run.rate = rate;
+      run.records = run_requests(client, ro, requests,
+                                 arrival_times(static_cast<int>(n), rate, o.burstiness, o.seed));
+      run.summary = summarize(run.records, o.slo, o.slo_scale);
+      for (double s : rep.scales) run.scale_curve.push_back({s, attainment(run.records, o.slo, s)});
+      rate_att.push_back({rate, run.summary.attainment});
+      log << format_run_summary(run, o.attainment_target);
+      rep.runs.push_back(std::move(run));
+    }
+    er.goodput_rate = goodput_rate(rate_att, o.attainment_target);
+  }
+
+  if (!o.output_dir.empty()) {
+    if (o.plots) rep.files = write_plots(rep, o.output_dir, log);
+    auto written = write_report_files(rep, o.output_dir);
+    rep.files.insert(rep.files.end(), written.begin(), written.end());
+  }
+  return rep;
+}
+
+}  // namespace sandwich::bench

@@ -1,0 +1,213 @@
+// sandwich-bench engine (this program, sandwich-bench-engine, which sandwich-bench runs for it):
+// prefill and decode throughput of the engine itself, measured the way
+// llama-bench measures pp (a prompt of N tokens in one batch) and tg (M single-token decode
+// steps), so the two tools' figures compare directly on the same GGUF file.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "common/tool.h"
+#include "engine/executor.h"
+#include "engine/forward.h"
+#include "engine/model_options.h"
+#include "engine/sampler.h"
+
+namespace sandwich {
+namespace {
+
+struct Stats {
+  double median, min, max;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {med, v.front(), v.back()};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int bench_engine(int argc, char** argv) {
+  LoadOptions load;
+  int prompt_tokens = 512, gen_tokens = 128, threads = 0, reps = 3, warmup = 1;
+  std::optional<std::string> json_path, configs_text;
+  ArgParser p("sandwich-bench engine",
+              "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
+  add_model_options(p, load);
+  p.add("--prompt-tokens", &prompt_tokens,
+        "prompt length of the prefill test (default 512; 0 skips it)");
+  p.add("--gen-tokens", &gen_tokens,
+        "decode steps of the generation test (default 128; 0 skips it)");
+  p.add("-t,--threads", &threads, "compute threads (default: all cores)");
+  p.add("-r,--reps", &reps, "measured repetitions (default 3)");
+  p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
+  p.add("--json", &json_path, "also write the results as JSON to this file", "F");
+  p.add("--configs", &configs_text,
+        "service configurations to compare, comma-separated: RxT for both phases or "
+        "PREFILL/DECODE, e.g. "
+        "1x2,2x1,1x2/2x1 (default: 1 rank of --threads cores)",
+        "LIST");
+  if (!p.parse(argc, argv)) return 0;
+  // Everything the command line decides is checked before the model loads (which can take
+  // minutes) and the results file is opened before the benchmark runs.
+  if (load.model.empty()) throw CliError("--model is required (see --help)");
+  if (prompt_tokens < 0 || gen_tokens < 0 || warmup < 0)
+    throw CliError("--prompt-tokens, --gen-tokens and --warmup must be >= 0");
+  if (reps < 1) throw CliError("--reps must be at least 1");
+  if (prompt_tokens == 0 && gen_tokens == 0)
+    throw CliError("nothing to do: --prompt-tokens and --gen-tokens are both 0");
+  try {
+    threads = resolve_threads(threads, "--threads");
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  load.threads = threads;
+  load.require_tokenizer = false;
+
+  // Each item: RxT for both phases, or PREFILL/DECODE.
+  std::vector<std::string> items;
+  std::vector<std::pair<ServiceConfig, ServiceConfig>> configs;
+  if (configs_text) {
+    std::stringstream ss(*configs_text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      if (item.empty()) throw CliError("--configs has an empty item: '" + *configs_text + "'");
+      items.push_back(item);
+    }
+    if (items.empty())
+      throw CliError("--configs needs at least one configuration, e.g. 1x2 or 1x2/2x1");
+    for (const auto& item : items) {
+      const size_t slash = item.find('/');
+      try {
+        const ServiceConfig pc = parse_service_config(item.substr(0, slash));
+        const ServiceConfig dc =
+            slash == std::string::npos ? pc : parse_service_config(item.substr(slash + 1));
+        configs.emplace_back(pc, dc);
+      } catch (const std::invalid_argument& e) {
+        throw CliError("--configs: " + std::string(e.what()));
+      }
+    }
+  } else {
+    // Like sandwich-generate: one rank of --threads threads, wrapping around the CPUs if asked.
+    items.push_back("1x" + std::to_string(threads));
+    configs.emplace_back(single_rank_config(threads), single_rank_config(threads));
+  }
+  std::optional<std::ofstream> json_out;
+  if (json_path) {
+    json_out.emplace(*json_path);
+    if (!*json_out) throw CliError("cannot write --json file " + *json_path);
+  }
+
+  auto model = load_model(load);
+  const ModelConfig& c = model->config;
+  if (std::max(prompt_tokens, gen_tokens) > c.max_seq_len)
+    throw CliError("the test lengths exceed the model's context of " +
+                   std::to_string(c.max_seq_len));
+  for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
+
+  // Every configuration's executors start before any measurement (rank processes fork here).
+  struct Setup {
+    std::string name;
+    std::unique_ptr<Executor> prefill, decode;
+  };
+  KVCache kv(c, KVCache::bytes_for_tokens(c, std::max(prompt_tokens, gen_tokens)));
+  ExecutorLimits limits;
+  limits.max_tokens = std::max(prompt_tokens, 1);
+  limits.max_entries = 1;
+  std::vector<Setup> setups;
+  for (size_t i = 0; i < items.size(); ++i)
+    setups.push_back({items[i], make_executor(*model, kv, configs[i].first, limits),
+                      make_executor(*model, kv, configs[i].second, limits)});
+  std::vector<float> logits(c.vocab_size);
+  // Random ids stand in for a prompt: throughput does not depend on which tokens they are.
+  std::mt19937 rng(1234);
+  std::vector<int32_t> prompt(prompt_tokens);
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size));
+
+  Setup* cur = nullptr;
+  auto run_pp = [&] {
+    std::vector<int32_t> blocks;
+    kv.reserve(blocks, prompt_tokens);
+    const auto t0 = std::chrono::steady_clock::now();
+    BatchEntry e{prompt, 0, blocks, true};
+    cur->prefill->run({&e, 1}, logits.data());
+    const double s = seconds_since(t0);
+    kv.release(blocks);
+    return prompt_tokens / s;
+  };
+  auto run_tg = [&] {
+    std::vector<int32_t> blocks;
+    kv.reserve(blocks, gen_tokens);
+    int32_t tok = c.bos_id >= 0 ? c.bos_id : 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < gen_tokens; ++i) {
+      BatchEntry e{std::span<const int32_t>(&tok, 1), i, blocks, true};
+      cur->decode->run({&e, 1}, logits.data());
+      tok = argmax(logits.data(), c.vocab_size);
+    }
+    const double s = seconds_since(t0);
+    kv.release(blocks);
+    return gen_tokens / s;
+  };
+
+  nlohmann::json results = nlohmann::json::array();
+  std::printf("| model | dtype | params | config | test | t/s (median) | min | max |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  auto report = [&](const char* name, int n, const std::function<double()>& fn) {
+    if (n == 0) return;
+    for (int i = 0; i < warmup; ++i) fn();
+    std::vector<double> v;
+    for (int i = 0; i < reps; ++i) v.push_back(fn());
+    const Stats s = stats(v);
+    const std::string test = std::string(name) + std::to_string(n);
+    const ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
+    std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
+                std::string(kernels::dtype_name(model->weights.dtype)).c_str(),
+                c.param_count() / 1e9, sc.to_string().c_str(), test.c_str(), s.median, s.min,
+                s.max);
+    std::fflush(stdout);
+    results.push_back(
+        {{"model", c.name},
+         {"source", model->source},
+         {"dtype", kernels::dtype_name(model->weights.dtype)},
+         {"configs", cur->name},
+         {"config", sc.to_json()},
+         {"test", test},
+         {"tokens", n},
+         {"reps", reps},
+         {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
+         {"samples", v}});
+  };
+  for (auto& setup : setups) {
+    cur = &setup;
+    report("pp", prompt_tokens, run_pp);
+    report("tg", gen_tokens, run_tg);
+  }
+  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB\n", model->load_seconds,
+               static_cast<double>(model->weight_bytes()) / (1 << 30));
+  nlohmann::json doc = {{"load_seconds", model->load_seconds}, {"results", results}};
+  if (json_out) {
+    *json_out << doc.dump(2) << "\n";
+    if (!json_out->flush()) throw CliError("cannot write --json file " + *json_path);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace sandwich
+
+int main(int argc, char** argv) {
+  return sandwich::run_tool("sandwich-bench engine",
+                            [&] { return sandwich::bench_engine(argc, argv); });
+}

@@ -1,0 +1,36 @@
+// sandwich-bench-engine (`sandwich-bench engine`) as a user runs it.
+#include <gtest/gtest.h>
+
+#include "command.h"
+#include "test_data.h"
+
+namespace sandwich {
+namespace {
+
+// It checks its whole command line before it loads the model (here a file that does not
+// exist, so a check that came later would report that instead).
+TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
+  const std::string bin =
+      (test::bin_dir() / "sandwich-bench-engine").string() + " --model /nonexistent/m.gguf ";
+  auto error_of = [&](const std::string& args) {
+    const test::CommandResult r = test::run_command(bin + args);
+    EXPECT_EQ(r.code, 1) << args;
+    test::expect_one_line_error(r, "sandwich-bench engine: error: ");
+    return r.err;
+  };
+  EXPECT_NE(error_of("bogus").find("unexpected argument 'bogus'"), std::string::npos);
+  EXPECT_NE(error_of("--configs ''").find("--configs needs at least one configuration"),
+            std::string::npos);
+  EXPECT_NE(error_of("--configs 1x1,,1x1").find("empty item"), std::string::npos);
+  EXPECT_NE(error_of("--configs 99999999999x1").find("99999999999"), std::string::npos);
+  EXPECT_NE(error_of("--prompt-tokens 0 --gen-tokens 0").find("nothing to do"), std::string::npos);
+  EXPECT_NE(error_of("-t -3").find("--threads must be 0 (all cores) to"), std::string::npos);
+  EXPECT_NE(error_of("-t 100000").find("got 100000"), std::string::npos);
+  EXPECT_NE(
+      error_of("--json /nonexistent/x.json").find("cannot write --json file /nonexistent/x.json"),
+      std::string::npos);
+  EXPECT_NE(error_of("").find("/nonexistent/m.gguf"), std::string::npos);  // and then the model
+}
+
+}  // namespace
+}  // namespace sandwich
