@@ -13,12 +13,12 @@ namespace sandwich {
 
 class LocalExecutor : public Executor {
  public:
-  LocalExecutor(const Model& model, KVCache& kv, const ServiceConfig& config);
+  LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config);
   void run(std::span<const BatchEntry> batch, float* logits) override;
-  const ServiceConfig& config() const override { return config_; }
+  const topo::ServiceConfig& config() const override { return config_; }
 
  private:
-  ServiceConfig config_;
+  topo::ServiceConfig config_;
   kernels::ThreadTeam team_;
   ForwardPass fp_;
 };
@@ -27,11 +27,11 @@ struct RankControl;
 
 class RankGroupExecutor : public Executor {
  public:
-  RankGroupExecutor(const Model& model, KVCache& kv, const ServiceConfig& config,
+  RankGroupExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
                     const ExecutorLimits& limits);
   ~RankGroupExecutor() override;
   void run(std::span<const BatchEntry> batch, float* logits) override;
-  const ServiceConfig& config() const override { return config_; }
+  const topo::ServiceConfig& config() const override { return config_; }
   std::vector<int> pids() const;
 
  private:
@@ -41,7 +41,7 @@ class RankGroupExecutor : public Executor {
 
   const Model& model_;
   KVCache& kv_;
-  ServiceConfig config_;
+  topo::ServiceConfig config_;
   ExecutorLimits limits_;
   SharedRegion control_region_, reduce_region_;
   RankControl* ctl_ = nullptr;

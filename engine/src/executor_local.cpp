@@ -3,7 +3,7 @@
 
 namespace sandwich {
 
-LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const ServiceConfig& config)
+LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config)
     : config_(config),
       team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus),
       fp_(model, kv, team_) {}
@@ -13,7 +13,8 @@ void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits) {
 }
 
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
-                                        const ServiceConfig& config, const ExecutorLimits& limits) {
+                                        const topo::ServiceConfig& config,
+                                        const ExecutorLimits& limits) {
   if (config.ranks.empty()) throw std::invalid_argument("the service configuration has no ranks");
   if (config.rank_count() == 1) return std::make_unique<LocalExecutor>(model, kv, config);
   return std::make_unique<RankGroupExecutor>(model, kv, config, limits);

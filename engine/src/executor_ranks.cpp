@@ -1,5 +1,4 @@
 // Multi-rank configurations: R forked processes, one per rank, driven through shared memory.
-#include <hwloc.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -16,6 +15,7 @@
 
 #include "executor_impl.h"
 #include "kernels/allreduce.h"
+#include "topotree/process_binding.h"
 
 namespace sandwich {
 namespace {
@@ -48,26 +48,6 @@ class ShmCollective : public Collective {
   kernels::ShmAllReduce& ar_;
 };
 
-void bind_to(const RankPlacement& p) {
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return;
-  if (hwloc_topology_load(topo) == 0) {
-    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
-    for (int c : p.cpus) hwloc_bitmap_set(cpus, static_cast<unsigned>(c));
-    hwloc_set_cpubind(topo, cpus, HWLOC_CPUBIND_PROCESS);
-    hwloc_bitmap_free(cpus);
-    // Memory goes to the rank's own node where there is more than one.
-    if (hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE) > 1) {
-      hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-      hwloc_bitmap_set(nodes, static_cast<unsigned>(p.numa));
-      hwloc_set_membind(topo, nodes, HWLOC_MEMBIND_BIND,
-                        HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET);
-      hwloc_bitmap_free(nodes);
-    }
-  }
-  hwloc_topology_destroy(topo);
-}
-
 }  // namespace
 
 struct RankControl {
@@ -93,7 +73,8 @@ struct RankControl {
   }
 };
 
-RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv, const ServiceConfig& config,
+RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
+                                     const topo::ServiceConfig& config,
                                      const ExecutorLimits& limits)
     : model_(model), kv_(kv), config_(config), limits_(limits) {
   const ModelConfig& c = model.config;
@@ -245,8 +226,8 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
 void RankGroupExecutor::rank_main(int rank) {
   int code = 0;
   try {
-    const RankPlacement& p = config_.ranks[rank];
-    bind_to(p);
+    const topo::Rank& p = config_.ranks[rank];
+    topo::bind_process(p);
     const int R = config_.rank_count();
     kernels::ThreadTeam team(static_cast<int>(p.cpus.size()), p.cpus);
     kernels::ShmAllReduce ar(

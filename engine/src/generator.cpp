@@ -34,8 +34,9 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
   if (o.kind == ForwardKind::Reference) return;
   const ModelConfig& c = model.config;
   impl_->kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, c.max_seq_len));
-  const ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
-  const ServiceConfig dc = o.decode.value_or(o.prefill.value_or(single_rank_config(o.threads)));
+  const topo::ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
+  const topo::ServiceConfig dc =
+      o.decode.value_or(o.prefill.value_or(single_rank_config(o.threads)));
   ExecutorLimits limits;
   limits.max_tokens = kPrefillChunk;
   limits.max_entries = 1;

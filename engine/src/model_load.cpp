@@ -12,7 +12,7 @@
 #include "common/paths.h"
 #include "engine/dummy_model.h"
 #include "engine/model.h"
-#include "engine/service_config.h"
+#include "engine/plan.h"
 #include "model_source.h"
 
 namespace sandwich {

@@ -19,6 +19,7 @@
 #include "engine/executor.h"
 #include "engine/forward.h"
 #include "engine/model_options.h"
+#include "engine/plan.h"
 #include "engine/sampler.h"
 
 namespace sandwich {
@@ -78,7 +79,7 @@ int bench_engine(int argc, char** argv) {
 
   // Each item: RxT for both phases, or PREFILL/DECODE.
   std::vector<std::string> items;
-  std::vector<std::pair<ServiceConfig, ServiceConfig>> configs;
+  std::vector<std::pair<topo::ServiceConfig, topo::ServiceConfig>> configs;
   if (configs_text) {
     std::stringstream ss(*configs_text);
     for (std::string item; std::getline(ss, item, ',');) {
@@ -90,9 +91,9 @@ int bench_engine(int argc, char** argv) {
     for (const auto& item : items) {
       const size_t slash = item.find('/');
       try {
-        const ServiceConfig pc = parse_service_config(item.substr(0, slash));
-        const ServiceConfig dc =
-            slash == std::string::npos ? pc : parse_service_config(item.substr(slash + 1));
+        const topo::ServiceConfig pc = topo::parse_service_config(item.substr(0, slash));
+        const topo::ServiceConfig dc =
+            slash == std::string::npos ? pc : topo::parse_service_config(item.substr(slash + 1));
         configs.emplace_back(pc, dc);
       } catch (const std::invalid_argument& e) {
         throw CliError("--configs: " + std::string(e.what()));
@@ -171,7 +172,7 @@ int bench_engine(int argc, char** argv) {
     for (int i = 0; i < reps; ++i) v.push_back(fn());
     const Stats s = stats(v);
     const std::string test = std::string(name) + std::to_string(n);
-    const ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
+    const topo::ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
                 std::string(kernels::dtype_name(model->weights.dtype)).c_str(),
                 c.param_count() / 1e9, sc.to_string().c_str(), test.c_str(), s.median, s.min,

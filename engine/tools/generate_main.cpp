@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
       go.prefill = pl.prefill;
       go.decode = pl.decode;
     }
-    if (prefill_config) go.prefill = parse_service_config(*prefill_config);
-    if (decode_config) go.decode = parse_service_config(*decode_config);
+    if (prefill_config) go.prefill = topo::parse_service_config(*prefill_config);
+    if (decode_config) go.decode = topo::parse_service_config(*decode_config);
 
     auto model = load_model(load);
     for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";

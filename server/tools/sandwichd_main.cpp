@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
       sched.prefill_config = pl.prefill;
       sched.decode_config = pl.decode;
     }
-    if (prefill_config) sched.prefill_config = parse_service_config(*prefill_config);
-    if (decode_config) sched.decode_config = parse_service_config(*decode_config);
+    if (prefill_config) sched.prefill_config = topo::parse_service_config(*prefill_config);
+    if (decode_config) sched.decode_config = topo::parse_service_config(*decode_config);
     if (!sched.prefill_config) sched.prefill_config = single_rank_config(threads);
     load.threads = threads;
     svc.served_model_name = served_name.value_or(load.model);

@@ -11,6 +11,7 @@
 
 #include "engine/executor.h"
 #include "engine/generator.h"
+#include "engine/plan.h"
 #include "test_data.h"
 
 namespace sandwich {
@@ -34,8 +35,8 @@ std::string expected_greedy() {
 
 std::string greedy(const Model& m, const std::string& prefill, const std::string& decode) {
   GeneratorOptions o;
-  o.prefill = parse_service_config(prefill);
-  o.decode = parse_service_config(decode);
+  o.prefill = topo::parse_service_config(prefill);
+  o.decode = topo::parse_service_config(decode);
   Generator g(m, o);
   GenerationRequest r;
   r.prompt = {m.config.bos_id};
@@ -58,9 +59,9 @@ TEST(Executor, PrefillAndDecodeUnderDifferentConfigurations) {
   EXPECT_EQ(greedy(*m, "2x1", "1x1"), expected_greedy());
   // A prompt prefilled by two ranks and continued by one (the KV pages are shared).
   GeneratorOptions a, b;
-  a.prefill = parse_service_config("2x1");
-  a.decode = parse_service_config("1x2");
-  b.prefill = b.decode = parse_service_config("1x1");
+  a.prefill = topo::parse_service_config("2x1");
+  a.decode = topo::parse_service_config("1x2");
+  b.prefill = b.decode = topo::parse_service_config("1x1");
   GenerationRequest r;
   r.prompt = m->tokenizer->encode("Once upon a time, there was a big dog", true);
   r.max_tokens = 60;
@@ -86,8 +87,8 @@ TEST(Executor, DummyModelLogitsAgreeAcrossRankCounts) {
     ExecutorLimits lim;
     lim.max_tokens = 64;
     lim.max_entries = 2;
-    auto one = make_executor(*m, kv, parse_service_config("1x1"), lim);
-    auto two = make_executor(*m, kv, parse_service_config("2x1"), lim);
+    auto one = make_executor(*m, kv, topo::parse_service_config("1x1"), lim);
+    auto two = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
     EXPECT_EQ(executor_rank_pids(*two).size(), 2u);
     std::vector<int32_t> ta, tb, prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 31 + 7) % 1000);
@@ -116,7 +117,7 @@ TEST(Executor, KillingARankFailsTheStepQuicklyAndStopsTheGroup) {
   ExecutorLimits lim;
   lim.max_tokens = 512;
   lim.max_entries = 1;
-  auto ex = make_executor(*m, kv, parse_service_config("2x1"), lim);
+  auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
   const std::vector<int> pids = executor_rank_pids(*ex);
   ASSERT_EQ(pids.size(), 2u);
   std::vector<int32_t> blocks;
@@ -160,25 +161,13 @@ TEST(Executor, StoppingTheGroupLeavesNoProcessBehind) {
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
   std::vector<int> pids;
   {
-    auto ex = make_executor(*m, kv, parse_service_config("2x1"), ExecutorLimits{});
+    auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), ExecutorLimits{});
     pids = executor_rank_pids(*ex);
   }
   for (int p : pids) EXPECT_TRUE(process_gone(p));
 }
 
-TEST(ServiceConfig, ParsesShortAndJsonFormsAndRejectsBadOnes) {
-  EXPECT_EQ(parse_service_config("2x1").to_string(), "2x1 [0] [1]");
-  EXPECT_EQ(parse_service_config("1x2").to_string(), "1x2 [0,1]");
-  const ServiceConfig j =
-      parse_service_config(R"({"ranks":[{"numa":0,"cpus":[1]},{"numa":0,"cpus":[0]}]})");
-  EXPECT_EQ(j.ranks[0].cpus, std::vector<int>{1});
-  EXPECT_EQ(service_config_from_json(j.to_json()), j);
-  EXPECT_THROW(parse_service_config("64x64"), std::invalid_argument);
-  EXPECT_THROW(parse_service_config("0x1"), std::invalid_argument);
-  EXPECT_THROW(parse_service_config("two by one"), std::invalid_argument);
-  EXPECT_THROW(parse_service_config(R"({"ranks":[{"cpus":[0]},{"cpus":[0]}]})"),
-               std::invalid_argument);
-  EXPECT_THROW(parse_service_config(R"({"ranks":[{"cpus":[999]}]})"), std::invalid_argument);
+TEST(Plan, TakesEachPhasesConfigurationInAnyForm) {
   TempDir dir;
   std::ofstream(dir / "plan.json")
       << R"({"prefill":{"ranks":[{"cpus":[0,1]}]},"decode":{"config":{"ranks":[{"cpus":[0]},{"cpus":[1]}]}}})";
@@ -187,49 +176,22 @@ TEST(ServiceConfig, ParsesShortAndJsonFormsAndRejectsBadOnes) {
   EXPECT_EQ(p.decode.rank_count(), 2);
   std::ofstream(dir / "short.json") << R"({"prefill":"1x2","decode":"2x1"})";
   const Plan q = load_plan(dir / "short.json");
-  EXPECT_EQ(q.prefill.to_string(), "1x2 [0,1]");
+  EXPECT_EQ(q.prefill.to_string(), "1x2 [0-1]");
   EXPECT_EQ(q.decode.to_string(), "2x1 [0] [1]");
   std::ofstream(dir / "bad.json") << R"({"prefill":{}})";
   EXPECT_THROW(load_plan(dir / "bad.json"), std::invalid_argument);
-}
-
-std::string config_error(const std::string& text) {
+  std::ofstream(dir / "wrong.json") << R"({"prefill":"1x1","decode":{"ranks":[{"cpus":[999]}]}})";
   try {
-    parse_service_config(text);
+    load_plan(dir / "wrong.json");
+    FAIL();
   } catch (const std::invalid_argument& e) {
-    return e.what();
+    EXPECT_NE(std::string(e.what()).find("wrong.json: CPU 999 of rank 0 does not exist"),
+              std::string::npos)
+        << e.what();
   }
-  return "(no error)";
 }
 
-// Numbers that overflow or wrap are errors naming the value, never a wrapped CPU 0.
-TEST(ServiceConfig, OutOfRangeNumbersAreClearErrors) {
-  EXPECT_NE(config_error("65536x65536").find("65536 ranks is more than this machine's"),
-            std::string::npos);
-  EXPECT_NE(config_error("99999999999x1").find("99999999999"), std::string::npos);
-  EXPECT_NE(config_error("1x99999999999999999999999").find("cores per rank"), std::string::npos);
-  EXPECT_NE(config_error(R"({"ranks":[{"cpus":[4294967296]}]})")
-                .find("CPU id 4294967296 is out of range"),
-            std::string::npos);
-  EXPECT_NE(config_error(R"({"ranks":[{"cpus":[-1]}]})").find("CPU id -1"), std::string::npos);
-  EXPECT_NE(config_error(R"({"ranks":[{"cpus":[0.5]}]})").find("must be integers, got 0.5"),
-            std::string::npos);
-  EXPECT_NE(config_error(R"({"ranks":[{"numa":-7,"cpus":[0]}]})")
-                .find("\"numa\" must be a NUMA node number"),
-            std::string::npos);
-  EXPECT_NE(config_error(R"({"ranks":[{"numa":"x","cpus":[0]}]})").find("got \"x\""),
-            std::string::npos);
-  EXPECT_NE(config_error(R"({"ranks":[{"numa":4294967296,"cpus":[0]}]})").find("4294967296"),
-            std::string::npos);
-  if (std::filesystem::exists("/sys/devices/system/node/online")) {
-    EXPECT_NE(config_error(R"({"ranks":[{"numa":99,"cpus":[0]}]})")
-                  .find("NUMA node 99 of rank 0 does not exist"),
-              std::string::npos);
-  }
-  EXPECT_EQ(config_error(R"({"ranks":[{"numa":0,"cpus":[0]}]})"), "(no error)");
-}
-
-TEST(ServiceConfig, ThreadCountsAreBounded) {
+TEST(Plan, ThreadCountsAreBounded) {
   EXPECT_EQ(single_rank_config(1).ranks[0].cpus, std::vector<int>{0});
   EXPECT_GE(single_rank_config(0).ranks[0].cpus.size(), 1u);
   EXPECT_THROW(single_rank_config(-3), std::invalid_argument);
@@ -244,7 +206,7 @@ TEST(ServiceConfig, ThreadCountsAreBounded) {
   }
 }
 
-TEST(ServiceConfig, PlanThatIsADirectoryNamesIt) {
+TEST(Plan, PlanThatIsADirectoryNamesIt) {
   TempDir dir;
   try {
     load_plan(dir.path());
@@ -256,13 +218,13 @@ TEST(ServiceConfig, PlanThatIsADirectoryNamesIt) {
   }
 }
 
-TEST(ServiceConfig, RankCountMustDivideTheKvHeads) {
+TEST(Executor, RankCountMustDivideTheKvHeads) {
   SANDWICH_REQUIRE_DATA();
   auto m = stories();  // 4 KV heads
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
   // Three ranks (CPUs are not checked when a configuration is built by hand).
-  ServiceConfig three;
-  three.ranks = {RankPlacement{0, {0}}, RankPlacement{0, {1}}, RankPlacement{0, {0}}};
+  topo::ServiceConfig three;
+  three.ranks = {topo::Rank{0, {0}, {0}}, topo::Rank{0, {0}, {1}}, topo::Rank{0, {0}, {0}}};
   EXPECT_THROW(make_executor(*m, kv, three, ExecutorLimits{}), std::invalid_argument);
 }
 

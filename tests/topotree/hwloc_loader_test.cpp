@@ -103,7 +103,7 @@ TEST(HwlocLoader, AsymmetricMachineKeepsItsLargestSymmetricPart) {
   hwloc_topology_destroy(topo);
 
   const LoadedTopology l = load_topology(xml.string());
-  EXPECT_EQ(l.pus_total, 7);
+  EXPECT_EQ(l.all_cpus.size(), 7u);
   EXPECT_EQ(l.tree.leaf_count(), 6);  // 2 packages x 3 cores beats 1 package x 4
   EXPECT_EQ(l.tree.level(1).arity, 2);
   EXPECT_EQ(l.tree.level(2).arity, 3);

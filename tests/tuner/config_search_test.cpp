@@ -143,7 +143,7 @@ TEST(ConfigSearch, EarlyStoppingDiscardsTheRestOfAGroup) {
   EXPECT_EQ(r0.stats.configs_early_stopped, 0);
   EXPECT_EQ(r0.stats.groups_stopped, 0);
   EXPECT_LT(ev.calls, all.calls) << "early stopping saves evaluations";
-  EXPECT_EQ(r.ranked.front().config.same_ranks(r0.ranked.front().config), true);
+  EXPECT_EQ(r.ranked.front().config, r0.ranked.front().config);
   EXPECT_EQ(r.ranked.front().config.total_threads(), 16);
   expect_consistent(r.stats);
 }

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "engine/service_config.h"
 #include "test_data.h"
+#include "topotree/service_config.h"
 
 namespace sandwich::tuner {
 namespace {
@@ -48,7 +48,7 @@ TEST(TuneCli, ConfigsJsonIsUsableByTheEngine) {
   const auto& configs = j["phases"]["decode"]["configs"];
   ASSERT_GE(configs.size(), 1u);
   for (const auto& c : configs) {
-    EXPECT_NO_THROW(service_config_from_json(c["config"])) << c.dump();
+    EXPECT_NO_THROW(topo::service_config_from_json(c["config"])) << c.dump();
     EXPECT_GT(c["predicted_ms"].get<double>(), 0);
   }
   EXPECT_GE(j["phases"]["decode"]["stats"]["configs_evaluated"].get<int>(), 1);

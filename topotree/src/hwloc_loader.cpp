@@ -93,6 +93,11 @@ RawNode read_object(hwloc_obj_t obj, bool& missing_numa) {
   return n;
 }
 
+void collect_pus(const RawNode& n, std::vector<std::pair<int, int>>& out) {
+  if (n.cpu >= 0) out.emplace_back(n.cpu, n.numa);
+  for (const auto& c : n.children) collect_pus(c, out);
+}
+
 bool looks_like_xml_file(const std::string& spec) {
   std::error_code ec;
   return std::filesystem::is_regular_file(spec, ec);
@@ -187,9 +192,28 @@ LoadedTopology load_topology(const std::string& spec) {
   std::vector<std::string> notes;
   if (missing_numa)
     notes.push_back("hwloc gave no NUMA node for some PUs; they are taken as NUMA node 0");
-  const int pus = hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PU);
+  std::vector<std::pair<int, int>> pus;
+  collect_pus(root, pus);
+  std::sort(pus.begin(), pus.end());
   TopoTree tree = detail::raw_to_topo_tree(std::move(root), notes);
-  return LoadedTopology{std::move(tree), source, std::move(notes), pus};
+  LoadedTopology out{std::move(tree), source, std::move(notes), {}, {}};
+  for (const auto& [cpu, numa] : pus) {
+    out.all_cpus.push_back(cpu);
+    out.all_cpus_numa.push_back(numa);
+  }
+  return out;
+}
+
+std::vector<int> LoadedTopology::numa_nodes() const {
+  std::vector<int> nodes = all_cpus_numa;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+const LoadedTopology& this_machine() {
+  static const LoadedTopology machine = load_topology("");
+  return machine;
 }
 
 }  // namespace sandwich::topo

@@ -4,14 +4,26 @@
 #include <map>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "common/cpu_list.h"
 
 namespace sandwich::topo {
 
 bool ServiceConfig::spans_numa() const {
   for (const Rank& r : ranks)
-    if (r.numa < 0) return true;
+    if (r.numa_nodes.size() > 1) return true;
   return false;
+}
+
+nlohmann::json ServiceConfig::to_json() const {
+  nlohmann::json rs = nlohmann::json::array();
+  for (const Rank& r : ranks) {
+    nlohmann::json j = {{"numa", r.memory_node()}, {"cpus", r.cpus}};
+    if (r.numa_nodes.size() > 1) j["numa_nodes"] = r.numa_nodes;
+    rs.push_back(std::move(j));
+  }
+  return {{"ranks", rs}};
 }
 
 uint64_t ServiceConfig::key() const {

@@ -124,7 +124,7 @@ class Search {
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return nullptr;
     for (size_t i : it->second)
-      if (records_[i].config.same_ranks(c)) return &records_[i];
+      if (records_[i].config == c) return &records_[i];
     return nullptr;
   }
 

@@ -78,12 +78,12 @@ std::vector<std::string> shipped_topology_names() {
 
 MachineDescription load_machine(const std::string& spec) {
   if (spec.empty()) {
-    topo::LoadedTopology l = topo::load_topology("");
+    const topo::LoadedTopology& l = topo::this_machine();
     return MachineDescription{.name = "this machine",
                               .description = "",
-                              .tree = std::move(l.tree),
-                              .source = std::move(l.source),
-                              .notes = std::move(l.notes),
+                              .tree = l.tree,
+                              .source = l.source,
+                              .notes = l.notes,
                               .params = std::nullopt,
                               .local = true};
   }

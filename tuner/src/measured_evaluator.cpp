@@ -8,7 +8,6 @@
 #include "engine/executor.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
-#include "tuner/engine_config.h"
 
 namespace sandwich::tuner {
 namespace {
@@ -58,7 +57,7 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
   ExecutorLimits limits;
   limits.max_tokens = workload_.prefill_chunk;
   limits.max_entries = std::max(1, workload_.decode_batch);
-  auto ex = make_executor(*model_, *kv_, to_engine_config(config), limits);
+  auto ex = make_executor(*model_, *kv_, config, limits);
   // Token ids do not change the time a step takes; any valid ones do.
   std::mt19937 rng(7);
   auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size)); };

@@ -6,8 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/engine_config.h"
-
 namespace sandwich::tuner {
 namespace {
 
@@ -136,7 +134,7 @@ nlohmann::json report_json(const ReportContext& c, const std::vector<SearchResul
                       {"prefill", prediction_json(prefill ? rc.prediction : rc.other_phase)},
                       {"decode", prediction_json(prefill ? rc.other_phase : rc.prediction)},
                       {"origin", rc.origin},
-                      {"config", config_json(rc.config)}});
+                      {"config", rc.config.to_json()}});
     }
     phases[phase_name(r.phase)] = {{"configs", list}, {"stats", stats_json(r.stats)}};
   }

@@ -421,7 +421,7 @@ int cmd_calibrate(int argc, char** argv, int first) {
   p.add_flag("--recalibrate", &recalibrate, "measure again even if a cached calibration exists");
   p.add_flag("--json", &json, "print JSON");
   if (!p.parse(argc, argv, first)) return 0;
-  const topo::LoadedTopology local = topo::load_topology("");
+  const topo::LoadedTopology& local = topo::this_machine();
   std::filesystem::path cache;
   const Calibration c = local_calibration(local.tree, recalibrate, &cache);
   const MachineParams params = c.params();

@@ -13,7 +13,7 @@
 #include "engine/forward.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
-#include "engine/service_config.h"
+#include "topotree/service_config.h"
 
 namespace sandwich {
 
@@ -22,7 +22,7 @@ class Executor {
   virtual ~Executor() = default;
   // Same contract as ForwardPass::run. Throws std::runtime_error if the step fails.
   virtual void run(std::span<const BatchEntry> batch, float* logits) = 0;
-  virtual const ServiceConfig& config() const = 0;
+  virtual const topo::ServiceConfig& config() const = 0;
 };
 
 struct ExecutorLimits {
@@ -34,7 +34,8 @@ struct ExecutorLimits {
 // Creates the executor of a configuration. Must be called before this process starts threads
 // that a forked rank could trip over (it forks for multi-rank configurations).
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
-                                        const ServiceConfig& config, const ExecutorLimits& limits);
+                                        const topo::ServiceConfig& config,
+                                        const ExecutorLimits& limits);
 
 // Test hook: the pids of a multi-rank executor's processes (empty for one rank).
 std::vector<int> executor_rank_pids(const Executor& e);

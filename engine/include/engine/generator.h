@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/plan.h"
 #include "engine/sampler.h"
-#include "engine/service_config.h"
 
 namespace sandwich {
 
@@ -37,7 +37,7 @@ struct GeneratorOptions {
   int threads = 0;  // one rank on CPUs 0..threads-1 when no configuration is given (0: all cores)
   ForwardKind kind = ForwardKind::Fast;
   // Service configurations of the two phases (multi-rank ones run in forked rank processes).
-  std::optional<ServiceConfig> prefill, decode;
+  std::optional<topo::ServiceConfig> prefill, decode;
 };
 
 class Generator {

@@ -16,8 +16,8 @@
 
 #include "engine/metrics.h"
 #include "engine/model.h"
+#include "engine/plan.h"
 #include "engine/sampler.h"
-#include "engine/service_config.h"
 
 namespace sandwich {
 
@@ -30,7 +30,7 @@ struct SchedulerOptions {
   int32_t max_waiting = 256;  // bounded waiting queue
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
-  std::optional<ServiceConfig> prefill_config, decode_config;
+  std::optional<topo::ServiceConfig> prefill_config, decode_config;
 };
 
 struct TokenLogprob {

@@ -17,7 +17,11 @@ struct LoadedTopology {
   TopoTree tree;
   std::string source;              // "this machine", "synthetic: ...", "XML: file.xml"
   std::vector<std::string> notes;  // things a user should know (asymmetry, missing NUMA info)
-  int pus_total = 0;               // PUs hwloc reported, before any symmetric cut
+  // Every PU hwloc reported (the tree may hold only the symmetric part), ascending by OS index,
+  // and the NUMA node of each: what a user may name in a service configuration.
+  std::vector<int> all_cpus, all_cpus_numa;
+  // The distinct NUMA nodes of all_cpus, ascending.
+  std::vector<int> numa_nodes() const;
 };
 
 // Most PUs a synthetic description may have: far above real machines (a few thousand PUs).
@@ -27,5 +31,8 @@ constexpr uint64_t kMaxPus = 65536;
 // description. Throws std::invalid_argument with hwloc's complaint and an example if the
 // description is not valid, or if it has more than kMaxPus PUs.
 LoadedTopology load_topology(const std::string& spec);
+
+// This machine's topology (the CPUs this process may use), read once.
+const LoadedTopology& this_machine();
 
 }  // namespace sandwich::topo
