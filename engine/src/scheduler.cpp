@@ -80,7 +80,7 @@ struct Scheduler::Impl {
   void prefill_step();
   void decode_step();
   void accept_token(Seq& s, float* row);
-  void finish(Seq& s, const std::string& reason);
+  void finish(Seq& s, FinishReason reason);
   void abort(Seq& s, AbortReason why, const std::string& error);
   void remove_finished();
   void preempt(Seq& s);
@@ -228,7 +228,7 @@ void Scheduler::Impl::publish_counts() {
 void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
   RequestOutput out;
   out.finished = true;
-  out.finish_reason = "abort";
+  out.finish_reason = FinishReason::Abort;
   out.error = error;
   out.abort_reason = why;
   out.prompt_tokens = s.n_prompt;
@@ -247,7 +247,7 @@ void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
   e2e.observe(secs(Clock::now() - s.arrival));
 }
 
-void Scheduler::Impl::finish(Seq& s, const std::string& reason) {
+void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
   RequestOutput out;
   out.finished = true;
   out.finish_reason = reason;
@@ -259,7 +259,7 @@ void Scheduler::Impl::finish(Seq& s, const std::string& reason) {
   if (s.req.on_output) s.req.on_output(out);
   e2e.observe(secs(Clock::now() - s.arrival));
   std::lock_guard<std::mutex> lock(mu);
-  (reason == "stop" ? st.finished_stop : st.finished_length)++;
+  (reason == FinishReason::Stop ? st.finished_stop : st.finished_length)++;
 }
 
 void Scheduler::Impl::remove_finished() {
@@ -309,7 +309,7 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   }
   s.last_token = now;
   if (!s.req.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
-    finish(s, "stop");
+    finish(s, FinishReason::Stop);
     return;
   }
   s.tokens.push_back(next);
@@ -328,10 +328,10 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   out.completion_tokens = s.generated();
   if (s.req.on_output) s.req.on_output(out);
   if (s.stops->stopped())
-    finish(s, "stop");
+    finish(s, FinishReason::Stop);
   else if (s.generated() >= s.req.max_tokens ||
            static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
-    finish(s, "length");
+    finish(s, FinishReason::Length);
 }
 
 void Scheduler::Impl::prefill_step() {

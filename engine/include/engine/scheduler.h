@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/finish_reason.h"
 #include "engine/metrics.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
@@ -55,9 +56,9 @@ struct RequestOutput {
   std::vector<int32_t> tokens;         // new token ids
   std::vector<TokenLogprob> logprobs;  // one per new token when logprobs were asked for
   bool finished = false;
-  std::string finish_reason;  // "stop", "length", or "abort" (cancelled, timed out, shut down)
-  std::string error;          // set with "abort": what happened, for people
-  AbortReason abort_reason = AbortReason::None;  // set with "abort": what happened, for code
+  FinishReason finish_reason = FinishReason::None;  // set when finished
+  std::string error;  // set with FinishReason::Abort: what happened, for people
+  AbortReason abort_reason = AbortReason::None;  // set with FinishReason::Abort: for code
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
 };
