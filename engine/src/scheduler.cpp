@@ -113,8 +113,9 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   ExecutorLimits limits;
   limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
   limits.max_entries = I.opt.max_num_seqs;
-  I.prefill_ex = make_executor(model, *I.kv, pc, limits);
-  if (!(dc == pc)) I.decode_ex = make_executor(model, *I.kv, dc, limits);
+  const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
+  I.prefill_ex = make(model, *I.kv, pc, limits);
+  if (!(dc == pc)) I.decode_ex = make(model, *I.kv, dc, limits);
   I.stop_ids = model.tokenizer->stop_ids();
   I.st.kv_blocks_total = I.kv->num_blocks();
   I.thread = std::thread([this] { impl_->loop(); });

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/executor.h"
 #include "engine/finish_reason.h"
 #include "engine/metrics.h"
 #include "engine/model.h"
@@ -21,6 +22,10 @@
 #include "engine/service_config.h"
 
 namespace sandwich {
+
+// Makes the executor of a phase; make_executor's signature.
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(
+    const Model&, KVCache&, const ServiceConfig&, const ExecutorLimits&)>;
 
 struct SchedulerOptions {
   int32_t max_num_seqs = 64;         // running sequences at most
@@ -32,6 +37,9 @@ struct SchedulerOptions {
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
   std::optional<ServiceConfig> prefill_config, decode_config;
+  // A seam for tests (a fake executor that records the steps) and for other executors. Called
+  // once per distinct configuration, prefill's first; null = make_executor.
+  ExecutorFactory executor_factory;
 };
 
 struct TokenLogprob {
