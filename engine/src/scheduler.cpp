@@ -172,8 +172,14 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
     for (int32_t t : r.prompt)
       if (t < 0 || t >= I.model.config.vocab_size)
         throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
-    r.sampling.validate();
     auto s = std::make_unique<Seq>();
+    uint64_t seed;
+    {
+      std::lock_guard<std::mutex> lock(I.mu);
+      seed = I.seeds();
+    }
+    // Checks the sampling parameters (logit_bias too) before any sequence is queued.
+    s->sampler = std::make_unique<Sampler>(r.sampling, I.model.config.vocab_size, seed);
     s->tokens = r.prompt;
     s->n_prompt = static_cast<int32_t>(n);
     s->arrival = Clock::now();
@@ -190,7 +196,6 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
   std::vector<uint64_t> ids;
   for (auto& s : seqs) {
     s->id = I.next_id++;
-    s->sampler = std::make_unique<Sampler>(s->req.sampling, I.model.config.vocab_size, I.seeds());
     ids.push_back(s->id);
     I.inbox.push_back(std::move(s));
     ++I.st.waiting;

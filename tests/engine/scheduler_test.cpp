@@ -317,6 +317,24 @@ TEST_F(SchedulerTest, InvalidRequestsThrowInvalidArgument) {
   EXPECT_TRUE(c.outputs().empty());
 }
 
+TEST_F(SchedulerTest, ABadSequenceInASubmitOfSeveralQueuesNone) {
+  // Regression: a logit_bias naming a token outside the vocabulary was caught only while the
+  // sequences were being queued, after the ones before it were in (and would run unheard of).
+  Scheduler& s = start(options());
+  Collector& good = collector();
+  Collector& bad = collector();
+  EngineRequest r = request(prompt(310, 3), 2, bad);
+  r.sampling.logit_bias = {{vocab() + 5, 1.0f}};
+  std::vector<EngineRequest> rs;
+  rs.push_back(request(prompt(300, 3), 2, good));
+  rs.push_back(std::move(r));
+  EXPECT_THROW(s.submit(std::move(rs)), std::invalid_argument);
+  EXPECT_EQ(s.stats().waiting, 0);
+  s.shutdown(true);
+  EXPECT_TRUE(good.outputs().empty());
+  EXPECT_TRUE(fake.steps().empty());
+}
+
 TEST_F(SchedulerTest, BadOptionsThrowInvalidArgument) {
   SchedulerOptions o = options();
   o.max_num_seqs = 0;
