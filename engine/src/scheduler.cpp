@@ -70,6 +70,7 @@ struct Scheduler::Impl {
   bool last_was_prefill = false;
   std::mt19937_64 seeds{std::random_device{}()};
   std::vector<float> logits;
+  std::vector<Seq*> in_step;  // the sequences of the step under way
   std::thread thread;
   std::mutex join_mu;
 
@@ -354,6 +355,7 @@ void Scheduler::Impl::prefill_step() {
                      s.blocks, s.n_computed + n == total});
     seqs.push_back(&s);
   }
+  in_step = seqs;
   if (batch.empty()) return;
   int32_t n_logits = 0, n_tokens = 0;
   for (auto& e : batch) {
@@ -397,6 +399,7 @@ void Scheduler::Impl::decode_step() {
                      s.blocks, true});
     seqs.push_back(&s);
   }
+  in_step = seqs;
   if (batch.empty()) return;
   logits.resize(batch.size() * static_cast<size_t>(model.config.vocab_size));
   const auto t0 = Clock::now();
@@ -464,6 +467,7 @@ void Scheduler::Impl::loop() {
         std::any_of(running.begin(), running.end(), [](auto& s) { return s->in_prefill(); });
     const bool has_decode =
         std::any_of(running.begin(), running.end(), [](auto& s) { return !s->in_prefill(); });
+    in_step.clear();
     try {
       if (has_prefill && (!has_decode || !last_was_prefill)) {
         prefill_step();
@@ -473,9 +477,12 @@ void Scheduler::Impl::loop() {
         last_was_prefill = false;
       }
     } catch (const std::exception& e) {
-      // A failed step fails the requests in it, not the server.
-      for (auto& p : running)
-        if (!p->done) abort(*p, AbortReason::EngineError, std::string("engine error: ") + e.what());
+      // A failed step fails the requests in it, not the server nor the others (all of them if it
+      // failed before its batch was formed).
+      if (in_step.empty())
+        for (auto& p : running) in_step.push_back(p.get());
+      for (Seq* s : in_step)
+        if (!s->done) abort(*s, AbortReason::EngineError, std::string("engine error: ") + e.what());
     }
     remove_finished();
     publish_counts();

@@ -670,6 +670,28 @@ TEST_F(SchedulerTest, TheDestructorAbortsWhatIsLeft) {
 
 // ---- failing steps ----
 
+TEST_F(SchedulerTest, AFailedStepFailsOnlyTheSequencesInIt) {
+  // Regression: every running sequence used to be aborted, also those the step did not hold.
+  SchedulerOptions o = options();
+  o.max_batched_tokens = 4;
+  Scheduler& s = start(o);
+  const auto a = prompt(300, 2), b = prompt(350, 11);
+  Collector& ca = collector();
+  Collector& cb = collector();
+  fake.fail_once([](const FakeStep& st) { return st.phase == "decode"; });  // a's first decode
+  s.submit({request(a, 10, ca), request(b, 3, cb)});
+  ASSERT_TRUE(ca.wait_finished());
+  ASSERT_TRUE(cb.wait_finished());
+  EXPECT_EQ(ca.last().finish_reason, FinishReason::Abort);
+  EXPECT_EQ(ca.last().abort_reason, AbortReason::EngineError);
+  EXPECT_NE(ca.last().error.find("injected failure at step 1"), std::string::npos)
+      << ca.last().error;
+  EXPECT_EQ(cb.last().finish_reason, FinishReason::Length) << cb.last().error;
+  EXPECT_EQ(cb.tokens(), expected_tokens(b, 3));
+  s.shutdown(true);
+  EXPECT_EQ(s.stats().kv_blocks_used, 0);
+}
+
 TEST_F(SchedulerTest, AFailedPrefillFailsItsSequencesAndTheSchedulerGoesOn) {
   Scheduler& s = start(options());
   Collector& ca = collector();
