@@ -392,12 +392,15 @@ void Scheduler::Impl::decode_step() {
   }
   std::vector<BatchEntry> batch;
   std::vector<Seq*> seqs;
+  uint64_t prompt_tokens = 0;
   for (auto& p : running) {
     Seq& s = *p;
     if (s.in_prefill()) continue;
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, 1), s.n_computed,
                      s.blocks, true});
     seqs.push_back(&s);
+    // The last prompt token of a prompt of one, or left alone by a chunk, is computed here.
+    prompt_tokens += s.n_computed < s.n_prompt;
   }
   in_step = seqs;
   if (batch.empty()) return;
@@ -408,6 +411,7 @@ void Scheduler::Impl::decode_step() {
     std::lock_guard<std::mutex> lock(mu);
     ++st.decode_steps;
     st.decode_seconds += secs(Clock::now() - t0);
+    st.prompt_tokens += prompt_tokens;
   }
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i]->n_computed += 1;

@@ -785,5 +785,42 @@ TEST_F(SchedulerTest, LogprobsComeWithEachToken) {
   EXPECT_EQ(n, 3);
 }
 
+// ---- stats ----
+
+TEST_F(SchedulerTest, StatsCountStepsTokensAndFinishes) {
+  SchedulerOptions o = options();
+  o.max_batched_tokens = 4;
+  o.max_num_seqs = 2;
+  o.kv_cache_bytes = 40 * block_bytes();
+  Scheduler& s = start(o);
+  EXPECT_EQ(s.stats().kv_blocks_total, 40);
+  fake.set_delay(std::chrono::microseconds(200));
+  // A one-token prompt, and one whose last token is left alone after a chunk (regression: those
+  // prompt tokens ran in decode steps and went uncounted).
+  std::vector<EngineRequest> rs;
+  rs.push_back(request(prompt(300, 1), 4, collector()));
+  rs.push_back(request(prompt(350, 6), 4, collector()));
+  rs.push_back(request(prompt(400, 9), 4, collector()));
+  s.submit(std::move(rs));
+  s.shutdown(true);
+  const auto steps = fake.steps();
+  uint64_t prefill = 0, decode = 0;
+  for (auto& st : steps) (st.phase == "prefill" ? prefill : decode)++;
+  const SchedulerStats st = s.stats();
+  EXPECT_EQ(st.prefill_steps, prefill);
+  EXPECT_EQ(st.decode_steps, decode);
+  EXPECT_GT(st.prefill_seconds, 0);
+  EXPECT_GT(st.decode_seconds, 0);
+  EXPECT_EQ(st.prompt_tokens, 16u);
+  EXPECT_EQ(st.generation_tokens, 12u);
+  EXPECT_EQ(st.finished_length, 3u);
+  EXPECT_EQ(st.finished_stop + st.finished_abort + st.preemptions, 0u);
+  EXPECT_EQ(st.running + st.waiting + st.kv_blocks_used, 0);
+  EXPECT_EQ(s.ttft().snapshot().count, 3u);
+  EXPECT_EQ(s.e2e().snapshot().count, 3u);
+  EXPECT_EQ(s.inter_token().snapshot().count, 9u);
+  for (auto& c : collectors) EXPECT_EQ(c.last().finish_reason, FinishReason::Length);
+}
+
 }  // namespace
 }  // namespace sandwich
