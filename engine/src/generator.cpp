@@ -63,7 +63,7 @@ GenerationResult Generator::generate(const GenerationRequest& req,
   req.sampling.validate();
 
   GenerationResult res;
-  res.finish_reason = "length";
+  res.finish_reason = FinishReason::Length;
   if (req.max_tokens == 0) return res;
   const int64_t total = std::min<int64_t>(c.max_seq_len, n_prompt + req.max_tokens);
 
@@ -127,13 +127,13 @@ GenerationResult Generator::generate(const GenerationRequest& req,
       first = false;
     }
     if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
-      res.finish_reason = "stop";
+      res.finish_reason = FinishReason::Stop;
       break;
     }
     res.tokens.push_back(next);
     if (decoder) emit(stops.push(decoder->push(next)));
     if (stops.stopped()) {
-      res.finish_reason = "stop";
+      res.finish_reason = FinishReason::Stop;
       break;
     }
     if (static_cast<int64_t>(res.tokens.size()) >= req.max_tokens || pos + 1 >= total) break;

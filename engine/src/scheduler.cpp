@@ -70,6 +70,7 @@ struct Scheduler::Impl {
   bool last_was_prefill = false;
   std::mt19937_64 seeds{std::random_device{}()};
   std::vector<float> logits;
+  std::vector<Seq*> in_step;  // the sequences of the step under way
   std::thread thread;
   std::mutex join_mu;
 
@@ -80,7 +81,7 @@ struct Scheduler::Impl {
   void prefill_step();
   void decode_step();
   void accept_token(Seq& s, float* row);
-  void finish(Seq& s, const std::string& reason);
+  void finish(Seq& s, FinishReason reason);
   void abort(Seq& s, AbortReason why, const std::string& error);
   void remove_finished();
   void preempt(Seq& s);
@@ -113,8 +114,9 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   ExecutorLimits limits;
   limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
   limits.max_entries = I.opt.max_num_seqs;
-  I.prefill_ex = make_executor(model, *I.kv, pc, limits);
-  if (!(dc == pc)) I.decode_ex = make_executor(model, *I.kv, dc, limits);
+  const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
+  I.prefill_ex = make(model, *I.kv, pc, limits);
+  if (!(dc == pc)) I.decode_ex = make(model, *I.kv, dc, limits);
   I.stop_ids = model.tokenizer->stop_ids();
   I.st.kv_blocks_total = I.kv->num_blocks();
   I.thread = std::thread([this] { impl_->loop(); });
@@ -171,8 +173,14 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
     for (int32_t t : r.prompt)
       if (t < 0 || t >= I.model.config.vocab_size)
         throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
-    r.sampling.validate();
     auto s = std::make_unique<Seq>();
+    uint64_t seed;
+    {
+      std::lock_guard<std::mutex> lock(I.mu);
+      seed = I.seeds();
+    }
+    // Checks the sampling parameters (logit_bias too) before any sequence is queued.
+    s->sampler = std::make_unique<Sampler>(r.sampling, I.model.config.vocab_size, seed);
     s->tokens = r.prompt;
     s->n_prompt = static_cast<int32_t>(n);
     s->arrival = Clock::now();
@@ -189,7 +197,6 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
   std::vector<uint64_t> ids;
   for (auto& s : seqs) {
     s->id = I.next_id++;
-    s->sampler = std::make_unique<Sampler>(s->req.sampling, I.model.config.vocab_size, I.seeds());
     ids.push_back(s->id);
     I.inbox.push_back(std::move(s));
     ++I.st.waiting;
@@ -228,7 +235,7 @@ void Scheduler::Impl::publish_counts() {
 void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
   RequestOutput out;
   out.finished = true;
-  out.finish_reason = "abort";
+  out.finish_reason = FinishReason::Abort;
   out.error = error;
   out.abort_reason = why;
   out.prompt_tokens = s.n_prompt;
@@ -247,7 +254,7 @@ void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
   e2e.observe(secs(Clock::now() - s.arrival));
 }
 
-void Scheduler::Impl::finish(Seq& s, const std::string& reason) {
+void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
   RequestOutput out;
   out.finished = true;
   out.finish_reason = reason;
@@ -259,7 +266,7 @@ void Scheduler::Impl::finish(Seq& s, const std::string& reason) {
   if (s.req.on_output) s.req.on_output(out);
   e2e.observe(secs(Clock::now() - s.arrival));
   std::lock_guard<std::mutex> lock(mu);
-  (reason == "stop" ? st.finished_stop : st.finished_length)++;
+  (reason == FinishReason::Stop ? st.finished_stop : st.finished_length)++;
 }
 
 void Scheduler::Impl::remove_finished() {
@@ -309,7 +316,7 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   }
   s.last_token = now;
   if (!s.req.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
-    finish(s, "stop");
+    finish(s, FinishReason::Stop);
     return;
   }
   s.tokens.push_back(next);
@@ -328,10 +335,10 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   out.completion_tokens = s.generated();
   if (s.req.on_output) s.req.on_output(out);
   if (s.stops->stopped())
-    finish(s, "stop");
+    finish(s, FinishReason::Stop);
   else if (s.generated() >= s.req.max_tokens ||
            static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
-    finish(s, "length");
+    finish(s, FinishReason::Length);
 }
 
 void Scheduler::Impl::prefill_step() {
@@ -348,6 +355,7 @@ void Scheduler::Impl::prefill_step() {
                      s.blocks, s.n_computed + n == total});
     seqs.push_back(&s);
   }
+  in_step = seqs;
   if (batch.empty()) return;
   int32_t n_logits = 0, n_tokens = 0;
   for (auto& e : batch) {
@@ -384,13 +392,17 @@ void Scheduler::Impl::decode_step() {
   }
   std::vector<BatchEntry> batch;
   std::vector<Seq*> seqs;
+  uint64_t prompt_tokens = 0;
   for (auto& p : running) {
     Seq& s = *p;
     if (s.in_prefill()) continue;
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, 1), s.n_computed,
                      s.blocks, true});
     seqs.push_back(&s);
+    // The last prompt token of a prompt of one, or left alone by a chunk, is computed here.
+    prompt_tokens += s.n_computed < s.n_prompt;
   }
+  in_step = seqs;
   if (batch.empty()) return;
   logits.resize(batch.size() * static_cast<size_t>(model.config.vocab_size));
   const auto t0 = Clock::now();
@@ -399,6 +411,7 @@ void Scheduler::Impl::decode_step() {
     std::lock_guard<std::mutex> lock(mu);
     ++st.decode_steps;
     st.decode_seconds += secs(Clock::now() - t0);
+    st.prompt_tokens += prompt_tokens;
   }
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i]->n_computed += 1;
@@ -458,6 +471,7 @@ void Scheduler::Impl::loop() {
         std::any_of(running.begin(), running.end(), [](auto& s) { return s->in_prefill(); });
     const bool has_decode =
         std::any_of(running.begin(), running.end(), [](auto& s) { return !s->in_prefill(); });
+    in_step.clear();
     try {
       if (has_prefill && (!has_decode || !last_was_prefill)) {
         prefill_step();
@@ -467,9 +481,12 @@ void Scheduler::Impl::loop() {
         last_was_prefill = false;
       }
     } catch (const std::exception& e) {
-      // A failed step fails the requests in it, not the server.
-      for (auto& p : running)
-        if (!p->done) abort(*p, AbortReason::EngineError, std::string("engine error: ") + e.what());
+      // A failed step fails the requests in it, not the server nor the others (all of them if it
+      // failed before its batch was formed).
+      if (in_step.empty())
+        for (auto& p : running) in_step.push_back(p.get());
+      for (Seq* s : in_step)
+        if (!s->done) abort(*s, AbortReason::EngineError, std::string("engine error: ") + e.what());
     }
     remove_finished();
     publish_counts();

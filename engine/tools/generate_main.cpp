@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
           model->source.c_str(), model->load_seconds, req.prompt.size(),
           r.prefill_seconds > 0 ? static_cast<double>(req.prompt.size()) / r.prefill_seconds : 0.0,
           r.tokens.size(), r.decode_seconds > 0 ? n_dec / r.decode_seconds : 0.0,
-          r.finish_reason.c_str());
+          finish_reason_name(r.finish_reason));
     }
     return 0;
   });

@@ -258,7 +258,7 @@ struct Job : std::enable_shared_from_this<Job> {
         if (active && all_done) --*active;
       }
       if (closed) return;
-      if (o.finished && o.finish_reason == "abort") {
+      if (o.finished && o.finish_reason == FinishReason::Abort) {
         // Never an OpenAI finish_reason. A cancel first means nobody is listening any more.
         if (o.abort_reason == AbortReason::Cancelled && !failure) {
           closed = true;
@@ -288,7 +288,7 @@ struct Job : std::enable_shared_from_this<Job> {
         c.completion_tokens = o.completion_tokens;
         json lp = logprobs >= 0 ? logprobs_delta(c, o) : json::array();
         if (logprobs < 0 && !o.tokens.empty()) c.prev_token = o.tokens.back();
-        if (o.finished) c.finish_reason = o.finish_reason;
+        if (o.finished) c.finish_reason = finish_reason_name(o.finish_reason);
         if (!stream) {
           for (auto& e : lp) {
             if (kind == Kind::Chat) {

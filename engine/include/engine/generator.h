@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/finish_reason.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/sampler.h"
@@ -26,9 +27,9 @@ struct GenerationRequest {
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated ids (a final stop token is not included)
   std::string text;             // their text, stop string removed
-  std::string finish_reason;    // "stop" or "length"
-  double prefill_seconds = 0;   // prompt processing and the first token
-  double decode_seconds = 0;    // the remaining tokens
+  FinishReason finish_reason = FinishReason::None;  // Stop or Length
+  double prefill_seconds = 0;                       // prompt processing and the first token
+  double decode_seconds = 0;                        // the remaining tokens
 };
 
 enum class ForwardKind { Fast, Reference };

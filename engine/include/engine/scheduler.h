@@ -14,12 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "engine/executor.h"
+#include "engine/finish_reason.h"
 #include "engine/metrics.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/sampler.h"
 
 namespace sandwich {
+
+// Makes the executor of a phase; make_executor's signature.
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(
+    const Model&, KVCache&, const topo::ServiceConfig&, const ExecutorLimits&)>;
 
 struct SchedulerOptions {
   int32_t max_num_seqs = 64;         // running sequences at most
@@ -31,6 +37,9 @@ struct SchedulerOptions {
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
   std::optional<topo::ServiceConfig> prefill_config, decode_config;
+  // A seam for tests (a fake executor that records the steps) and for other executors. Called
+  // once per distinct configuration, prefill's first; null = make_executor.
+  ExecutorFactory executor_factory;
 };
 
 struct TokenLogprob {
@@ -55,9 +64,9 @@ struct RequestOutput {
   std::vector<int32_t> tokens;         // new token ids
   std::vector<TokenLogprob> logprobs;  // one per new token when logprobs were asked for
   bool finished = false;
-  std::string finish_reason;  // "stop", "length", or "abort" (cancelled, timed out, shut down)
-  std::string error;          // set with "abort": what happened, for people
-  AbortReason abort_reason = AbortReason::None;  // set with "abort": what happened, for code
+  FinishReason finish_reason = FinishReason::None;  // set when finished
+  std::string error;  // set with FinishReason::Abort: what happened, for people
+  AbortReason abort_reason = AbortReason::None;  // set with FinishReason::Abort: for code
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
 };
