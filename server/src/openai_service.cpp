@@ -13,6 +13,7 @@
 
 #include "engine/chat_template.h"
 #include "engine/tokenizer.h"
+#include "prometheus.h"
 
 namespace sandwich::server {
 namespace {
@@ -929,51 +930,13 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
 
 std::string OpenAiService::metrics_text() const {
   const Impl& I = *impl_;
-  std::string s;
-  auto gauge = [&](const char* name, const char* help, double v, const char* type = "gauge") {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.10g", v);
-    s += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
-         name + " " + buf + "\n";
-  };
-  gauge("sandwich:model_ready", "1 once the model is loaded", I.ready ? 1 : 0);
-  if (!I.scheduler) return s;
-  const SchedulerStats st = I.scheduler->stats();
-  gauge("sandwich:num_requests_running", "Requests in the running batch", st.running);
-  gauge("sandwich:num_requests_waiting", "Requests waiting to be scheduled", st.waiting);
-  gauge("sandwich:kv_cache_usage_perc", "Fraction of KV-cache blocks in use",
-        st.kv_blocks_total ? static_cast<double>(st.kv_blocks_used) / st.kv_blocks_total : 0.0);
-  gauge("sandwich:kv_cache_blocks_used", "KV-cache blocks in use", st.kv_blocks_used);
-  gauge("sandwich:kv_cache_blocks_total", "KV-cache blocks", st.kv_blocks_total);
-  s += "# HELP sandwich:request_success_total Finished requests by finish reason\n"
-       "# TYPE sandwich:request_success_total counter\n";
-  s += "sandwich:request_success_total{finished_reason=\"stop\"} " +
-       std::to_string(st.finished_stop) + "\n";
-  s += "sandwich:request_success_total{finished_reason=\"length\"} " +
-       std::to_string(st.finished_length) + "\n";
-  s += "sandwich:request_success_total{finished_reason=\"abort\"} " +
-       std::to_string(st.finished_abort) + "\n";
-  gauge("sandwich:prompt_tokens_total", "Prompt tokens processed (recomputation included)",
-        static_cast<double>(st.prompt_tokens), "counter");
-  gauge("sandwich:generation_tokens_total", "Tokens generated",
-        static_cast<double>(st.generation_tokens), "counter");
-  gauge("sandwich:num_preemptions_total", "Sequences preempted for lack of KV blocks",
-        static_cast<double>(st.preemptions), "counter");
-  gauge("sandwich:prefill_steps_total", "Prefill steps run", static_cast<double>(st.prefill_steps),
-        "counter");
-  gauge("sandwich:decode_steps_total", "Decode steps run", static_cast<double>(st.decode_steps),
-        "counter");
-  gauge("sandwich:prefill_step_seconds_total", "Time in prefill steps", st.prefill_seconds,
-        "counter");
-  gauge("sandwich:decode_step_seconds_total", "Time in decode steps", st.decode_seconds, "counter");
-  gauge("sandwich:requests_rejected_total", "Requests refused because the queue was full",
-        static_cast<double>(I.rejected.load()), "counter");
-  I.scheduler->ttft().render(s, "sandwich:time_to_first_token_seconds", "Time to first token");
-  I.scheduler->inter_token().render(s, "sandwich:inter_token_latency_seconds",
-                                    "Time between output tokens");
-  I.scheduler->e2e().render(s, "sandwich:e2e_request_latency_seconds",
-                            "End-to-end request latency");
-  return s;
+  MetricsSnapshot m;
+  m.model_ready = I.ready;
+  if (I.scheduler)
+    m.engine = MetricsSnapshot::Engine{
+        I.scheduler->stats(), I.rejected.load(), I.scheduler->ttft().snapshot(),
+        I.scheduler->inter_token().snapshot(), I.scheduler->e2e().snapshot()};
+  return server::metrics_text(m);
 }
 
 }  // namespace sandwich::server
