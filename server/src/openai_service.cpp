@@ -3,115 +3,22 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <fstream>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_template.h"
-#include "engine/tokenizer.h"
+#include "api_error.h"
+#include "json_response.h"
 #include "prometheus.h"
+#include "request_fields.h"
+#include "request_parsing.h"
 
 namespace sandwich::server {
 namespace {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-struct ApiError {
-  int status;
-  std::string message, type, param, code;
-  std::vector<std::pair<std::string, std::string>> headers = {};
-};
-
-[[noreturn]] void bad(const std::string& message, const std::string& param = {}) {
-  throw ApiError{400, message, "invalid_request_error", param, {}};
-}
-
-std::string type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    default:
-      return "number";
-  }
-}
-
-// An integer as int64, or none when it is an unsigned one past INT64_MAX (get<int64_t> would
-// wrap it to a negative number).
-std::optional<int64_t> as_int64(const json& v) {
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  return v.get<int64_t>();
-}
-
-// Typed, range-checked access to request fields; absent or null fields keep their default.
-class Fields {
- public:
-  explicit Fields(const json& j) : j_(j) {}
-  const json* get(const char* k) const {
-    auto it = j_.find(k);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  double number(const char* k, double def, double lo, double hi) const {
-    const json* v = get(k);
-    if (!v) return def;
-    if (!v->is_number()) bad(std::string("'") + k + "' must be a number, not " + type_name(*v), k);
-    const double d = v->get<double>();
-    if (!(d >= lo && d <= hi))
-      bad(std::string("'") + k + "' must be between " + fmt(lo) + " and " + fmt(hi) + ", got " +
-              fmt(d),
-          k);
-    return d;
-  }
-  int64_t integer(const char* k, int64_t def, int64_t lo, int64_t hi) const {
-    const json* v = get(k);
-    if (!v) return def;
-    if (!v->is_number_integer())
-      bad(std::string("'") + k + "' must be an integer, not " + type_name(*v), k);
-    const auto d = as_int64(*v);
-    if (!d || *d < lo || *d > hi)
-      bad(std::string("'") + k + "' must be between " + std::to_string(lo) + " and " +
-              std::to_string(hi) + ", got " + v->dump(),
-          k);
-    return *d;
-  }
-  bool boolean(const char* k, bool def) const {
-    const json* v = get(k);
-    if (!v) return def;
-    if (!v->is_boolean())
-      bad(std::string("'") + k + "' must be a boolean, not " + type_name(*v), k);
-    return v->get<bool>();
-  }
-  std::optional<std::string> string(const char* k) const {
-    const json* v = get(k);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) bad(std::string("'") + k + "' must be a string, not " + type_name(*v), k);
-    return v->get<std::string>();
-  }
-
- private:
-  static std::string fmt(double d) {
-    std::ostringstream os;
-    os << d;
-    return os.str();
-  }
-  const json& j_;
-};
 
 std::string random_id(const char* prefix) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -125,19 +32,6 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-HttpResponse json_response(const json& j, int status = 200) {
-  HttpResponse r;
-  r.status = status;
-  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
-HttpResponse to_response(const ApiError& e) {
-  HttpResponse r = json_error(e.status, e.message, e.type, e.param, e.code);
-  r.headers = e.headers;
-  return r;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -168,8 +62,7 @@ HttpResponse abort_error(const RequestOutput& o) {
 
 // One request (all its prompts and choices) while the engine works on it.
 struct Job : std::enable_shared_from_this<Job> {
-  enum class Kind { Completion, Chat };
-  Kind kind = Kind::Completion;
+  ApiKind kind = ApiKind::Completion;
   std::string id, model;
   int64_t created = 0;
   bool stream = false, include_usage = false;
@@ -222,7 +115,7 @@ struct Job : std::enable_shared_from_this<Job> {
     json entries = json::array();
     for (const auto& lp : o.logprobs) {
       const std::string s = token_str(lp.token, c.prev_token);
-      if (kind == Kind::Chat) {
+      if (kind == ApiKind::Chat) {
         json top = json::array();
         for (auto& t : lp.top) {
           const std::string ts = token_str(t.token, c.prev_token);
@@ -292,7 +185,7 @@ struct Job : std::enable_shared_from_this<Job> {
         if (o.finished) c.finish_reason = o.finish_reason;
         if (!stream) {
           for (auto& e : lp) {
-            if (kind == Kind::Chat) {
+            if (kind == ApiKind::Chat) {
               c.logprob_entries.push_back(e);
             } else {
               c.lp_tokens.push_back(e["token"]);
@@ -308,7 +201,7 @@ struct Job : std::enable_shared_from_this<Job> {
             if (include_usage) {
               const json u = {{"id", id},       {"object", chunk_object()}, {"created", created},
                               {"model", model}, {"choices", json::array()}, {"usage", usage()}};
-              chunk += "data: " + dump(u) + "\n\n";
+              chunk += "data: " + dump_json(u) + "\n\n";
             }
             chunk += "data: [DONE]\n\n";
             end_stream = true;
@@ -343,12 +236,8 @@ struct Job : std::enable_shared_from_this<Job> {
     started = true;
   }
 
-  static std::string dump(const json& j) {
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-
   const char* chunk_object() const {
-    return kind == Kind::Chat ? "chat.completion.chunk" : "text_completion";
+    return kind == ApiKind::Chat ? "chat.completion.chunk" : "text_completion";
   }
 
   json usage() const {
@@ -363,7 +252,7 @@ struct Job : std::enable_shared_from_this<Job> {
 
   std::string stream_chunk(size_t idx, Choice& c, const RequestOutput& o, const json& lp) {
     json choice = {{"index", idx}};
-    if (kind == Kind::Chat) {
+    if (kind == ApiKind::Chat) {
       json delta = json::object();
       if (!c.sent_role) {
         delta["role"] = "assistant";
@@ -394,7 +283,7 @@ struct Job : std::enable_shared_from_this<Job> {
               {"created", created},
               {"model", model},
               {"choices", {choice}}};
-    return "data: " + dump(j) + "\n\n";
+    return "data: " + dump_json(j) + "\n\n";
   }
 
   void finish_whole() {
@@ -403,7 +292,7 @@ struct Job : std::enable_shared_from_this<Job> {
     for (size_t i = 0; i < choices.size(); ++i) {
       Choice& c = choices[i];
       json choice = {{"index", i}, {"finish_reason", c.finish_reason}};
-      if (kind == Kind::Chat) {
+      if (kind == ApiKind::Chat) {
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
         choice["logprobs"] = logprobs >= 0 ? json({{"content", c.logprob_entries}}) : json(nullptr);
       } else {
@@ -417,7 +306,7 @@ struct Job : std::enable_shared_from_this<Job> {
       cs.push_back(choice);
     }
     json j = {{"id", id},
-              {"object", kind == Kind::Chat ? "chat.completion" : "text_completion"},
+              {"object", kind == ApiKind::Chat ? "chat.completion" : "text_completion"},
               {"created", created},
               {"model", model},
               {"choices", cs},
@@ -425,6 +314,17 @@ struct Job : std::enable_shared_from_this<Job> {
     out->reply(json_response(j));
   }
 };
+
+// The method each route takes (every route takes one).
+const char* route_method(const std::string& path) {
+  static const std::pair<const char*, const char*> routes[] = {
+      {"/health", "GET"},    {"/metrics", "GET"},         {"/version", "GET"},
+      {"/v1/models", "GET"}, {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
+      {"/tokenize", "POST"}, {"/detokenize", "POST"}};
+  for (auto& [p, m] : routes)
+    if (path == p) return m;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -458,236 +358,41 @@ struct OpenAiService::Impl {
     return path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
   }
 
-  json parse_body(const HttpRequest& r) const {
-    json j;
-    try {
-      j = json::parse(r.body);
-    } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e400)
-      bad(std::string("the request body is not valid JSON: ") + e.what());
-    }
-    if (!j.is_object()) bad("the request body must be a JSON object");
-    return j;
-  }
-
-  void check_model(const Fields& f) const {
-    auto m = f.string("model");
-    if (m && *m != opt.served_model_name)
-      throw ApiError{404,
-                     "The model `" + *m + "` does not exist (this server serves `" +
-                         opt.served_model_name + "`).",
-                     "invalid_request_error", "model", "model_not_found"};
-  }
-
   void require_ready() const {
     if (shutting_down) throw ApiError{503, "the server is shutting down", "server_error", {}, {}};
     if (!ready) throw ApiError{503, "the model is still loading", "server_error", {}, {}};
   }
 
-  // prompt: string, token ids, list of strings, or list of token-id lists.
-  std::vector<std::vector<int32_t>> prompts(const json& j) const {
-    const json* p = j.contains("prompt") && !j["prompt"].is_null() ? &j["prompt"] : nullptr;
-    if (!p) bad("'prompt' is required", "prompt");
-    const Tokenizer& tok = *model->tokenizer;
-    auto ids_of = [&](const json& arr) {
-      std::vector<int32_t> ids;
-      for (auto& v : arr) {
-        if (!v.is_number_integer()) bad("'prompt' token ids must be integers", "prompt");
-        const auto t = as_int64(v);
-        if (!t || *t < 0 || *t >= model->config.vocab_size)
-          bad("'prompt' token id " + v.dump() + " is outside the vocabulary", "prompt");
-        ids.push_back(static_cast<int32_t>(*t));
-      }
-      return ids;
-    };
-    auto text_of = [&](const std::string& s) { return tok.encode(s, tok.add_bos_default()); };
-    std::vector<std::vector<int32_t>> out;
-    if (p->is_string()) {
-      out.push_back(text_of(p->get<std::string>()));
-    } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
-      out.push_back(ids_of(*p));
-    } else if (p->is_array() && !p->empty()) {
-      for (auto& e : *p) {
-        if (e.is_string())
-          out.push_back(text_of(e.get<std::string>()));
-        else if (e.is_array())
-          out.push_back(ids_of(e));
-        else
-          bad("'prompt' must be a string, a list of token ids, or a list of either", "prompt");
-      }
-    } else {
-      bad("'prompt' must be a non-empty string, a list of token ids, or a list of either",
-          "prompt");
-    }
-    if (out.size() > 64) bad("at most 64 prompts per request", "prompt");
-    for (auto& ids : out)
-      if (ids.empty()) bad("a prompt is empty (no tokens)", "prompt");
-    return out;
-  }
-
-  std::vector<int32_t> chat_prompt(const json& j) const {
-    const json* m = j.contains("messages") ? &j["messages"] : nullptr;
-    if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
-    std::vector<ChatMessage> msgs;
-    for (auto& e : *m) {
-      if (!e.is_object())
-        bad("each message must be an object with 'role' and 'content'", "messages");
-      if (!e.contains("role") || !e["role"].is_string())
-        bad("each message needs a string 'role'", "messages");
-      const std::string role = e["role"];
-      if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-        bad("unsupported message role '" + role + "' (system, user, assistant)", "messages");
-      std::string content;
-      const json c = e.value("content", json());
-      // Only an assistant turn may go without content (one that made tool calls).
-      if (c.is_null() && role != "assistant")
-        bad("a '" + role + "' message needs 'content'", "messages");
-      if (c.is_string()) {
-        content = c.get<std::string>();
-      } else if (c.is_array()) {  // [{"type":"text","text":...}]
-        for (auto& part : c) {
-          if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-              !part["text"].is_string())
-            bad("only text content parts are supported", "messages");
-          content += part["text"].get<std::string>();
-        }
-      } else if (!c.is_null()) {
-        bad("message 'content' must be a string or a list of text parts", "messages");
-      }
-      msgs.push_back({role == "developer" ? "system" : role, content});
-    }
-    const Tokenizer& tok = *model->tokenizer;
-    const std::string bos =
-        tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string();
-    const std::string eos =
-        tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string();
-    return tok.encode(render_chat(chat_format, msgs, true, bos, eos), false, true);
-  }
-
-  EngineRequest sampling_request(const Fields& f, bool chat) const {
-    EngineRequest r;
-    SamplingParams& s = r.sampling;
-    s.temperature = static_cast<float>(f.number("temperature", 1.0, 0.0, 100.0));
-    s.top_p = static_cast<float>(f.number("top_p", 1.0, 1e-9, 1.0));
-    s.top_k = static_cast<int32_t>(f.integer("top_k", -1, -1, 1 << 20));
-    s.min_p = static_cast<float>(f.number("min_p", 0.0, 0.0, 1.0));
-    s.presence_penalty = static_cast<float>(f.number("presence_penalty", 0.0, -2.0, 2.0));
-    s.frequency_penalty = static_cast<float>(f.number("frequency_penalty", 0.0, -2.0, 2.0));
-    s.repetition_penalty = static_cast<float>(f.number("repetition_penalty", 1.0, 1e-6, 100.0));
-    if (f.get("seed")) s.seed = static_cast<uint64_t>(f.integer("seed", 0, INT64_MIN, INT64_MAX));
-    if (const json* lb = f.get("logit_bias")) {
-      // {"token id": bias}, as OpenAI: ids as strings, biases in [-100, 100].
-      if (!lb->is_object())
-        bad("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
-      if (lb->size() > 1024) bad("'logit_bias' may name at most 1024 tokens", "logit_bias");
-      for (auto it = lb->begin(); it != lb->end(); ++it) {
-        const std::string& key = it.key();
-        int64_t id = -1;
-        if (!key.empty() && key.size() <= 10 &&
-            key.find_first_not_of("0123456789") == std::string::npos)
-          id = std::stoll(key);
-        if (id < 0 || id >= model->config.vocab_size)
-          bad("'logit_bias' key '" + key + "' is not a token id of this model (0.." +
-                  std::to_string(model->config.vocab_size - 1) + ")",
-              "logit_bias");
-        if (!it.value().is_number()) bad("'logit_bias' values must be numbers", "logit_bias");
-        const double b = it.value().get<double>();
-        if (!(b >= -100.0 && b <= 100.0))
-          bad("'logit_bias' values must be between -100 and 100", "logit_bias");
-        s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
-      }
-    }
-    const int32_t ctx = scheduler->max_model_len();
-    int64_t max_tokens = -1;
-    max_tokens =
-        f.integer("max_tokens", chat ? -1 : 16, 1, ctx);  // checked even when overridden below
-    if (chat && f.get("max_completion_tokens"))
-      max_tokens = f.integer("max_completion_tokens", 16, 1, ctx);
-    r.max_tokens = static_cast<int32_t>(max_tokens);  // -1: whatever the context leaves
-    r.ignore_eos = f.boolean("ignore_eos", false);
-    if (const json* st = f.get("stop")) {
-      if (st->is_string())
-        r.stop.push_back(st->get<std::string>());
-      else if (st->is_array()) {
-        if (st->size() > 16) bad("at most 16 stop strings", "stop");
-        for (auto& x : *st) {
-          if (!x.is_string()) bad("'stop' must be a string or a list of strings", "stop");
-          r.stop.push_back(x.get<std::string>());
-        }
-      } else {
-        bad("'stop' must be a string or a list of strings", "stop");
-      }
-    }
-    f.string("user");  // type-checked, otherwise unused
-    return r;
-  }
-
-  void generate(const HttpRequest& http, std::shared_ptr<Responder> out, Job::Kind kind) {
-    authorize(http);
-    const json j = parse_body(http);
+  // The body of a model route, once the server can answer it.
+  json model_request(const HttpRequest& http) const {
+    json j = parse_json_body(http.body);
     require_ready();
-    const Fields f(j);
-    check_model(f);
-    const bool chat = kind == Job::Kind::Chat;
-    EngineRequest base = sampling_request(f, chat);
-    const int n = static_cast<int>(f.integer("n", 1, 1, opt.max_n));
-    const bool stream = f.boolean("stream", false);
-    // Features a client may rely on that this server does not have: refused, never ignored.
-    if (!chat && f.boolean("echo", false)) bad("'echo' is not supported by this server", "echo");
-    if (!chat && f.integer("best_of", 1, 1, opt.max_n) > 1)
-      bad("'best_of' > 1 is not supported by this server; use 'n'", "best_of");
-    if (!chat && f.get("suffix")) bad("'suffix' is not supported by this server", "suffix");
-    if (chat) {
-      if (const json* t = f.get("tools"); t && !(t->is_array() && t->empty()))
-        bad("'tools' (function calling) is not supported by this server", "tools");
-      if (const json* rf = f.get("response_format")) {
-        if (!rf->is_object() || rf->value("type", std::string()) != "text")
-          bad("only 'response_format' {\"type\": \"text\"} is supported by this server",
-              "response_format");
-      }
-    }
-    bool include_usage = false;
-    if (const json* so = f.get("stream_options")) {
-      if (!stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
-      if (!so->is_object()) bad("'stream_options' must be an object", "stream_options");
-      include_usage = Fields(*so).boolean("include_usage", false);
-    }
-    int32_t logprobs = -1;
-    if (chat) {
-      if (f.boolean("logprobs", false))
-        logprobs = static_cast<int32_t>(f.integer("top_logprobs", 0, 0, 20));
-      else if (f.get("top_logprobs"))
-        bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
-    } else if (f.get("logprobs")) {
-      logprobs = static_cast<int32_t>(f.integer("logprobs", 0, 0, 20));
-    }
-    std::vector<std::vector<int32_t>> ps =
-        chat ? std::vector<std::vector<int32_t>>{chat_prompt(j)} : prompts(j);
-    const int32_t ctx = scheduler->max_model_len();
-    for (auto& p : ps) {
-      const int64_t want = base.max_tokens < 0 ? 1 : base.max_tokens;
-      if (static_cast<int64_t>(p.size()) + want > ctx)
-        bad("This model's maximum context length is " + std::to_string(ctx) +
-                " tokens. However, you requested " + std::to_string(p.size() + want) + " tokens (" +
-                std::to_string(p.size()) + " in the messages, " + std::to_string(want) +
-                " in the completion). Please reduce the length of the messages or completion.",
-            chat ? "messages" : "prompt");
-    }
-    SamplingParams probe = base.sampling;
-    try {
-      probe.validate();
-    } catch (const std::invalid_argument& e) {
-      bad(e.what());
-    }
+    check_model(Fields(j), opt.served_model_name);
+    return j;
+  }
 
-    // The whole request is queued at once or not at all; one that could never be (more
-    // sequences than the queue holds) is the client's error, not a reason to retry.
-    const int64_t total = static_cast<int64_t>(ps.size()) * n;
-    if (total > scheduler->max_waiting())
-      bad("this request asks for " + std::to_string(total) + " sequences (" +
-              std::to_string(ps.size()) + " prompt(s) x n=" + std::to_string(n) +
-              ") but the server queues at most " + std::to_string(scheduler->max_waiting()) +
-              "; send fewer prompts or a smaller 'n'",
-          n > 1 ? "n" : "prompt");
+  ParseContext parse_context() const {
+    return {*model->tokenizer,        chat_format,
+            model->config.vocab_size, scheduler->max_model_len(),
+            scheduler->max_waiting(), opt.max_n};
+  }
+
+  void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
+    authorize(http);
+    const json j = model_request(http);
+    const GenerateRequest req = parse_generate_request(j, kind, parse_context());
+    const bool chat = kind == ApiKind::Chat;
+    const int n = req.n;
+    const bool stream = req.stream;
+    const int64_t total = static_cast<int64_t>(req.sequences());
+    const int32_t ctx = scheduler->max_model_len();
+    EngineRequest base;
+    base.sampling = req.sampling;
+    base.max_tokens = req.max_tokens;
+    base.stop = req.stop;
+    base.ignore_eos = req.ignore_eos;
+    const int32_t logprobs = req.logprobs;
+    const auto& ps = req.prompts;
 
     auto job = std::make_shared<Job>();
     job->kind = kind;
@@ -695,7 +400,7 @@ struct OpenAiService::Impl {
     job->model = opt.served_model_name;
     job->created = unix_now();
     job->stream = stream;
-    job->include_usage = include_usage;
+    job->include_usage = req.include_usage;
     job->logprobs = logprobs;
     job->out = out;
     job->tok = model->tokenizer.get();
@@ -707,7 +412,8 @@ struct OpenAiService::Impl {
 
     std::vector<EngineRequest> rs;
     // One deadline for all: they time out together, and the request fails once.
-    const auto deadline = Clock::now() + std::chrono::seconds(opt.request_timeout_seconds);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(opt.request_timeout_seconds);
     size_t idx = 0;
     for (auto& p : ps)
       for (int i = 0; i < n; ++i, ++idx) {
@@ -763,38 +469,15 @@ struct OpenAiService::Impl {
   }
 
   void tokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
-    const json j = parse_body(http);
-    require_ready();
-    const Fields f(j);
-    check_model(f);
-    std::vector<int32_t> ids;
-    if (j.contains("messages")) {
-      ids = chat_prompt(j);
-    } else {
-      auto p = f.string("prompt");
-      if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
-      ids = model->tokenizer->encode(
-          *p, f.boolean("add_special_tokens", true) && model->tokenizer->add_bos_default());
-    }
+    const json j = model_request(http);
+    const std::vector<int32_t> ids = parse_tokenize_request(j, parse_context());
     out->reply(json_response(
         {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", scheduler->max_model_len()}}));
   }
 
   void detokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
-    const json j = parse_body(http);
-    require_ready();
-    const Fields f(j);
-    check_model(f);
-    const json* t = f.get("tokens");
-    if (!t || !t->is_array()) bad("'tokens' must be a list of token ids", "tokens");
-    std::vector<int32_t> ids;
-    for (auto& v : *t) {
-      if (!v.is_number_integer()) bad("'tokens' must be a list of integers", "tokens");
-      const auto id = as_int64(v);
-      if (!id || *id < 0 || *id >= model->tokenizer->vocab_size())
-        bad("token id " + v.dump() + " is outside the vocabulary", "tokens");
-      ids.push_back(static_cast<int32_t>(*id));
-    }
+    const json j = model_request(http);
+    const std::vector<int32_t> ids = parse_detokenize_request(j, *model->tokenizer);
     out->reply(json_response({{"prompt", model->tokenizer->decode(ids)}}));
   }
 
@@ -820,41 +503,7 @@ void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
   Impl& I = *impl_;
   I.model = &model;
   I.scheduler = &scheduler;
-  const Tokenizer& tok = *model.tokenizer;
-  std::optional<ChatFormat> fmt;
-  if (I.opt.chat_template) {
-    const std::string& t = *I.opt.chat_template;
-    if (t == "llama3")
-      fmt = ChatFormat::Llama3;
-    else if (t == "llama2")
-      fmt = ChatFormat::Llama2;
-    else if (t == "chatml")
-      fmt = ChatFormat::ChatML;
-    else {
-      std::ifstream in(t);
-      if (!in)
-        throw std::runtime_error("--chat-template '" + t +
-                                 "' is neither llama3, llama2, chatml nor a readable file");
-      std::stringstream ss;
-      ss << in.rdbuf();
-      fmt = detect_chat_format(ss.str());
-      if (!fmt)
-        throw std::runtime_error("--chat-template " + t +
-                                 ": not a Llama-3, Llama-2 or ChatML template");
-    }
-  } else if (!tok.chat_template().empty()) {
-    fmt = detect_chat_format(tok.chat_template());
-  }
-  if (!fmt) {
-    // No template in the model: go by its special tokens.
-    if (tok.token_id("<|start_header_id|>") >= 0)
-      fmt = ChatFormat::Llama3;
-    else if (tok.token_id("<|im_start|>") >= 0)
-      fmt = ChatFormat::ChatML;
-    else
-      fmt = ChatFormat::Llama2;
-  }
-  I.chat_format = *fmt;
+  I.chat_format = choose_chat_format(I.opt.chat_template, *model.tokenizer);
   I.ready = true;
 }
 
@@ -864,19 +513,6 @@ void OpenAiService::begin_shutdown() {
 int OpenAiService::active_requests() const {
   return impl_->active.load();
 }
-
-namespace {
-// The method each route takes (every route takes one).
-const char* route_method(const std::string& path) {
-  static const std::pair<const char*, const char*> routes[] = {
-      {"/health", "GET"},    {"/metrics", "GET"},         {"/version", "GET"},
-      {"/v1/models", "GET"}, {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
-      {"/tokenize", "POST"}, {"/detokenize", "POST"}};
-  for (auto& [p, m] : routes)
-    if (path == p) return m;
-  return nullptr;
-}
-}  // namespace
 
 std::optional<HttpResponse> OpenAiService::check_headers(const HttpRequest& req) const {
   try {
@@ -917,8 +553,8 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
     if (p == "/version") return out->reply(json_response({{"version", "0.1.0"}}));
     if (Impl::needs_key(p)) I.authorize(req);
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
-    if (p == "/v1/completions") return I.generate(req, out, Job::Kind::Completion);
-    if (p == "/v1/chat/completions") return I.generate(req, out, Job::Kind::Chat);
+    if (p == "/v1/completions") return I.generate(req, out, ApiKind::Completion);
+    if (p == "/v1/chat/completions") return I.generate(req, out, ApiKind::Chat);
     if (p == "/tokenize") return I.tokenize(req, out);
     return I.detokenize(req, out);
   } catch (const ApiError& e) {
