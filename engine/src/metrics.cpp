@@ -1,7 +1,6 @@
 #include "engine/metrics.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace sandwich {
 
@@ -28,21 +27,6 @@ Histogram::Snapshot Histogram::snapshot() const {
   s.sum = sum_;
   s.count = count_;
   return s;
-}
-
-void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
-  const Snapshot s = snapshot();
-  char buf[256];
-  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
-  for (size_t i = 0; i < s.bounds.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s_bucket{le=\"%g\"} %llu\n", name.c_str(), s.bounds[i],
-                  static_cast<unsigned long long>(s.cumulative[i]));
-    out += buf;
-  }
-  std::snprintf(buf, sizeof buf, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n",
-                name.c_str(), static_cast<unsigned long long>(s.cumulative.back()), name.c_str(),
-                s.sum, name.c_str(), static_cast<unsigned long long>(s.count));
-  out += buf;
 }
 
 std::vector<double> latency_buckets() {

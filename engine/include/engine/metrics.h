@@ -1,9 +1,8 @@
 #pragma once
-// Counters and histograms the server exports in Prometheus text format.
+// Histograms the scheduler keeps (latencies); the server reads their snapshots for /metrics.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <string>
 #include <vector>
 
 namespace sandwich {
@@ -20,8 +19,6 @@ class Histogram {
     uint64_t count = 0;
   };
   Snapshot snapshot() const;
-  // Appends the metric's lines (# HELP, # TYPE, buckets, sum, count).
-  void render(std::string& out, const std::string& name, const std::string& help) const;
 
  private:
   mutable std::mutex mu_;

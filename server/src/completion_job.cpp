@@ -1,0 +1,308 @@
+#include "completion_job.h"
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json_response.h"
+
+namespace sandwich::server {
+namespace {
+
+using json = nlohmann::json;
+
+// The answer to a request that ended in an abort other than a cancel: a timeout is the client's
+// to retry (408), a shutdown is the server going away (503), the rest is the server's fault.
+HttpResponse abort_error(const RequestOutput& o) {
+  switch (o.abort_reason) {
+    case AbortReason::Timeout:
+      return json_error(
+          408,
+          "the request did not finish within the server's --request-timeout; retry it, or ask for "
+          "fewer tokens",
+          "timeout_error");
+    case AbortReason::Shutdown:
+      return json_error(503, "the server shut down before the request finished; retry it",
+                        "server_error");
+    default:
+      return json_error(500, "the engine failed while generating this request: " + o.error,
+                        "server_error");
+  }
+}
+
+// One request (all its prompts and choices) while the engine works on it.
+class Job {
+ public:
+  Job(const GenerateRequest& req, const WireFormat& format, ResponseHeader header,
+      const CompletionEnv& env, std::shared_ptr<Responder> out)
+      : format_(format),
+        header_(std::move(header)),
+        stream_(req.stream),
+        include_usage_(req.include_usage),
+        logprobs_(req.logprobs),
+        n_per_prompt_(static_cast<size_t>(req.n)),
+        tok_(env.tokenizer),
+        scheduler_(env.scheduler),
+        active_(env.active),
+        out_(std::move(out)),
+        choices_(req.sequences()),
+        remaining_(static_cast<int>(req.sequences())) {}
+
+  // The engine's news of sequence `idx` (on the engine thread).
+  void on_output(size_t idx, const RequestOutput& o);
+  // The client went away: cancels what is queued.
+  void disconnected();
+  // Every sequence is queued, with these engine ids.
+  void queued(std::vector<uint64_t> ids);
+
+ private:
+  struct Choice {
+    std::string text, finish_reason;
+    int32_t prompt_tokens = 0, completion_tokens = 0;
+    bool done = false, sent_first = false;
+    int32_t prev_token = -1;
+    // Bytes of the completion before the next token's text. Not text.size(): text lags behind
+    // the tokens while a possible stop string or a partial UTF-8 character is held back.
+    size_t token_offset = 0;
+    json logprob_entries = json::array();  // whole responses: all of them
+  };
+
+  json logprobs_delta(Choice& c, const RequestOutput& o);
+  std::string stream_chunk(size_t idx, Choice& c, const RequestOutput& o, json lp);
+  Usage usage() const;
+  void start_stream();
+  void reply_whole();
+
+  const WireFormat& format_;
+  const ResponseHeader header_;
+  const bool stream_, include_usage_;
+  const int32_t logprobs_;
+  const size_t n_per_prompt_;
+  const Tokenizer& tok_;
+  Scheduler& scheduler_;
+  std::atomic<int>& active_;
+  const std::shared_ptr<Responder> out_;
+
+  std::mutex mu_;
+  std::vector<Choice> choices_;
+  std::vector<uint64_t> ids_;  // engine ids, by choice
+  int remaining_ = 0;
+  bool gone_ = false;    // the client disconnected
+  bool closed_ = false;  // answered, or nobody to answer: later outputs are dropped
+  // The first abort other than a cancel. The request then fails as a whole: its other sequences
+  // are cancelled, and the error goes out once all of them are gone (so that a client retrying
+  // at once finds their room free).
+  std::optional<HttpResponse> failure_;
+  // Streams: the engine may produce output before the response is started (the stream starts
+  // only once every sequence is queued, so a full queue can still be a 429). Until then what it
+  // says waits here.
+  bool started_ = false, held_end_ = false;
+  std::string held_;
+  std::optional<HttpResponse> held_error_;
+};
+
+json Job::logprobs_delta(Choice& c, const RequestOutput& o) {
+  auto text = [&](int32_t t) { return tok_.piece(t, c.prev_token < 0 ? t : c.prev_token); };
+  json entries = json::array();
+  for (const auto& lp : o.logprobs) {
+    TokenLogprobText t{text(lp.token), lp.logprob, {}};
+    for (auto& alt : lp.top) t.top.emplace_back(text(alt.token), alt.logprob);
+    entries.push_back(format_.logprob_entry(t, c.token_offset));
+    c.token_offset += t.token.size();
+    c.prev_token = lp.token;
+  }
+  return entries;
+}
+
+void Job::on_output(size_t idx, const RequestOutput& o) {
+  std::string chunk;
+  bool end_stream = false, whole = false;
+  std::optional<HttpResponse> error;
+  std::vector<uint64_t> to_cancel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Choice& c = choices_[idx];
+    bool all_done = false;
+    if (o.finished) {
+      c.done = true;
+      all_done = --remaining_ == 0;
+      if (all_done) --active_;
+    }
+    if (closed_) return;
+    const std::optional<std::string> reason = o.finished ? openai_finish_reason(o) : std::nullopt;
+    if (o.finished && !reason) {
+      // An abort. A cancel first means nobody is listening any more.
+      if (o.abort_reason == AbortReason::Cancelled && !failure_) {
+        closed_ = true;
+        return;
+      }
+      if (!failure_) {
+        failure_ = abort_error(o);
+        for (size_t i = 0; i < choices_.size() && i < ids_.size(); ++i)
+          if (!choices_[i].done) to_cancel.push_back(ids_[i]);
+      }
+    }
+    if (failure_) {
+      if (all_done) {
+        closed_ = true;
+        if (!stream_) {
+          error = *failure_;
+        } else if (!started_) {
+          held_error_ = *failure_;
+        } else {
+          chunk = sse_event(failure_->body);
+          chunk += kSseDone;
+          end_stream = true;
+        }
+      }
+    } else {
+      c.text += o.text;
+      c.prompt_tokens = o.prompt_tokens;
+      c.completion_tokens = o.completion_tokens;
+      json lp = logprobs_ >= 0 ? logprobs_delta(c, o) : json::array();
+      if (logprobs_ < 0 && !o.tokens.empty()) c.prev_token = o.tokens.back();
+      if (reason) c.finish_reason = *reason;
+      if (!stream_) {
+        for (auto& e : lp) c.logprob_entries.push_back(std::move(e));
+        whole = all_done;
+      } else {
+        if (!o.text.empty() || o.finished || !lp.empty())
+          chunk = stream_chunk(idx, c, o, std::move(lp));
+        if (all_done) {
+          if (include_usage_) chunk += sse_event(dump_json(format_.usage_chunk(header_, usage())));
+          chunk += kSseDone;
+          end_stream = true;
+        }
+      }
+    }
+    if (stream_ && !started_) {
+      held_ += chunk;
+      held_end_ |= end_stream;
+      chunk.clear();
+      end_stream = false;
+    }
+  }
+  for (auto id : to_cancel) scheduler_.cancel(id);
+  if (error) out_->reply(std::move(*error));
+  if (!chunk.empty()) out_->send(std::move(chunk));
+  if (end_stream) out_->end();
+  if (whole) reply_whole();
+}
+
+std::string Job::stream_chunk(size_t idx, Choice& c, const RequestOutput& o, json lp) {
+  ChoiceDelta d;
+  d.index = idx;
+  d.text = o.text;
+  d.first = !c.sent_first;
+  c.sent_first = true;
+  if (o.finished) d.finish_reason = c.finish_reason;
+  if (logprobs_ >= 0 && !lp.empty()) d.logprobs = std::move(lp);
+  return sse_event(dump_json(format_.chunk(header_, d)));
+}
+
+Usage Job::usage() const {
+  Usage u;
+  // Each prompt counts once even when n > 1 asks for several choices of it.
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    u.completion_tokens += choices_[i].completion_tokens;
+    if (i % n_per_prompt_ == 0) u.prompt_tokens += choices_[i].prompt_tokens;
+  }
+  return u;
+}
+
+void Job::reply_whole() {
+  json j;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ChoiceResult> rs;
+    for (Choice& c : choices_) {
+      ChoiceResult r{c.text, c.finish_reason, std::nullopt};
+      if (logprobs_ >= 0) r.logprobs = std::move(c.logprob_entries);
+      rs.push_back(std::move(r));
+    }
+    j = format_.response(header_, rs, usage());
+  }
+  out_->reply(json_response(j));
+}
+
+void Job::disconnected() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone_ = true;
+    ids = ids_;
+  }
+  for (auto id : ids) scheduler_.cancel(id);
+}
+
+void Job::queued(std::vector<uint64_t> ids) {
+  std::vector<uint64_t> to_cancel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids_ = std::move(ids);
+    // The client left, or a sequence failed, while they were being queued.
+    if (gone_ || failure_)
+      for (size_t i = 0; i < ids_.size(); ++i)
+        if (!choices_[i].done) to_cancel.push_back(ids_[i]);
+  }
+  for (auto id : to_cancel) scheduler_.cancel(id);
+  // Only now, with every sequence queued, can a stream commit to 200.
+  if (stream_) start_stream();
+}
+
+// Streams: every sequence is queued; start the response and pass on what was held.
+void Job::start_stream() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Under the lock, so that nothing the engine sends later can overtake it.
+  if (held_error_) {
+    out_->reply(std::move(*held_error_));
+  } else {
+    out_->start_stream(200, "text/event-stream");
+    if (!held_.empty()) out_->send(std::move(held_));
+    if (held_end_) out_->end();
+  }
+  started_ = true;
+}
+
+}  // namespace
+
+void run_completion(const GenerateRequest& req, const WireFormat& format, ResponseHeader header,
+                    std::chrono::seconds timeout, const CompletionEnv& env,
+                    std::shared_ptr<Responder> out) {
+  auto job = std::make_shared<Job>(req, format, std::move(header), env, out);
+  std::vector<EngineRequest> rs;
+  // One deadline for all: they time out together, and the request fails once.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const int32_t max_len = env.scheduler.max_model_len();
+  size_t idx = 0;
+  for (auto& p : req.prompts)
+    for (int i = 0; i < req.n; ++i, ++idx) {
+      EngineRequest r;
+      r.prompt = p;
+      r.sampling = req.sampling;
+      if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
+      r.max_tokens = req.max_tokens < 0 ? max_len - static_cast<int32_t>(p.size()) : req.max_tokens;
+      r.stop = req.stop;
+      r.ignore_eos = req.ignore_eos;
+      r.logprobs = req.logprobs;
+      r.deadline = deadline;
+      r.on_output = [job, idx](const RequestOutput& o) { job->on_output(idx, o); };
+      rs.push_back(std::move(r));
+    }
+  std::weak_ptr<Job> weak = job;
+  out->on_disconnect([weak] {
+    if (auto j = weak.lock()) j->disconnected();
+  });
+  ++env.active;
+  std::vector<uint64_t> ids;
+  try {
+    ids = env.scheduler.submit(std::move(rs));
+  } catch (...) {
+    --env.active;
+    throw;
+  }
+  job->queued(std::move(ids));
+}
+
+}  // namespace sandwich::server

@@ -1,0 +1,298 @@
+#include "request_parsing.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "api_error.h"
+
+namespace sandwich::server {
+namespace {
+
+using json = nlohmann::json;
+
+// prompt: string, token ids, list of strings, or list of token-id lists.
+std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseContext& ctx) {
+  const json* p = j.contains("prompt") && !j["prompt"].is_null() ? &j["prompt"] : nullptr;
+  if (!p) bad("'prompt' is required", "prompt");
+  const Tokenizer& tok = ctx.tokenizer;
+  auto ids_of = [&](const json& arr) {
+    std::vector<int32_t> ids;
+    for (auto& v : arr) {
+      if (!v.is_number_integer()) bad("'prompt' token ids must be integers", "prompt");
+      const auto t = as_int64(v);
+      if (!t || *t < 0 || *t >= ctx.vocab_size)
+        bad("'prompt' token id " + v.dump() + " is outside the vocabulary", "prompt");
+      ids.push_back(static_cast<int32_t>(*t));
+    }
+    return ids;
+  };
+  auto text_of = [&](const std::string& s) { return tok.encode(s, tok.add_bos_default()); };
+  std::vector<std::vector<int32_t>> out;
+  if (p->is_string()) {
+    out.push_back(text_of(p->get<std::string>()));
+  } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
+    out.push_back(ids_of(*p));
+  } else if (p->is_array() && !p->empty()) {
+    for (auto& e : *p) {
+      if (e.is_string())
+        out.push_back(text_of(e.get<std::string>()));
+      else if (e.is_array())
+        out.push_back(ids_of(e));
+      else
+        bad("'prompt' must be a string, a list of token ids, or a list of either", "prompt");
+    }
+  } else {
+    bad("'prompt' must be a non-empty string, a list of token ids, or a list of either", "prompt");
+  }
+  if (out.size() > 64) bad("at most 64 prompts per request", "prompt");
+  for (auto& ids : out)
+    if (ids.empty()) bad("a prompt is empty (no tokens)", "prompt");
+  return out;
+}
+
+// messages, rendered with the chat template and tokenized.
+std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
+  const json* m = j.contains("messages") ? &j["messages"] : nullptr;
+  if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
+  std::vector<ChatMessage> msgs;
+  for (auto& e : *m) {
+    if (!e.is_object()) bad("each message must be an object with 'role' and 'content'", "messages");
+    if (!e.contains("role") || !e["role"].is_string())
+      bad("each message needs a string 'role'", "messages");
+    const std::string role = e["role"];
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer")
+      bad("unsupported message role '" + role + "' (system, user, assistant)", "messages");
+    std::string content;
+    const json c = e.value("content", json());
+    // Only an assistant turn may go without content (one that made tool calls).
+    if (c.is_null() && role != "assistant")
+      bad("a '" + role + "' message needs 'content'", "messages");
+    if (c.is_string()) {
+      content = c.get<std::string>();
+    } else if (c.is_array()) {  // [{"type":"text","text":...}]
+      for (auto& part : c) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+          bad("only text content parts are supported", "messages");
+        content += part["text"].get<std::string>();
+      }
+    } else if (!c.is_null()) {
+      bad("message 'content' must be a string or a list of text parts", "messages");
+    }
+    msgs.push_back({role == "developer" ? "system" : role, content});
+  }
+  const Tokenizer& tok = ctx.tokenizer;
+  const std::string bos =
+      tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string();
+  const std::string eos =
+      tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string();
+  return tok.encode(render_chat(ctx.chat_format, msgs, true, bos, eos), false, true);
+}
+
+// The sampling fields, max_tokens, stop and ignore_eos.
+void parse_sampling(const Fields& f, const ParseContext& ctx, GenerateRequest& r) {
+  const bool chat = r.kind == ApiKind::Chat;
+  SamplingParams& s = r.sampling;
+  s.temperature = static_cast<float>(f.number("temperature", 1.0, 0.0, 100.0));
+  s.top_p = static_cast<float>(f.number("top_p", 1.0, 1e-9, 1.0));
+  s.top_k = static_cast<int32_t>(f.integer("top_k", -1, -1, 1 << 20));
+  s.min_p = static_cast<float>(f.number("min_p", 0.0, 0.0, 1.0));
+  s.presence_penalty = static_cast<float>(f.number("presence_penalty", 0.0, -2.0, 2.0));
+  s.frequency_penalty = static_cast<float>(f.number("frequency_penalty", 0.0, -2.0, 2.0));
+  s.repetition_penalty = static_cast<float>(f.number("repetition_penalty", 1.0, 1e-6, 100.0));
+  if (f.get("seed")) s.seed = static_cast<uint64_t>(f.integer("seed", 0, INT64_MIN, INT64_MAX));
+  if (const json* lb = f.get("logit_bias")) {
+    // {"token id": bias}, as OpenAI: ids as strings, biases in [-100, 100].
+    if (!lb->is_object())
+      bad("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
+    if (lb->size() > 1024) bad("'logit_bias' may name at most 1024 tokens", "logit_bias");
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      const std::string& key = it.key();
+      int64_t id = -1;
+      if (!key.empty() && key.size() <= 10 &&
+          key.find_first_not_of("0123456789") == std::string::npos)
+        id = std::stoll(key);
+      if (id < 0 || id >= ctx.vocab_size)
+        bad("'logit_bias' key '" + key + "' is not a token id of this model (0.." +
+                std::to_string(ctx.vocab_size - 1) + ")",
+            "logit_bias");
+      if (!it.value().is_number()) bad("'logit_bias' values must be numbers", "logit_bias");
+      const double b = it.value().get<double>();
+      if (!(b >= -100.0 && b <= 100.0))
+        bad("'logit_bias' values must be between -100 and 100", "logit_bias");
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+    }
+  }
+  const int32_t max_len = ctx.max_model_len;
+  // Checked even when max_completion_tokens overrides it.
+  int64_t max_tokens = f.integer("max_tokens", chat ? -1 : 16, 1, max_len);
+  if (chat && f.get("max_completion_tokens"))
+    max_tokens = f.integer("max_completion_tokens", 16, 1, max_len);
+  r.max_tokens = static_cast<int32_t>(max_tokens);
+  r.ignore_eos = f.boolean("ignore_eos", false);
+  if (const json* st = f.get("stop")) {
+    if (st->is_string())
+      r.stop.push_back(st->get<std::string>());
+    else if (st->is_array()) {
+      if (st->size() > 16) bad("at most 16 stop strings", "stop");
+      for (auto& x : *st) {
+        if (!x.is_string()) bad("'stop' must be a string or a list of strings", "stop");
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      bad("'stop' must be a string or a list of strings", "stop");
+    }
+  }
+  f.string("user");  // type-checked, otherwise unused
+}
+
+// Features a client may rely on that this server does not have: refused, never ignored.
+void refuse_unsupported(const Fields& f, bool chat, int max_n) {
+  if (!chat && f.boolean("echo", false)) bad("'echo' is not supported by this server", "echo");
+  if (!chat && f.integer("best_of", 1, 1, max_n) > 1)
+    bad("'best_of' > 1 is not supported by this server; use 'n'", "best_of");
+  if (!chat && f.get("suffix")) bad("'suffix' is not supported by this server", "suffix");
+  if (chat) {
+    if (const json* t = f.get("tools"); t && !(t->is_array() && t->empty()))
+      bad("'tools' (function calling) is not supported by this server", "tools");
+    if (const json* rf = f.get("response_format")) {
+      if (!rf->is_object() || rf->value("type", std::string()) != "text")
+        bad("only 'response_format' {\"type\": \"text\"} is supported by this server",
+            "response_format");
+    }
+  }
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e400)
+    bad(std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad("the request body must be a JSON object");
+  return j;
+}
+
+void check_model(const Fields& f, const std::string& served_model_name) {
+  auto m = f.string("model");
+  if (m && *m != served_model_name)
+    throw ApiError{
+        404,
+        "The model `" + *m + "` does not exist (this server serves `" + served_model_name + "`).",
+        "invalid_request_error", "model", "model_not_found"};
+}
+
+GenerateRequest parse_generate_request(const json& body, ApiKind kind, const ParseContext& ctx) {
+  // The checks run in the order a client sees their errors: fields first, then the prompts, then
+  // what the prompts and fields ask for together.
+  const Fields f(body);
+  const bool chat = kind == ApiKind::Chat;
+  GenerateRequest r;
+  r.kind = kind;
+  parse_sampling(f, ctx, r);
+  r.n = static_cast<int>(f.integer("n", 1, 1, ctx.max_n));
+  r.stream = f.boolean("stream", false);
+  refuse_unsupported(f, chat, ctx.max_n);
+  if (const json* so = f.get("stream_options")) {
+    if (!r.stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    if (!so->is_object()) bad("'stream_options' must be an object", "stream_options");
+    r.include_usage = Fields(*so).boolean("include_usage", false);
+  }
+  if (chat) {
+    if (f.boolean("logprobs", false))
+      r.logprobs = static_cast<int32_t>(f.integer("top_logprobs", 0, 0, 20));
+    else if (f.get("top_logprobs"))
+      bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  } else if (f.get("logprobs")) {
+    r.logprobs = static_cast<int32_t>(f.integer("logprobs", 0, 0, 20));
+  }
+  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(body, ctx)}
+                   : completion_prompts(body, ctx);
+  const int32_t max_len = ctx.max_model_len;
+  for (auto& p : r.prompts) {
+    const int64_t want = r.max_tokens < 0 ? 1 : r.max_tokens;
+    if (static_cast<int64_t>(p.size()) + want > max_len)
+      bad("This model's maximum context length is " + std::to_string(max_len) +
+              " tokens. However, you requested " + std::to_string(p.size() + want) + " tokens (" +
+              std::to_string(p.size()) + " in the messages, " + std::to_string(want) +
+              " in the completion). Please reduce the length of the messages or completion.",
+          chat ? "messages" : "prompt");
+  }
+  try {
+    r.sampling.validate();
+  } catch (const std::invalid_argument& e) {
+    bad(e.what());
+  }
+  // The whole request is queued at once or not at all; one that could never be (more sequences
+  // than the queue holds) is the client's error, not a reason to retry.
+  const int64_t total = static_cast<int64_t>(r.sequences());
+  if (total > ctx.max_waiting)
+    bad("this request asks for " + std::to_string(total) + " sequences (" +
+            std::to_string(r.prompts.size()) + " prompt(s) x n=" + std::to_string(r.n) +
+            ") but the server queues at most " + std::to_string(ctx.max_waiting) +
+            "; send fewer prompts or a smaller 'n'",
+        r.n > 1 ? "n" : "prompt");
+  return r;
+}
+
+std::vector<int32_t> parse_tokenize_request(const json& body, const ParseContext& ctx) {
+  if (body.contains("messages")) return chat_prompt(body, ctx);
+  const Fields f(body);
+  auto p = f.string("prompt");
+  if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
+  const Tokenizer& tok = ctx.tokenizer;
+  return tok.encode(*p, f.boolean("add_special_tokens", true) && tok.add_bos_default());
+}
+
+std::vector<int32_t> parse_detokenize_request(const json& body, const Tokenizer& tok) {
+  const json* t = Fields(body).get("tokens");
+  if (!t || !t->is_array()) bad("'tokens' must be a list of token ids", "tokens");
+  std::vector<int32_t> ids;
+  for (auto& v : *t) {
+    if (!v.is_number_integer()) bad("'tokens' must be a list of integers", "tokens");
+    const auto id = as_int64(v);
+    if (!id || *id < 0 || *id >= tok.vocab_size())
+      bad("token id " + v.dump() + " is outside the vocabulary", "tokens");
+    ids.push_back(static_cast<int32_t>(*id));
+  }
+  return ids;
+}
+
+ChatFormat choose_chat_format(const std::optional<std::string>& chat_template,
+                              const Tokenizer& tok) {
+  std::optional<ChatFormat> fmt;
+  if (chat_template) {
+    const std::string& t = *chat_template;
+    if (t == "llama3")
+      fmt = ChatFormat::Llama3;
+    else if (t == "llama2")
+      fmt = ChatFormat::Llama2;
+    else if (t == "chatml")
+      fmt = ChatFormat::ChatML;
+    else {
+      std::ifstream in(t);
+      if (!in)
+        throw std::runtime_error("--chat-template '" + t +
+                                 "' is neither llama3, llama2, chatml nor a readable file");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      fmt = detect_chat_format(ss.str());
+      if (!fmt)
+        throw std::runtime_error("--chat-template " + t +
+                                 ": not a Llama-3, Llama-2 or ChatML template");
+    }
+  } else if (!tok.chat_template().empty()) {
+    fmt = detect_chat_format(tok.chat_template());
+  }
+  if (fmt) return *fmt;
+  // No template in the model: go by its special tokens.
+  if (tok.token_id("<|start_header_id|>") >= 0) return ChatFormat::Llama3;
+  if (tok.token_id("<|im_start|>") >= 0) return ChatFormat::ChatML;
+  return ChatFormat::Llama2;
+}
+
+}  // namespace sandwich::server

@@ -1,0 +1,64 @@
+#pragma once
+// Request bodies to validated requests. Everything the client got wrong is an ApiError (400, or
+// 404 for an unknown model) thrown before anything is queued; the only engine parts used are the
+// tokenizer and the chat template.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/chat_template.h"
+#include "engine/sampler.h"
+#include "engine/tokenizer.h"
+#include "request_fields.h"
+
+namespace sandwich::server {
+
+// What parsing needs to know of the model and the server.
+struct ParseContext {
+  const Tokenizer& tokenizer;
+  ChatFormat chat_format;
+  int32_t vocab_size;     // the model's: token ids in prompts and logit_bias are below it
+  int32_t max_model_len;  // prompt + completion tokens at most
+  int32_t max_waiting;    // sequences the queue holds: one request may ask for no more
+  int max_n;              // largest "n"
+};
+
+enum class ApiKind { Completion, Chat };
+
+// A /v1/completions or /v1/chat/completions request, checked and tokenized.
+struct GenerateRequest {
+  ApiKind kind = ApiKind::Completion;
+  std::vector<std::vector<int32_t>> prompts;  // token ids; chat: one, the rendered messages
+  int n = 1;                                  // choices per prompt
+  SamplingParams sampling;
+  int32_t max_tokens = 16;  // -1: whatever the context leaves
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  int32_t logprobs = -1;  // -1: none; else the top n (chat: top_logprobs, with logprobs = true)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+
+  size_t sequences() const { return prompts.size() * static_cast<size_t>(n); }
+};
+
+// The body as a JSON object.
+nlohmann::json parse_json_body(const std::string& body);
+// A 'model' field other than the served one is a 404, as OpenAI answers it.
+void check_model(const Fields& f, const std::string& served_model_name);
+
+GenerateRequest parse_generate_request(const nlohmann::json& body, ApiKind kind,
+                                       const ParseContext& ctx);
+// /tokenize: the ids of 'prompt' (a string) or of 'messages' rendered as a chat.
+std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ParseContext& ctx);
+// /detokenize: 'tokens', checked against the tokenizer's vocabulary.
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, const Tokenizer& tok);
+
+// The chat format of --chat-template (a name or a template file), else of the model's template,
+// else guessed from its special tokens. Throws std::runtime_error for a template it cannot use.
+ChatFormat choose_chat_format(const std::optional<std::string>& chat_template,
+                              const Tokenizer& tok);
+
+}  // namespace sandwich::server

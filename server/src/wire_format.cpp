@@ -1,0 +1,133 @@
+#include "wire_format.h"
+
+namespace sandwich::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<int> byte_values(const std::string& s) {
+  std::vector<int> b;
+  for (unsigned char ch : s) b.push_back(ch);
+  return b;
+}
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+// /v1/completions: the text, and logprobs as parallel lists.
+class CompletionsFormat final : public WireFormat {
+ public:
+  const char* id_prefix() const override { return "cmpl-"; }
+  json logprob_entry(const TokenLogprobText& t, size_t text_offset) const override {
+    json top = json::object();
+    for (auto& [token, logprob] : t.top) top[token] = logprob;
+    return {{"token", t.token}, {"logprob", t.logprob}, {"top", top}, {"offset", text_offset}};
+  }
+
+ protected:
+  const char* chunk_object() const override { return "text_completion"; }
+  const char* response_object() const override { return "text_completion"; }
+  json logprobs(const json& entries) const override {
+    json t = json::array(), v = json::array(), top = json::array(), off = json::array();
+    for (auto& e : entries) {
+      t.push_back(e["token"]);
+      v.push_back(e["logprob"]);
+      top.push_back(e["top"]);
+      off.push_back(e["offset"]);
+    }
+    return {{"tokens", t}, {"token_logprobs", v}, {"top_logprobs", top}, {"text_offset", off}};
+  }
+  void put_delta(json& choice, const ChoiceDelta& d) const override { choice["text"] = d.text; }
+  void put_result(json& choice, const ChoiceResult& r) const override { choice["text"] = r.text; }
+};
+
+// /v1/chat/completions: an assistant message, and logprobs as a list of entries.
+class ChatCompletionsFormat final : public WireFormat {
+ public:
+  const char* id_prefix() const override { return "chatcmpl-"; }
+  json logprob_entry(const TokenLogprobText& t, size_t) const override {
+    json top = json::array();
+    for (auto& [token, logprob] : t.top)
+      top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", byte_values(token)}});
+    return {{"token", t.token},
+            {"logprob", t.logprob},
+            {"bytes", byte_values(t.token)},
+            {"top_logprobs", top}};
+  }
+
+ protected:
+  const char* chunk_object() const override { return "chat.completion.chunk"; }
+  const char* response_object() const override { return "chat.completion"; }
+  json logprobs(const json& entries) const override { return {{"content", entries}}; }
+  void put_delta(json& choice, const ChoiceDelta& d) const override {
+    json delta = json::object();
+    if (d.first) delta["role"] = "assistant";
+    // The last chunk has content only when it brings text.
+    if (!d.text.empty() || !d.finish_reason) delta["content"] = d.text;
+    choice["delta"] = delta;
+  }
+  void put_result(json& choice, const ChoiceResult& r) const override {
+    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  }
+};
+
+}  // namespace
+
+json WireFormat::chunk(const ResponseHeader& h, const ChoiceDelta& d) const {
+  json choice = {{"index", d.index}};
+  put_delta(choice, d);
+  choice["logprobs"] = d.logprobs ? logprobs(*d.logprobs) : json(nullptr);
+  choice["finish_reason"] = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
+  return {{"id", h.id},
+          {"object", chunk_object()},
+          {"created", h.created},
+          {"model", h.model},
+          {"choices", {choice}}};
+}
+
+json WireFormat::usage_chunk(const ResponseHeader& h, const Usage& u) const {
+  return {{"id", h.id},       {"object", chunk_object()}, {"created", h.created},
+          {"model", h.model}, {"choices", json::array()}, {"usage", usage_json(u)}};
+}
+
+json WireFormat::response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices,
+                          const Usage& u) const {
+  json cs = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& r = choices[i];
+    json choice = {{"index", i}, {"finish_reason", r.finish_reason}};
+    put_result(choice, r);
+    choice["logprobs"] = r.logprobs ? logprobs(*r.logprobs) : json(nullptr);
+    cs.push_back(choice);
+  }
+  return {{"id", h.id},           {"object", response_object()},
+          {"created", h.created}, {"model", h.model},
+          {"choices", cs},        {"usage", usage_json(u)}};
+}
+
+const WireFormat& completions_format() {
+  static const CompletionsFormat f;
+  return f;
+}
+
+const WireFormat& chat_completions_format() {
+  static const ChatCompletionsFormat f;
+  return f;
+}
+
+std::optional<std::string> openai_finish_reason(const RequestOutput& o) {
+  if (o.finish_reason == FinishReason::Abort) return std::nullopt;
+  return std::string(finish_reason_name(o.finish_reason));
+}
+
+std::string sse_event(std::string_view data) {
+  std::string s = "data: ";
+  s += data;
+  s += "\n\n";
+  return s;
+}
+
+}  // namespace sandwich::server

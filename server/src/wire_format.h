@@ -1,0 +1,87 @@
+#pragma once
+// The JSON of /v1/completions and /v1/chat/completions: the two formats say the same things
+// (a choice's text, logprobs, finish reason; usage) in different shapes, behind one interface.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/scheduler.h"
+
+namespace sandwich::server {
+
+// What every chunk of a stream, or the whole response, carries.
+struct ResponseHeader {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+// A generated token's logprob, and its alternatives', with the tokens as text.
+struct TokenLogprobText {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+};
+
+// What one stream chunk says of one choice.
+struct ChoiceDelta {
+  size_t index = 0;
+  std::string text;
+  bool first = false;                        // the choice's first chunk (chat: names the role)
+  std::optional<std::string> finish_reason;  // set in its last chunk
+  std::optional<nlohmann::json> logprobs;    // the new tokens' logprob entries, when there are any
+};
+
+// One choice of a whole (not streamed) response.
+struct ChoiceResult {
+  std::string text;
+  std::string finish_reason;
+  std::optional<nlohmann::json> logprobs;  // its tokens' logprob entries, when asked for
+};
+
+class WireFormat {
+ public:
+  virtual ~WireFormat() = default;
+  // Of the response id ("cmpl-", "chatcmpl-").
+  virtual const char* id_prefix() const = 0;
+  // A token's logprob entry; text_offset: the completion's bytes before the token.
+  virtual nlohmann::json logprob_entry(const TokenLogprobText& t, size_t text_offset) const = 0;
+
+  nlohmann::json chunk(const ResponseHeader& h, const ChoiceDelta& d) const;
+  // The stream's last chunk when the client asked for usage: no choices.
+  nlohmann::json usage_chunk(const ResponseHeader& h, const Usage& u) const;
+  nlohmann::json response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices,
+                          const Usage& u) const;
+
+ protected:
+  virtual const char* chunk_object() const = 0;
+  virtual const char* response_object() const = 0;
+  // A choice's "logprobs" value, made of its entries.
+  virtual nlohmann::json logprobs(const nlohmann::json& entries) const = 0;
+  // The choice's text, in a chunk and in a whole response.
+  virtual void put_delta(nlohmann::json& choice, const ChoiceDelta& d) const = 0;
+  virtual void put_result(nlohmann::json& choice, const ChoiceResult& r) const = 0;
+};
+
+const WireFormat& completions_format();
+const WireFormat& chat_completions_format();
+
+// The only place that reads RequestOutput::finish_reason: the finish_reason a finished sequence
+// reports, or none when it was aborted (never an OpenAI finish_reason: the request fails).
+std::optional<std::string> openai_finish_reason(const RequestOutput& o);
+
+// Server-sent events.
+std::string sse_event(std::string_view data);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+}  // namespace sandwich::server

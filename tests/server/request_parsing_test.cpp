@@ -1,0 +1,357 @@
+// Request bodies to validated requests: defaults, every accepted shape, and the error (status,
+// field, message) a client gets for what it got wrong, without a model or a scheduler.
+#include "request_parsing.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "api_error.h"
+#include "test_data.h"
+
+namespace sandwich::server {
+namespace {
+
+using json = nlohmann::json;
+using test::TempDir;
+
+class RequestParsing : public ::testing::Test {
+ protected:
+  RequestParsing() : tok_(make_tokenizer(make_synthetic_vocab(Vocab::Kind::SentencePiece, 300))) {}
+
+  ParseContext ctx() const {
+    return {*tok_,
+            ChatFormat::ChatML,
+            /*vocab_size=*/300,
+            /*max_model_len=*/256,
+            /*max_waiting=*/10,
+            /*max_n=*/4};
+  }
+  // A body that must parse: its error, if any, fails the test with the message.
+  GenerateRequest parse(const json& body, ApiKind kind = ApiKind::Completion) const {
+    try {
+      return parse_generate_request(body, kind, ctx());
+    } catch (const ApiError& e) {
+      ADD_FAILURE() << body.dump() << ": " << e.message;
+      throw;
+    }
+  }
+  // The error the body gets; a failure when it gets none.
+  ApiError error_of(const json& body, ApiKind kind = ApiKind::Completion) const {
+    try {
+      parse_generate_request(body, kind, ctx());
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for " << body.dump();
+    return {};
+  }
+  void expect_bad(const json& body, const std::string& param, const std::string& message,
+                  ApiKind kind = ApiKind::Completion) const {
+    const ApiError e = error_of(body, kind);
+    EXPECT_EQ(e.status, 400) << body.dump();
+    EXPECT_EQ(e.type, "invalid_request_error") << body.dump();
+    EXPECT_EQ(e.param, param) << body.dump();
+    EXPECT_EQ(e.message, message) << body.dump();
+  }
+  static json chat(json extra = json::object()) {
+    extra["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
+    return extra;
+  }
+
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_F(RequestParsing, CompletionDefaults) {
+  const GenerateRequest r = parse({{"prompt", "hello"}});
+  EXPECT_EQ(r.kind, ApiKind::Completion);
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0], tok_->encode("hello", true));
+  EXPECT_EQ(r.n, 1);
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.top_k, -1);
+  EXPECT_FALSE(r.sampling.seed);
+  EXPECT_TRUE(r.sampling.logit_bias.empty());
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_FALSE(r.ignore_eos);
+  EXPECT_EQ(r.logprobs, -1);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_EQ(r.sequences(), 1u);
+}
+
+TEST_F(RequestParsing, NullFieldsKeepTheirDefaults) {
+  const GenerateRequest r =
+      parse({{"prompt", "hello"}, {"temperature", nullptr}, {"n", nullptr}, {"stop", nullptr}});
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_TRUE(r.stop.empty());
+}
+
+TEST_F(RequestParsing, EverySamplingField) {
+  const GenerateRequest r = parse({{"prompt", "hello"},
+                                   {"temperature", 0.5},
+                                   {"top_p", 0.9},
+                                   {"top_k", 5},
+                                   {"min_p", 0.1},
+                                   {"presence_penalty", -1},
+                                   {"frequency_penalty", 2},
+                                   {"repetition_penalty", 1.3},
+                                   {"seed", -3},
+                                   {"logit_bias", {{"7", 100}, {"299", -100}}},
+                                   {"max_tokens", 8},
+                                   {"ignore_eos", true},
+                                   {"stop", {"a", "bc"}},
+                                   {"user", "me"},
+                                   {"n", 3}});
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, 2.0f);
+  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.3f);
+  EXPECT_EQ(r.sampling.seed, static_cast<uint64_t>(-3));
+  const std::vector<std::pair<int32_t, float>> bias{{299, -100.0f}, {7, 100.0f}};  // key order
+  EXPECT_EQ(r.sampling.logit_bias, bias);
+  EXPECT_EQ(r.max_tokens, 8);
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
+  EXPECT_EQ(r.n, 3);
+  EXPECT_EQ(r.sequences(), 3u);
+  EXPECT_EQ(parse({{"prompt", "x"}, {"stop", "end"}}).stop, std::vector<std::string>{"end"});
+}
+
+TEST_F(RequestParsing, PromptShapes) {
+  const auto hello = tok_->encode("hello", true);
+  EXPECT_EQ(parse({{"prompt", {5, 6, 7}}}).prompts, (std::vector<std::vector<int32_t>>{{5, 6, 7}}));
+  const GenerateRequest r = parse({{"prompt", json::array({"hello", {5, 6}})}, {"n", 2}});
+  EXPECT_EQ(r.prompts, (std::vector<std::vector<int32_t>>{hello, {5, 6}}));
+  EXPECT_EQ(r.sequences(), 4u);
+}
+
+TEST_F(RequestParsing, BadPrompts) {
+  expect_bad(json::object(), "prompt", "'prompt' is required");
+  expect_bad({{"prompt", nullptr}}, "prompt", "'prompt' is required");
+  const std::string shape =
+      "'prompt' must be a non-empty string, a list of token ids, or a list of either";
+  expect_bad({{"prompt", json::array()}}, "prompt", shape);
+  expect_bad({{"prompt", 5}}, "prompt", shape);
+  expect_bad({{"prompt", json::array({"a", 5})}}, "prompt",
+             "'prompt' must be a string, a list of token ids, or a list of either");
+  expect_bad({{"prompt", {1, 300}}}, "prompt", "'prompt' token id 300 is outside the vocabulary");
+  expect_bad({{"prompt", {1, -1}}}, "prompt", "'prompt' token id -1 is outside the vocabulary");
+  expect_bad({{"prompt", {1, 1.5}}}, "prompt", "'prompt' token ids must be integers");
+  expect_bad({{"prompt", json::array({json::array({1}), json::array()})}}, "prompt",
+             "a prompt is empty (no tokens)");
+  json many = json::array();
+  for (int i = 0; i < 65; ++i) many.push_back({1});
+  expect_bad({{"prompt", many}}, "prompt", "at most 64 prompts per request");
+}
+
+TEST_F(RequestParsing, FieldsOfTheWrongTypeOrOutOfRange) {
+  expect_bad({{"prompt", "x"}, {"temperature", "hot"}}, "temperature",
+             "'temperature' must be a number, not string");
+  expect_bad({{"prompt", "x"}, {"temperature", 200}}, "temperature",
+             "'temperature' must be between 0 and 100, got 200");
+  expect_bad({{"prompt", "x"}, {"top_p", 0}}, "top_p",
+             "'top_p' must be between 1e-09 and 1, got 0");
+  expect_bad({{"prompt", "x"}, {"top_k", 1.5}}, "top_k", "'top_k' must be an integer, not number");
+  expect_bad({{"prompt", "x"}, {"n", 5}}, "n", "'n' must be between 1 and 4, got 5");
+  expect_bad({{"prompt", "x"}, {"max_tokens", 257}}, "max_tokens",
+             "'max_tokens' must be between 1 and 256, got 257");
+  expect_bad({{"prompt", "x"}, {"max_tokens", 18446744073709551615ull}}, "max_tokens",
+             "'max_tokens' must be between 1 and 256, got 18446744073709551615");
+  expect_bad({{"prompt", "x"}, {"stream", 1}}, "stream", "'stream' must be a boolean, not number");
+  expect_bad({{"prompt", "x"}, {"user", 5}}, "user", "'user' must be a string, not number");
+  expect_bad({{"prompt", "x"}, {"seed", "a"}}, "seed", "'seed' must be an integer, not string");
+  expect_bad({{"prompt", "x"}, {"stop", 5}}, "stop",
+             "'stop' must be a string or a list of strings");
+  expect_bad({{"prompt", "x"}, {"stop", {5}}}, "stop",
+             "'stop' must be a string or a list of strings");
+  expect_bad({{"prompt", "x"}, {"stop", std::vector<std::string>(17, "s")}}, "stop",
+             "at most 16 stop strings");
+}
+
+TEST_F(RequestParsing, LogitBias) {
+  expect_bad({{"prompt", "x"}, {"logit_bias", json::array()}}, "logit_bias",
+             "'logit_bias' must be an object mapping token ids to biases");
+  expect_bad({{"prompt", "x"}, {"logit_bias", {{"a", 1}}}}, "logit_bias",
+             "'logit_bias' key 'a' is not a token id of this model (0..299)");
+  expect_bad({{"prompt", "x"}, {"logit_bias", {{"300", 1}}}}, "logit_bias",
+             "'logit_bias' key '300' is not a token id of this model (0..299)");
+  expect_bad({{"prompt", "x"}, {"logit_bias", {{"1", "a"}}}}, "logit_bias",
+             "'logit_bias' values must be numbers");
+  expect_bad({{"prompt", "x"}, {"logit_bias", {{"1", 101}}}}, "logit_bias",
+             "'logit_bias' values must be between -100 and 100");
+}
+
+TEST_F(RequestParsing, StreamOptions) {
+  EXPECT_TRUE(parse({{"prompt", "x"}, {"stream", true}}).stream);
+  EXPECT_TRUE(
+      parse({{"prompt", "x"}, {"stream", true}, {"stream_options", {{"include_usage", true}}}})
+          .include_usage);
+  EXPECT_FALSE(
+      parse({{"prompt", "x"}, {"stream", true}, {"stream_options", json::object()}}).include_usage);
+  expect_bad({{"prompt", "x"}, {"stream_options", json::object()}}, "stream_options",
+             "'stream_options' is only allowed when 'stream' is true");
+  expect_bad({{"prompt", "x"}, {"stream", true}, {"stream_options", 1}}, "stream_options",
+             "'stream_options' must be an object");
+  expect_bad({{"prompt", "x"}, {"stream", true}, {"stream_options", {{"include_usage", "y"}}}},
+             "include_usage", "'include_usage' must be a boolean, not string");
+}
+
+TEST_F(RequestParsing, Logprobs) {
+  EXPECT_EQ(parse({{"prompt", "x"}, {"logprobs", 0}}).logprobs, 0);
+  EXPECT_EQ(parse({{"prompt", "x"}, {"logprobs", 20}}).logprobs, 20);
+  expect_bad({{"prompt", "x"}, {"logprobs", 21}}, "logprobs",
+             "'logprobs' must be between 0 and 20, got 21");
+  expect_bad({{"prompt", "x"}, {"logprobs", true}}, "logprobs",
+             "'logprobs' must be an integer, not boolean");
+  EXPECT_EQ(parse(chat({{"logprobs", true}}), ApiKind::Chat).logprobs, 0);
+  EXPECT_EQ(parse(chat({{"logprobs", true}, {"top_logprobs", 3}}), ApiKind::Chat).logprobs, 3);
+  EXPECT_EQ(parse(chat({{"logprobs", false}}), ApiKind::Chat).logprobs, -1);
+  expect_bad(chat({{"top_logprobs", 2}}), "top_logprobs", "'top_logprobs' needs 'logprobs': true",
+             ApiKind::Chat);
+  expect_bad(chat({{"logprobs", true}, {"top_logprobs", 21}}), "top_logprobs",
+             "'top_logprobs' must be between 0 and 20, got 21", ApiKind::Chat);
+}
+
+TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
+  expect_bad({{"prompt", "x"}, {"echo", true}}, "echo", "'echo' is not supported by this server");
+  expect_bad({{"prompt", "x"}, {"best_of", 2}}, "best_of",
+             "'best_of' > 1 is not supported by this server; use 'n'");
+  expect_bad({{"prompt", "x"}, {"suffix", "s"}}, "suffix",
+             "'suffix' is not supported by this server");
+  EXPECT_NO_THROW(parse({{"prompt", "x"}, {"echo", false}, {"best_of", 1}}));
+  expect_bad(chat({{"tools", {json::object()}}}), "tools",
+             "'tools' (function calling) is not supported by this server", ApiKind::Chat);
+  const std::string text_only =
+      "only 'response_format' {\"type\": \"text\"} is supported by this server";
+  expect_bad(chat({{"response_format", {{"type", "json_object"}}}}), "response_format", text_only,
+             ApiKind::Chat);
+  expect_bad(chat({{"response_format", "text"}}), "response_format", text_only, ApiKind::Chat);
+  EXPECT_NO_THROW(parse(chat({{"tools", json::array()}, {"response_format", {{"type", "text"}}}}),
+                        ApiKind::Chat));
+}
+
+TEST_F(RequestParsing, PromptAndCompletionMustFitTheContext) {
+  const json ids = std::vector<int>(250, 5);
+  EXPECT_NO_THROW(parse({{"prompt", ids}, {"max_tokens", 6}}));
+  expect_bad({{"prompt", ids}, {"max_tokens", 7}}, "prompt",
+             "This model's maximum context length is 256 tokens. However, you requested 257 tokens "
+             "(250 in the messages, 7 in the completion). Please reduce the length of the messages "
+             "or completion.");
+  // Chat leaves max_tokens to the context, but asks for one token at least.
+  const GenerateRequest r = parse(chat(), ApiKind::Chat);
+  EXPECT_EQ(r.max_tokens, -1);
+  EXPECT_EQ(
+      parse(chat({{"max_tokens", 9}, {"max_completion_tokens", 7}}), ApiKind::Chat).max_tokens, 7);
+  expect_bad(chat({{"max_tokens", 0}, {"max_completion_tokens", 4}}), "max_tokens",
+             "'max_tokens' must be between 1 and 256, got 0", ApiKind::Chat);
+}
+
+TEST_F(RequestParsing, ARequestLargerThanTheQueueIsRefused) {
+  EXPECT_NO_THROW(parse({{"prompt", {"a", "b", "c", "d", "e"}}, {"n", 2}}));
+  expect_bad({{"prompt", {"a", "b", "c"}}, {"n", 4}}, "n",
+             "this request asks for 12 sequences (3 prompt(s) x n=4) but the server queues at "
+             "most 10; send fewer prompts or a smaller 'n'");
+  json many = json::array();
+  for (int i = 0; i < 11; ++i) many.push_back("p");
+  expect_bad({{"prompt", many}}, "prompt",
+             "this request asks for 11 sequences (11 prompt(s) x n=1) but the server queues at "
+             "most 10; send fewer prompts or a smaller 'n'");
+}
+
+TEST_F(RequestParsing, ChatMessagesAreRenderedWithTheTemplate) {
+  const json body = {
+      {"messages",
+       {{{"role", "developer"}, {"content", "Be brief"}},
+        {{"role", "assistant"}, {"content", nullptr}},
+        {{"role", "user"},
+         {"content", {{{"type", "text"}, {"text", "He"}}, {{"type", "text"}, {"text", "llo"}}}}}}}};
+  const GenerateRequest r = parse(body, ApiKind::Chat);
+  ASSERT_EQ(r.prompts.size(), 1u);
+  const std::string bos(tok_->token_text(tok_->bos_id())), eos(tok_->token_text(tok_->eos_id()));
+  const std::string text =
+      render_chat(ChatFormat::ChatML,
+                  {{"system", "Be brief"}, {"assistant", ""}, {"user", "Hello"}}, true, bos, eos);
+  EXPECT_EQ(r.prompts[0], tok_->encode(text, false, true));
+  EXPECT_EQ(parse_tokenize_request(body, ctx()), r.prompts[0]);
+}
+
+TEST_F(RequestParsing, BadChatMessages) {
+  auto bad_messages = [&](const json& messages, const std::string& message) {
+    expect_bad({{"messages", messages}}, "messages", message, ApiKind::Chat);
+  };
+  expect_bad(json::object(), "messages", "'messages' must be a non-empty list", ApiKind::Chat);
+  bad_messages(json::array(), "'messages' must be a non-empty list");
+  bad_messages({1}, "each message must be an object with 'role' and 'content'");
+  bad_messages({{{"content", "x"}}}, "each message needs a string 'role'");
+  bad_messages({{{"role", "tool"}, {"content", "x"}}},
+               "unsupported message role 'tool' (system, user, assistant)");
+  bad_messages({{{"role", "user"}}}, "a 'user' message needs 'content'");
+  bad_messages({{{"role", "user"}, {"content", {{{"type", "image"}}}}}},
+               "only text content parts are supported");
+  bad_messages({{{"role", "user"}, {"content", 5}}},
+               "message 'content' must be a string or a list of text parts");
+}
+
+TEST_F(RequestParsing, BodyAndModel) {
+  EXPECT_EQ(parse_json_body(R"({"a":1})"), json({{"a", 1}}));
+  auto error_of_body = [](const std::string& body) {
+    try {
+      parse_json_body(body);
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for " << body;
+    return ApiError{};
+  };
+  EXPECT_EQ(error_of_body("[]").message, "the request body must be a JSON object");
+  const ApiError e = error_of_body("{");
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.message.rfind("the request body is not valid JSON: ", 0), 0u) << e.message;
+  EXPECT_EQ(error_of_body(R"({"temperature":1e400})").status, 400);
+
+  EXPECT_NO_THROW(check_model(Fields(json{{"model", "stories"}}), "stories"));
+  EXPECT_NO_THROW(check_model(Fields(json::object()), "stories"));
+  try {
+    check_model(Fields(json{{"model", "gpt"}}), "stories");
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& m) {
+    EXPECT_EQ(m.status, 404);
+    EXPECT_EQ(m.code, "model_not_found");
+    EXPECT_EQ(m.param, "model");
+    EXPECT_EQ(m.message, "The model `gpt` does not exist (this server serves `stories`).");
+  }
+}
+
+TEST_F(RequestParsing, TokenizeAndDetokenize) {
+  EXPECT_EQ(parse_tokenize_request({{"prompt", "hello"}}, ctx()), tok_->encode("hello", true));
+  EXPECT_EQ(parse_tokenize_request({{"prompt", "hello"}, {"add_special_tokens", false}}, ctx()),
+            tok_->encode("hello", false));
+  EXPECT_THROW(parse_tokenize_request(json::object(), ctx()), ApiError);
+  EXPECT_EQ(parse_detokenize_request({{"tokens", {1, 2}}}, *tok_), (std::vector<int32_t>{1, 2}));
+  for (const json& bad_tokens : {json("a"), json({1.5}), json({300}), json({-1})})
+    EXPECT_THROW(parse_detokenize_request({{"tokens", bad_tokens}}, *tok_), ApiError) << bad_tokens;
+}
+
+TEST_F(RequestParsing, ChatFormatChoice) {
+  EXPECT_EQ(choose_chat_format("llama3", *tok_), ChatFormat::Llama3);
+  EXPECT_EQ(choose_chat_format("chatml", *tok_), ChatFormat::ChatML);
+  EXPECT_EQ(choose_chat_format("llama2", *tok_), ChatFormat::Llama2);
+  // No template and no telling special tokens: Llama-2.
+  EXPECT_EQ(choose_chat_format(std::nullopt, *tok_), ChatFormat::Llama2);
+  auto bpe = make_tokenizer(make_synthetic_vocab(Vocab::Kind::ByteLevelBPE, 1000));
+  EXPECT_EQ(choose_chat_format(std::nullopt, *bpe), ChatFormat::Llama3);
+  EXPECT_THROW(choose_chat_format("/no/such/template.jinja", *tok_), std::runtime_error);
+  TempDir dir;
+  std::ofstream(dir / "t.jinja") << "{{ nothing we know }}";
+  EXPECT_THROW(choose_chat_format((dir / "t.jinja").string(), *tok_), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace sandwich::server
