@@ -24,23 +24,6 @@ std::string DatasetSpec::describe() const {
   return "?";
 }
 
-namespace {
-
-int parse_positive(const std::string& s, const std::string& what) {
-  size_t used = 0;
-  long v = 0;
-  try {
-    v = std::stol(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size() || s.empty() || v < 1 || v > 10'000'000)
-    throw std::invalid_argument(what + " must be a positive integer, not '" + s + "'");
-  return static_cast<int>(v);
-}
-
-}  // namespace
-
 DatasetSpec parse_dataset_spec(const std::string& text) {
   DatasetSpec d;
   if (text == "sharegpt") return d;
@@ -54,8 +37,8 @@ DatasetSpec parse_dataset_spec(const std::string& text) {
     if (comma == std::string::npos)
       throw std::invalid_argument("--dataset fixed:IN,OUT needs two lengths, got '" + text + "'");
     d.kind = DatasetSpec::Kind::Fixed;
-    d.fixed_input = parse_positive(v.substr(0, comma), "fixed input length");
-    d.fixed_output = parse_positive(v.substr(comma + 1), "fixed output length");
+    d.fixed_input = parse_length(v.substr(0, comma), "fixed input length");
+    d.fixed_output = parse_length(v.substr(comma + 1), "fixed output length");
     return d;
   }
   if (text.rfind("csv:", 0) == 0 && text.size() > 4) {

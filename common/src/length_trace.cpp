@@ -23,21 +23,21 @@ std::vector<std::string> split_fields(const std::string& line) {
   return out;
 }
 
-int32_t length_of(const std::string& s, const char* column) {
+}  // namespace
+
+int32_t parse_length(const std::string& text, const std::string& what) {
   size_t used = 0;
   long v = 0;
   try {
-    v = std::stol(s, &used);
+    v = std::stol(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (s.empty() || used != s.size() || v < 1 || v > 10'000'000)
-    throw std::invalid_argument(std::string(column) + " must be a whole number from 1 to " +
-                                "10000000, not '" + s + "'");
+  if (text.empty() || used != text.size() || v < 1 || v > 10'000'000)
+    throw std::invalid_argument(what + " must be a whole number from 1 to 10000000, not '" + text +
+                                "'");
   return static_cast<int32_t>(v);
 }
-
-}  // namespace
 
 std::vector<LengthPair> read_length_trace(const std::filesystem::path& csv) {
   const std::string path = csv.string();
@@ -73,7 +73,8 @@ std::vector<LengthPair> read_length_trace(const std::filesystem::path& csv) {
                                std::to_string(std::max(in_col, out_col) + 1) + " columns, got '" +
                                line + "'");
     try {
-      out.push_back({length_of(f[in_col], "input_tokens"), length_of(f[out_col], "output_tokens")});
+      out.push_back(
+          {parse_length(f[in_col], "input_tokens"), parse_length(f[out_col], "output_tokens")});
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error(where + e.what());
     }

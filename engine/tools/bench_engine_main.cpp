@@ -18,9 +18,9 @@
 #include "common/tool.h"
 #include "engine/executor.h"
 #include "engine/forward.h"
-#include "engine/model_options.h"
 #include "engine/plan.h"
 #include "engine/sampler.h"
+#include "engine/tool_options.h"
 
 namespace sandwich {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "common/tool.h"
 #include "engine/generator.h"
-#include "engine/model_options.h"
+#include "engine/tool_options.h"
 
 using namespace sandwich;
 
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     std::optional<std::string> prompt, prompt_file;
     GenerationRequest req;
     req.max_tokens = 128;
-    int threads = 0;
+    PlanOptions plan;
     bool output_ids = false, reference = false, quiet = false;
     ArgParser p("sandwich-generate", "Generate text from a prompt with a Llama-family model.");
     add_model_options(p, load);
@@ -38,29 +38,16 @@ int main(int argc, char** argv) {
     p.add("-s,--seed", &req.sampling.seed, "random seed (default: random)");
     p.add("--stop", &req.stop, "stop when the text contains S");
     p.add_flag("--ignore-eos", &req.ignore_eos, "keep generating past end-of-sequence tokens");
-    p.add("-t,--threads", &threads, "compute threads (default: all cores)");
     p.add_flag("--output-ids", &output_ids, "print the generated token ids instead of text");
     p.add_flag("--reference", &reference,
                "use the scalar reference forward pass (slow; for checking)");
     p.add_flag("-q,--quiet", &quiet, "no statistics on stderr");
-    std::optional<std::string> prefill_config, decode_config, plan;
-    p.add("--prefill-config", &prefill_config,
-          "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
-    p.add("--decode-config", &decode_config, "service configuration of decode: RxT or JSON", "C");
-    p.add("--plan", &plan, "plan file holding both configurations", "F");
-    p.option("--weights-seed", "N", "seed of dummy weights (default 0)", [&](const std::string& v) {
-      load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v));
-    });
+    add_plan_options(p, plan);
     if (!p.parse(argc, argv)) return 0;
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (prompt && prompt_file) throw CliError("give --prompt or --prompt-file, not both");
     if (req.max_tokens < 0) throw CliError("--max-tokens must not be negative");
     req.sampling.validate();
-    try {
-      resolve_threads(threads, "--threads");
-    } catch (const std::invalid_argument& e) {
-      throw CliError(e.what());
-    }
     if (prompt_file) {
       std::error_code ec;
       // An ifstream opens a directory and then reads nothing: that would be an empty prompt.
@@ -72,18 +59,14 @@ int main(int argc, char** argv) {
       ss << in.rdbuf();
       prompt = ss.str();
     }
-    load.threads = threads;
+    load.threads = plan.threads;
     // Plans and configurations are checked before the model loads, which may take minutes.
     GeneratorOptions go;
-    go.threads = threads;
+    go.threads = plan.threads;
     go.kind = reference ? ForwardKind::Reference : ForwardKind::Fast;
-    if (plan) {
-      const Plan pl = load_plan(*plan);
-      go.prefill = pl.prefill;
-      go.decode = pl.decode;
-    }
-    if (prefill_config) go.prefill = topo::parse_service_config(*prefill_config);
-    if (decode_config) go.decode = topo::parse_service_config(*decode_config);
+    const Plan configs = resolve_plan(plan);
+    go.prefill = configs.prefill;
+    go.decode = configs.decode;
 
     auto model = load_model(load);
     for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";

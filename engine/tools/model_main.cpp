@@ -7,7 +7,7 @@
 #include "engine/dummy_model.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
-#include "engine/model_options.h"
+#include "engine/tool_options.h"
 
 using namespace sandwich;
 

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "common/tool.h"
-#include "engine/model_options.h"
 #include "engine/scheduler.h"
+#include "engine/tool_options.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
 
@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
     server::HttpServerOptions http;
     server::ServiceOptions svc;
     SchedulerOptions sched;
-    int threads = 0, shutdown_timeout = 30;
+    PlanOptions plan;
+    int shutdown_timeout = 30;
     std::optional<std::string> served_name, api_key, chat_template;
     ArgParser p(
         "sandwichd",
@@ -76,13 +77,7 @@ int main(int argc, char** argv) {
              [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes(v); });
     p.add("--max-waiting", &sched.max_waiting,
           "waiting-queue bound; beyond it requests get 429 (default 256)");
-    std::optional<std::string> plan, prefill_config, decode_config;
-    p.add("-t,--threads", &threads,
-          "compute threads of one rank when no configuration is given (default: all cores)");
-    p.add("--plan", &plan, "plan file with the prefill and decode service configurations", "F");
-    p.add("--prefill-config", &prefill_config,
-          "prefill service configuration: RxT (R ranks of T cores) or JSON", "C");
-    p.add("--decode-config", &decode_config, "decode service configuration: RxT or JSON", "C");
+    add_plan_options(p, plan);
     p.add("--io-threads", &http.io_threads, "HTTP I/O threads (default 1)");
     p.option("--max-body-bytes", "N", "request body limit (default 8 MiB)",
              [&](const std::string& v) { http.max_body_bytes = parse_bytes(v); });
@@ -91,25 +86,17 @@ int main(int argc, char** argv) {
           "seconds a request may run (default 600)");
     p.add("--shutdown-timeout", &shutdown_timeout,
           "seconds running requests get to finish on SIGTERM (default 30)");
-    p.option("--weights-seed", "N", "seed of dummy weights (default 0)", [&](const std::string& v) {
-      load.seed = static_cast<uint64_t>(ArgParser::parse_int("--weights-seed", v));
-    });
     if (!p.parse(argc, argv)) return 0;
     if (!p.positional().empty()) throw CliError("unexpected argument '" + p.positional()[0] + "'");
     if (load.model.empty()) throw CliError("--model is required (see --help)");
-    if (threads < 0 || sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 ||
-        sched.max_waiting < 0 || http.io_threads < 1 || http.max_connections < 1 ||
-        svc.request_timeout_seconds < 1 || shutdown_timeout < 0)
+    if (sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
+        http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 ||
+        shutdown_timeout < 0)
       throw CliError("thread counts, limits and timeouts must be positive");
-    if (plan) {
-      const Plan pl = load_plan(*plan);
-      sched.prefill_config = pl.prefill;
-      sched.decode_config = pl.decode;
-    }
-    if (prefill_config) sched.prefill_config = topo::parse_service_config(*prefill_config);
-    if (decode_config) sched.decode_config = topo::parse_service_config(*decode_config);
-    if (!sched.prefill_config) sched.prefill_config = single_rank_config(threads);
-    load.threads = threads;
+    const Plan configs = resolve_plan(plan);
+    sched.prefill_config = configs.prefill;
+    sched.decode_config = configs.decode;
+    load.threads = plan.threads;
     svc.served_model_name = served_name.value_or(load.model);
     svc.api_key = api_key;
     svc.chat_template = chat_template;

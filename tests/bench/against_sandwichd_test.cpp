@@ -11,22 +11,11 @@
 namespace sandwich::test {
 namespace {
 
-class BenchAgainstSandwichd : public ::testing::Test {
+class BenchAgainstSandwichd : public StoriesDaemonSuite<BenchAgainstSandwichd> {
+ public:
+  static std::string daemon_args() { return "-t 1"; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(data_dir())) return;
-    const std::string m = (data_dir() / "models/stories260K").string();
-    daemon_ = new Daemon("--model " + m + "/stories260K.bin --tokenizer " + m +
-                         "/tok512.bin --served-model-name stories -t 1");
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    SANDWICH_REQUIRE_DATA();
-    ASSERT_NE(daemon_->port(), 0);
-  }
   bench::ServeOptions options(const std::string& dataset, int n) const {
     bench::ServeOptions o;
     o.endpoints = {
@@ -39,7 +28,6 @@ class BenchAgainstSandwichd : public ::testing::Test {
     o.timeout_s = 60;
     return o;
   }
-  static inline Daemon* daemon_ = nullptr;
 };
 
 void expect_exact(const bench::ServeReport& r) {

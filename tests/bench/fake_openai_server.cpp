@@ -2,26 +2,17 @@
 
 #include <sys/socket.h>
 
-#include <utility>  // Boost 1.74 asio needs it under C++20 before its own headers
-
 #include <algorithm>
 #include <atomic>
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
-namespace sandwich::test {
+#include "asio_names.h"
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using json = nlohmann::json;
+namespace sandwich::test {
 
 struct FakeOpenAiServer::Impl {
   Options opt;

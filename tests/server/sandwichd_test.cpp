@@ -13,12 +13,8 @@
 namespace sandwich::test {
 namespace {
 
-std::string stories() {
-  return (data_dir() / "models/stories260K").string();
-}
 std::string model_args() {
-  return "--model " + stories() + "/stories260K.bin --tokenizer " + stories() +
-         "/tok512.bin --served-model-name stories";
+  return stories_daemon_args();
 }
 
 // What sandwich-generate prints for a greedy prompt (without the final newline).
@@ -35,23 +31,14 @@ std::string generate_cli(const std::string& prompt, int n) {
   return s;
 }
 
-class Sandwichd : public ::testing::Test {
+class Sandwichd : public StoriesDaemonSuite<Sandwichd> {
+ public:
+  static std::string daemon_args() {
+    return "--max-num-seqs 48 --max-body-bytes 65536 --max-waiting 1000";
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(data_dir())) return;
-    daemon_ =
-        new Daemon(model_args() + " --max-num-seqs 48 --max-body-bytes 65536 --max-waiting 1000");
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    SANDWICH_REQUIRE_DATA();
-    ASSERT_NE(daemon_->port(), 0);
-  }
   Client client() { return Client(daemon_->port()); }
-  static inline Daemon* daemon_ = nullptr;
 };
 
 json completion(const std::string& prompt, int n, bool stream = false) {

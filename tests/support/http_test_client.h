@@ -16,20 +16,11 @@
 #include <utility>
 
 #include <gtest/gtest.h>
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <nlohmann/json.hpp>
 
+#include "asio_names.h"
 #include "test_data.h"
 
 namespace sandwich::test {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using json = nlohmann::json;
 
 struct HttpResult {
   int status = 0;
@@ -227,6 +218,33 @@ class Daemon {
   uint16_t port_ = 0;
   bool exited_ = false;
   int exit_status_ = 0;
+};
+
+// The arguments that make sandwichd serve stories260K as model "stories".
+inline std::string stories_daemon_args() {
+  const std::string dir = (data_dir() / "models/stories260K").string();
+  return "--model " + dir + "/stories260K.bin --tokenizer " + dir +
+         "/tok512.bin --served-model-name stories";
+}
+
+// A suite whose tests share one sandwichd serving stories260K, started once with the extra
+// arguments Suite::daemon_args() gives (CRTP: each suite has its own daemon).
+template <class Suite>
+class StoriesDaemonSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(data_dir())) return;
+    daemon_ = new Daemon(stories_daemon_args() + " " + Suite::daemon_args());
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  void SetUp() override {
+    SANDWICH_REQUIRE_DATA();
+    ASSERT_NE(daemon_->port(), 0);
+  }
+  static inline Daemon* daemon_ = nullptr;
 };
 
 }  // namespace sandwich::test

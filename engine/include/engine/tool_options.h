@@ -1,0 +1,26 @@
+#pragma once
+// The options every tool that runs a model shares: which model and how to load it (--model,
+// --tokenizer, --load-format, --dtype, --weights-seed), and how to run it (--threads, --plan,
+// --prefill-config, --decode-config).
+#include <optional>
+#include <string>
+
+#include "common/cli.h"
+#include "engine/model.h"
+#include "engine/plan.h"
+
+namespace sandwich {
+
+void add_model_options(ArgParser& p, LoadOptions& o);
+
+struct PlanOptions {
+  int threads = 0;  // one rank of this many cores when no configuration is given (0: all)
+  std::optional<std::string> plan, prefill_config, decode_config;
+};
+void add_plan_options(ArgParser& p, PlanOptions& o);
+// The configurations the options name: a phase's own option over the plan file over one rank
+// of --threads cores; decode defaults to prefill's. Throws CliError for a bad thread count and
+// std::invalid_argument (naming the file or text) for a bad plan or configuration.
+Plan resolve_plan(const PlanOptions& o);
+
+}  // namespace sandwich

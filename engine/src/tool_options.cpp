@@ -1,0 +1,68 @@
+#include "engine/tool_options.h"
+
+#include <stdexcept>
+
+namespace sandwich {
+
+void add_model_options(ArgParser& p, LoadOptions& o) {
+  p.add("-m,--model", &o.model,
+        "model: a GGUF file, a Hugging Face folder, a llama2.c .bin, or a preset name "
+        "(llama-160m, llama-1.3b, llama3-8b) looked up under $SANDWICH_MODELS",
+        "M");
+  p.option("--tokenizer", "T", "tokenizer file or folder (default: the model's own)",
+           [&o](const std::string& v) { o.tokenizer = v; });
+  p.option("--load-format", "F", "auto (default) or dummy: random weights with the model's shapes",
+           [&o](const std::string& v) {
+             if (v == "auto")
+               o.load_format = LoadFormat::Auto;
+             else if (v == "dummy")
+               o.load_format = LoadFormat::Dummy;
+             else
+               throw CliError("--load-format must be auto or dummy, got '" + v + "'");
+           });
+  p.option("--dtype", "D", "weight storage: auto (default), float32 or bfloat16",
+           [&o](const std::string& v) {
+             if (v == "auto")
+               o.dtype = WeightDType::Auto;
+             else if (v == "float32" || v == "f32" || v == "float")
+               o.dtype = WeightDType::F32;
+             else if (v == "bfloat16" || v == "bf16")
+               o.dtype = WeightDType::BF16;
+             else
+               throw CliError("--dtype must be auto, float32 or bfloat16, got '" + v + "'");
+           });
+  p.option("--weights-seed", "N", "seed of dummy weights (default 0)", [&o](const std::string& v) {
+    const int64_t seed = ArgParser::parse_int("--weights-seed", v);
+    if (seed < 0) throw CliError("--weights-seed must not be negative");
+    o.seed = static_cast<uint64_t>(seed);
+  });
+}
+
+void add_plan_options(ArgParser& p, PlanOptions& o) {
+  p.add("-t,--threads", &o.threads,
+        "compute threads of one rank when no configuration is given (default: all cores)");
+  p.add("--plan", &o.plan, "plan file holding the prefill and decode configurations", "F");
+  p.add("--prefill-config", &o.prefill_config,
+        "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
+  p.add("--decode-config", &o.decode_config, "service configuration of decode: RxT or JSON", "C");
+}
+
+Plan resolve_plan(const PlanOptions& o) {
+  try {
+    resolve_threads(o.threads, "--threads");
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  std::optional<Plan> file;
+  if (o.plan) file = load_plan(*o.plan);
+  Plan p;
+  p.prefill = o.prefill_config ? topo::parse_service_config(*o.prefill_config)
+              : file           ? file->prefill
+                               : single_rank_config(o.threads);
+  p.decode = o.decode_config ? topo::parse_service_config(*o.decode_config)
+             : file          ? file->decode
+                             : p.prefill;
+  return p;
+}
+
+}  // namespace sandwich
