@@ -40,6 +40,12 @@ class Collective {
   virtual float* reduce_buffer(size_t n) { return nullptr; }
 };
 
+// Indices [begin, end): a rank's heads, or the columns of a matrix it computes or reads.
+struct IndexRange {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+};
+
 class ForwardPass {
  public:
   ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view = {},
@@ -53,18 +59,30 @@ class ForwardPass {
   const RankView& view() const { return view_; }
 
  private:
-  struct Range {
-    int64_t begin, end;
-    int64_t size() const { return end - begin; }
-  };
+  struct Step;  // one call's tokens and attention work (forward.cpp)
+
+  void check_batch(std::span<const BatchEntry> batch) const;
+  Step plan_step(std::span<const BatchEntry> batch) const;
   void ensure_scratch(int64_t tokens);
+  float* residual_stream(int64_t tokens);
+
+  void embed(const Step& s);
+  void attention_block(const LayerWeights& L, const kernels::PagedKV& kv, const Step& s);
+  void ffn_block(const LayerWeights& L, const Step& s);
+  void final_logits(const Step& s, float* logits);
+
+  void norm(const Step& s, const float* weight);
+  void rope_and_store_kv(const kernels::PagedKV& kv, const Step& s);
+  void attend(const kernels::PagedKV& kv, const Step& s);
+  void all_reduce(const Step& s);
 
   const Model& model_;
   KVCache& kv_;
   kernels::ThreadTeam& team_;
   RankView view_;
   Collective* collective_;
-  Range kv_heads_, ffn_cols_, vocab_cols_;
+  // This rank's share: KV heads, their query and KV columns, FFN and vocabulary columns.
+  IndexRange kv_heads_, q_cols_, kv_cols_, ffn_cols_, vocab_cols_;
   int64_t capacity_ = 0;
   std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_, shard_scratch_;
 };
