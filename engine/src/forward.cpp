@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/forward.h"
+#include "forward.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/forward.h"
+#include "forward.h"
 
 namespace sandwich {
 namespace {

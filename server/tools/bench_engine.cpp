@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/batch_entry.h"
 #include "engine/executor.h"
-#include "engine/forward.h"
 #include "engine/model_options.h"
 #include "engine/sampler.h"
 

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "engine/dummy_model.h"
-#include "engine/forward.h"
 #include "engine/generator.h"
 #include "engine/model.h"
+#include "forward.h"
 #include "model_fixtures.h"
 #include "test_data.h"
 

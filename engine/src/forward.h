@@ -1,23 +1,19 @@
 #pragma once
-// The forward pass of a Llama model over a batch of sequences, each contributing a chunk of new
-// tokens (a prompt chunk during prefill, one token during decode). All tokens of the batch go
-// through each GEMM together; attention runs per sequence over its pages of the KV cache.
+// The forward passes, private to engine/ (users run steps through an Executor). ForwardPass runs
+// a Llama model over a batch of sequences, each contributing a chunk of new tokens (a prompt chunk
+// during prefill, one token during decode). All tokens of the batch go through each GEMM
+// together; attention runs per sequence over its pages of the KV cache.
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "engine/batch_entry.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
+#include "kernels/attention.h"
 #include "kernels/thread_team.h"
 
 namespace sandwich {
-
-struct BatchEntry {
-  std::span<const int32_t> tokens;       // new tokens, at positions start_pos, start_pos + 1, ...
-  int32_t start_pos = 0;                 // KV of positions [0, start_pos) is already cached
-  std::span<const int32_t> block_table;  // must cover start_pos + tokens.size() positions
-  bool want_logits = true;               // logits of the last token
-};
 
 // A tensor-parallel rank's share of the model: KV heads [kv0, kv1) with their query heads, FFN
 // columns [f0, f1). TP = 1 is the whole model.
