@@ -133,7 +133,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
   ensure_scratch(s.tokens);
   s.x = residual_stream(s.tokens);
   embed(s);
-  const ModelWeights& W = model_.weights;
+  const ModelWeights& W = model_.weights();
   for (int l = 0; l < model_.config.n_layers; ++l) {
     const kernels::PagedKV kv = kv_.layer(l);
     attention_block(W.layers[l], kv, s);
@@ -221,7 +221,7 @@ float* ForwardPass::residual_stream(int64_t tokens) {
 
 void ForwardPass::embed(const Step& s) {
   const int64_t dim = model_.config.dim;
-  const kernels::PackedWeight& embedding = model_.weights.embedding;
+  const kernels::PackedWeight& embedding = model_.weights().embedding;
   team_.parallel_for(s.tokens, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) kernels::unpack_row(embedding, s.id[i], s.x + i * dim);
   });
@@ -264,7 +264,7 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
 // gathered from all ranks when there are several.
 void ForwardPass::final_logits(const Step& s, float* logits) {
   const ModelConfig& c = model_.config;
-  const ModelWeights& W = model_.weights;
+  const ModelWeights& W = model_.weights();
   const int64_t dim = c.dim;
   last_.resize(static_cast<size_t>(s.n_logits * dim));
   int64_t row = 0, k = 0;

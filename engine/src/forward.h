@@ -12,6 +12,7 @@
 #include "engine/model.h"
 #include "kernels/attention.h"
 #include "kernels/thread_team.h"
+#include "model_weights.h"
 
 namespace sandwich {
 

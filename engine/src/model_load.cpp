@@ -13,6 +13,7 @@
 #include "engine/service_config.h"
 #include "json_file.h"
 #include "model_source.h"
+#include "model_weights.h"
 
 namespace sandwich {
 namespace fs = std::filesystem;
@@ -155,7 +156,7 @@ class ModelBuilder {
     bytes += c.dim * 4 + 64;
     m_.region_ = SharedRegion("sandwich-weights", bytes, SharedRegion::Kind::Fork);
 
-    ModelWeights& w = m_.weights;
+    ModelWeights& w = *m_.weights_;
     w.dtype = storage_;
     w.embedding = matrix("token_embd.weight", c.vocab_size, c.dim, false);
     w.output =
