@@ -10,6 +10,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "paged_kv.h"
 
 namespace sandwich {
 
@@ -135,7 +136,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
   embed(s);
   const ModelWeights& W = model_.weights();
   for (int l = 0; l < model_.config.n_layers; ++l) {
-    const kernels::PagedKV kv = kv_.layer(l);
+    const kernels::PagedKV kv = paged_kv(kv_, l);
     attention_block(W.layers[l], kv, s);
     ffn_block(W.layers[l], s);
   }
