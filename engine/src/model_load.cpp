@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "dummy_tensor.h"
 #include "engine/dummy_model.h"
 #include "engine/model.h"
 #include "engine/service_config.h"

@@ -133,7 +133,7 @@ TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
   o.dtype = WeightDType::F32;
   o.seed = 5;
   auto dummy = load_model(o);
-  write_dummy_gguf(dummy->config, kernels::DType::F32, default_dummy_vocab(dummy->config), 5,
+  write_dummy_gguf(dummy->config, WeightDType::F32, default_dummy_vocab(dummy->config), 5,
                    dir / "d.gguf");
   auto file = load(dir / "d.gguf");
   const std::vector<int32_t> toks = {1, 7, 99, 250, 3};
