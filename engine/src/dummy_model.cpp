@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dummy_tensor.h"
 #include "engine/gguf.h"
 #include "model_source.h"
 
@@ -92,10 +93,10 @@ Vocab default_dummy_vocab(const ModelConfig& config) {
   return v;
 }
 
-void write_dummy_gguf(const ModelConfig& c, kernels::DType dtype, const Vocab& vocab, uint64_t seed,
-                      const std::filesystem::path& out) {
-  if (dtype == kernels::DType::F16)
-    throw std::invalid_argument("dummy GGUF dtype must be f32 or bf16");
+void write_dummy_gguf(const ModelConfig& c, WeightDType weight_dtype, const Vocab& vocab,
+                      uint64_t seed, const std::filesystem::path& out) {
+  const kernels::DType dtype =
+      weight_dtype == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
   if (static_cast<int64_t>(vocab.tokens.size()) != c.vocab_size)
     throw std::invalid_argument("vocabulary has " + std::to_string(vocab.tokens.size()) +
                                 " tokens but the model expects " + std::to_string(c.vocab_size));

@@ -7,6 +7,7 @@
 
 #include "engine/executor.h"
 #include "engine/shared_region.h"
+#include "forward.h"
 #include "kernels/thread_team.h"
 
 namespace sandwich {

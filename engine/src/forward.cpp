@@ -1,21 +1,66 @@
+// The fast forward pass: the batch's tokens go through the embedding, then each layer's attention
+// block and FFN block, then the final norm and the logits, as one row per token in every GEMM.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/forward.h"
+#include "forward.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "paged_kv.h"
 
 namespace sandwich {
 
 namespace {
 
-// y = x W[n0:n1]^T for any column range: the GEMM takes ranges that start on its 64-column
-// panels, so a head shard that does not (small head sizes) is computed panel-aligned into
-// scratch and copied out.
+// Query tokens per attention work item: small enough to balance long prefill chunks over the
+// team, large enough that each item amortises its pass over the KV blocks.
+constexpr int32_t kAttentionChunk = 32;
+
+// The GEMM of a column-parallel projection: y = x W[cols]^T, the output columns `cols` of W (a
+// rank's heads, FFN or vocabulary columns) for the m rows of x.
+kernels::GemmArgs column_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
+                                  IndexRange cols) {
+  kernels::GemmArgs a;
+  a.x = x;
+  a.ldx = ldx;
+  a.m = m;
+  a.y = y;
+  a.ldy = ldy;
+  a.n0 = cols.begin;
+  a.n1 = cols.end;
+  return a;
+}
+
+// The GEMM of a row-parallel projection: y (+)= x W[:, k]^T, where x holds only the input columns
+// `k` of W (the rank's share of the previous column-parallel output); the ranks' partial sums
+// meet in the all-reduce.
+kernels::GemmArgs row_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
+                               IndexRange k, kernels::Epilogue epilogue) {
+  kernels::GemmArgs a;
+  a.x = x;
+  a.ldx = ldx;
+  a.m = m;
+  a.y = y;
+  a.ldy = ldy;
+  a.k0 = k.begin;
+  a.k1 = k.end;
+  a.epilogue = epilogue;
+  return a;
+}
+
+// Row-parallel projections add into the residual stream on the lead rank only; the others' partial
+// sums reach it through the all-reduce.
+kernels::Epilogue residual_epilogue(const RankView& view) {
+  return view.rank == 0 ? kernels::Epilogue::Accumulate : kernels::Epilogue::Store;
+}
+
+// Runs a column-parallel GEMM for any column range: the GEMM takes ranges that start on its
+// 64-column panels, so a head shard that does not (small head sizes) is computed panel-aligned
+// into scratch and copied out.
 void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::ThreadTeam& team,
                   std::vector<float>& scratch) {
   const int64_t n0 = a.n0, n1 = a.n1 < 0 ? w.n : a.n1;
@@ -35,10 +80,24 @@ void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::
               scratch.begin() + i * (b1 - b0) + (n1 - b0), a.y + i * a.ldy);
 }
 
-// Query tokens per attention work item: small enough to balance long prefill chunks over the
-// team, large enough that each item amortises its pass over the KV blocks.
-constexpr int32_t kAttentionChunk = 32;
 }  // namespace
+
+// The batch flattened to tokens (in batch order): token i is batch[entry[i]].tokens[...], id[i] at
+// position pos[i]; and the attention work of its sequences.
+struct ForwardPass::Step {
+  // One attention work item: a chunk of one sequence's query tokens against one KV head.
+  struct Item {
+    int32_t entry, head, t0, n;
+    int64_t row;  // first token's row in the batch
+  };
+
+  std::span<const BatchEntry> batch;
+  int64_t tokens = 0;
+  int64_t n_logits = 0;
+  std::vector<int32_t> entry, pos, id;
+  std::vector<Item> items;  // longest context first
+  float* x = nullptr;       // the residual stream, tokens x dim
+};
 
 ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view,
                          Collective* collective)
@@ -52,11 +111,14 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
   if (R > 1 && !collective)
     throw std::invalid_argument("a rank view of several ranks needs a collective");
   const int r = view.rank;
-  kv_heads_ = {int64_t{c.n_kv_heads} * r / R, int64_t{c.n_kv_heads} * (r + 1) / R};
+  kv_heads_ = partition(c.n_kv_heads, r, R);
+  const int64_t group = c.n_heads / c.n_kv_heads, hd = c.head_dim;
+  q_cols_ = {kv_heads_.begin * group * hd, kv_heads_.end * group * hd};
+  kv_cols_ = {kv_heads_.begin * hd, kv_heads_.end * hd};
   // Column shards start on the GEMM's 64-column panels.
-  auto panel_split = [&](int64_t n) -> Range {
-    const int64_t panels = (n + kernels::kPanel - 1) / kernels::kPanel;
-    return {panels * r / R * kernels::kPanel, std::min(n, panels * (r + 1) / R * kernels::kPanel)};
+  auto panel_split = [&](int64_t n) -> IndexRange {
+    const IndexRange panels = partition((n + kernels::kPanel - 1) / kernels::kPanel, r, R);
+    return {panels.begin * kernels::kPanel, std::min(n, panels.end * kernels::kPanel)};
   };
   ffn_cols_ = panel_split(c.ffn_dim);
   vocab_cols_ = panel_split(c.vocab_size);
@@ -65,30 +127,25 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
                                 " ranks");
 }
 
-void ForwardPass::ensure_scratch(int64_t tokens) {
-  if (tokens <= capacity_) return;
-  const ModelConfig& c = model_.config;
-  const int64_t group = c.n_heads / c.n_kv_heads;
-  const int64_t q_local = kv_heads_.size() * group * c.head_dim;
-  const int64_t kv_local = kv_heads_.size() * c.head_dim;
-  x_.assign(tokens * c.dim, 0.0f);
-  xb_.assign(tokens * c.dim, 0.0f);
-  q_.assign(tokens * q_local, 0.0f);
-  k_.assign(tokens * kv_local, 0.0f);
-  v_.assign(tokens * kv_local, 0.0f);
-  att_.assign(tokens * q_local, 0.0f);
-  h_.assign(tokens * ffn_cols_.size(), 0.0f);
-  capacity_ = tokens;
+void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
+  check_batch(batch);
+  Step s = plan_step(batch);
+  if (s.tokens == 0) return;
+  ensure_scratch(s.tokens);
+  s.x = residual_stream(s.tokens);
+  embed(s);
+  const ModelWeights& W = model_.weights();
+  for (int l = 0; l < model_.config.n_layers; ++l) {
+    const kernels::PagedKV kv = paged_kv(kv_, l);
+    attention_block(W.layers[l], kv, s);
+    ffn_block(W.layers[l], s);
+  }
+  if (s.n_logits > 0) final_logits(s, logits);
 }
 
-void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
+// The whole batch is checked before the KV cache is touched.
+void ForwardPass::check_batch(std::span<const BatchEntry> batch) const {
   const ModelConfig& c = model_.config;
-  const ModelWeights& W = model_.weights;
-  const int64_t dim = c.dim, hd = c.head_dim;
-  const int64_t group = c.n_heads / c.n_kv_heads;
-
-  // Validate the whole batch before touching the KV cache.
-  int64_t T = 0, n_logits = 0;
   for (const BatchEntry& e : batch) {
     const int64_t n = static_cast<int64_t>(e.tokens.size());
     if (n == 0) throw std::invalid_argument("batch entry with no tokens");
@@ -102,188 +159,190 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
       if (t < 0 || t >= c.vocab_size)
         throw std::invalid_argument("token id " + std::to_string(t) +
                                     " outside the vocabulary of " + std::to_string(c.vocab_size));
-    T += n;
-    n_logits += e.want_logits ? 1 : 0;
   }
-  if (T == 0) return;
-  ensure_scratch(T);
+}
 
-  // Token index -> (entry, position), in batch order.
-  std::vector<int32_t> tok_entry(T), tok_pos(T), tok_id(T);
-  {
-    int64_t i = 0;
-    for (size_t b = 0; b < batch.size(); ++b)
-      for (size_t j = 0; j < batch[b].tokens.size(); ++j, ++i) {
-        tok_entry[i] = static_cast<int32_t>(b);
-        tok_pos[i] = batch[b].start_pos + static_cast<int32_t>(j);
-        tok_id[i] = batch[b].tokens[j];
-      }
+ForwardPass::Step ForwardPass::plan_step(std::span<const BatchEntry> batch) const {
+  Step s;
+  s.batch = batch;
+  for (const BatchEntry& e : batch) {
+    s.tokens += static_cast<int64_t>(e.tokens.size());
+    s.n_logits += e.want_logits ? 1 : 0;
   }
+  if (s.tokens == 0) return s;
+  s.entry.resize(s.tokens);
+  s.pos.resize(s.tokens);
+  s.id.resize(s.tokens);
+  int64_t i = 0;
+  for (size_t b = 0; b < batch.size(); ++b)
+    for (size_t j = 0; j < batch[b].tokens.size(); ++j, ++i) {
+      s.entry[i] = static_cast<int32_t>(b);
+      s.pos[i] = batch[b].start_pos + static_cast<int32_t>(j);
+      s.id[i] = batch[b].tokens[j];
+    }
 
-  // With several ranks the residual stream lives in the collective's shared buffer, where it is
-  // all-reduced in place.
-  float* x = view_.n_ranks > 1 && collective_
-                 ? collective_->reduce_buffer(static_cast<size_t>(T * dim))
-                 : nullptr;
-  if (!x) x = x_.data();
-  float* xb = xb_.data();
-  team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) kernels::unpack_row(W.embedding, tok_id[i], x + i * dim);
-  });
-
-  const int64_t kvh0 = kv_heads_.begin, kvh1 = kv_heads_.end;
-  const int64_t q_local = kv_heads_.size() * group * hd;
-  const int64_t kv_local = kv_heads_.size() * hd;
-  const int64_t f_local = ffn_cols_.size();
-  const bool lead = view_.rank == 0;
-  const auto residual = lead ? kernels::Epilogue::Accumulate : kernels::Epilogue::Store;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int half = c.head_dim / 2;
-
-  // Attention work items: (entry, kv head, chunk of query tokens).
-  struct Item {
-    int32_t entry, head, t0, n;
-    int64_t row;  // first token's row in the batch
-  };
-  std::vector<Item> items;
-  {
-    int64_t row = 0;
-    for (size_t b = 0; b < batch.size(); ++b) {
-      const int32_t n = static_cast<int32_t>(batch[b].tokens.size());
-      for (int32_t t0 = 0; t0 < n; t0 += kAttentionChunk)
-        for (int64_t h = kvh0; h < kvh1; ++h)
-          items.push_back({static_cast<int32_t>(b), static_cast<int32_t>(h), t0,
+  // Attention work items: (entry, KV head, chunk of query tokens).
+  int64_t row = 0;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const int32_t n = static_cast<int32_t>(batch[b].tokens.size());
+    for (int32_t t0 = 0; t0 < n; t0 += kAttentionChunk)
+      for (int64_t h = kv_heads_.begin; h < kv_heads_.end; ++h)
+        s.items.push_back({static_cast<int32_t>(b), static_cast<int32_t>(h), t0,
                            std::min(kAttentionChunk, n - t0), row + t0});
-      row += n;
-    }
-    // Longest items first (they see the most context) for a better dynamic balance.
-    std::stable_sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
-      return batch[a.entry].start_pos + a.t0 + a.n > batch[b.entry].start_pos + b.t0 + b.n;
-    });
+    row += n;
   }
+  // Longest items first (they see the most context) for a better dynamic balance.
+  std::stable_sort(s.items.begin(), s.items.end(), [&](const Step::Item& a, const Step::Item& b) {
+    return batch[a.entry].start_pos + a.t0 + a.n > batch[b.entry].start_pos + b.t0 + b.n;
+  });
+  return s;
+}
 
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = W.layers[l];
-    const kernels::PagedKV kv = kv_.layer(l);
+void ForwardPass::ensure_scratch(int64_t tokens) {
+  if (tokens <= capacity_) return;
+  const int64_t dim = model_.config.dim;
+  x_.assign(tokens * dim, 0.0f);
+  xb_.assign(tokens * dim, 0.0f);
+  q_.assign(tokens * q_cols_.size(), 0.0f);
+  k_.assign(tokens * kv_cols_.size(), 0.0f);
+  v_.assign(tokens * kv_cols_.size(), 0.0f);
+  att_.assign(tokens * q_cols_.size(), 0.0f);
+  h_.assign(tokens * ffn_cols_.size(), 0.0f);
+  capacity_ = tokens;
+}
 
-    team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i)
-        kernels::rmsnorm(x + i * dim, L.attn_norm, xb + i * dim, dim, c.norm_eps);
-    });
-    kernels::GemmArgs a;
-    a.x = xb;
-    a.ldx = dim;
-    a.m = T;
-    a.y = q_.data();
-    a.ldy = q_local;
-    a.n0 = kvh0 * group * hd;
-    a.n1 = kvh1 * group * hd;
-    gemm_columns(L.wq, a, team_, shard_scratch_);
-    a.y = k_.data();
-    a.ldy = kv_local;
-    a.n0 = kvh0 * hd;
-    a.n1 = kvh1 * hd;
-    gemm_columns(L.wk, a, team_, shard_scratch_);
-    a.y = v_.data();
-    gemm_columns(L.wv, a, team_, shard_scratch_);
+// With several ranks the residual stream lives in the collective's shared buffer, where it is
+// all-reduced in place.
+float* ForwardPass::residual_stream(int64_t tokens) {
+  float* x = view_.n_ranks > 1 && collective_
+                 ? collective_->reduce_buffer(static_cast<size_t>(tokens * model_.config.dim))
+                 : nullptr;
+  return x ? x : x_.data();
+}
 
-    team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) {
-        const float* cs = model_.rope_cos.data() + static_cast<size_t>(tok_pos[i]) * half;
-        const float* sn = model_.rope_sin.data() + static_cast<size_t>(tok_pos[i]) * half;
-        kernels::rope(q_.data() + i * q_local, static_cast<int>(q_local / hd), c.head_dim, cs, sn);
-        kernels::rope(k_.data() + i * kv_local, static_cast<int>(kv_local / hd), c.head_dim, cs,
-                      sn);
-        const BatchEntry& be = batch[tok_entry[i]];
-        kernels::kv_store(kv, be.block_table.data(), tok_pos[i], static_cast<int32_t>(kvh0),
-                          static_cast<int32_t>(kvh1), k_.data() + i * kv_local,
-                          v_.data() + i * kv_local);
-      }
-    });
+void ForwardPass::embed(const Step& s) {
+  const int64_t dim = model_.config.dim;
+  const kernels::PackedWeight& embedding = model_.weights().embedding;
+  team_.parallel_for(s.tokens, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) kernels::unpack_row(embedding, s.id[i], s.x + i * dim);
+  });
+}
 
-    std::atomic<size_t> next{0};
-    team_.run([&](int, int) {
-      for (size_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < items.size();) {
-        const Item& w = items[it];
-        const BatchEntry& be = batch[w.entry];
-        const int64_t off = (w.head - kvh0) * group * hd;
-        kernels::attention(kv, be.block_table.data(), w.head, q_.data() + w.row * q_local + off,
-                           q_local, w.n, static_cast<int32_t>(group), be.start_pos + w.t0, scale,
-                           att_.data() + w.row * q_local + off, q_local);
-      }
-    });
+void ForwardPass::attention_block(const LayerWeights& L, const kernels::PagedKV& kv,
+                                  const Step& s) {
+  const int64_t dim = model_.config.dim, T = s.tokens;
+  norm(s, L.attn_norm);
+  const float* xb = xb_.data();
+  gemm_columns(L.wq, column_parallel(xb, dim, T, q_.data(), q_cols_.size(), q_cols_), team_,
+               shard_scratch_);
+  gemm_columns(L.wk, column_parallel(xb, dim, T, k_.data(), kv_cols_.size(), kv_cols_), team_,
+               shard_scratch_);
+  gemm_columns(L.wv, column_parallel(xb, dim, T, v_.data(), kv_cols_.size(), kv_cols_), team_,
+               shard_scratch_);
+  rope_and_store_kv(kv, s);
+  attend(kv, s);
+  kernels::gemm(
+      L.wo,
+      row_parallel(att_.data(), q_cols_.size(), T, s.x, dim, q_cols_, residual_epilogue(view_)),
+      team_);
+  all_reduce(s);
+}
 
-    // Output projection, row-parallel: the lead rank adds into the residual stream, the others
-    // contribute their partial sums through the all-reduce.
-    a = {};
-    a.x = att_.data();
-    a.ldx = q_local;
-    a.m = T;
-    a.y = x;
-    a.ldy = dim;
-    a.k0 = kvh0 * group * hd;
-    a.k1 = kvh1 * group * hd;
-    a.epilogue = residual;
-    kernels::gemm(L.wo, a, team_);
-    if (view_.n_ranks > 1) collective_->all_reduce_sum(x, static_cast<size_t>(T * dim));
+void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
+  const int64_t dim = model_.config.dim, T = s.tokens;
+  norm(s, L.ffn_norm);
+  kernels::gemm_silu_mul(
+      L.w_gate, L.w_up, column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(), ffn_cols_),
+      team_);
+  kernels::gemm(
+      L.w_down,
+      row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim, ffn_cols_, residual_epilogue(view_)),
+      team_);
+  all_reduce(s);
+}
 
-    team_.parallel_for(T, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i)
-        kernels::rmsnorm(x + i * dim, L.ffn_norm, xb + i * dim, dim, c.norm_eps);
-    });
-    a = {};
-    a.x = xb;
-    a.ldx = dim;
-    a.m = T;
-    a.y = h_.data();
-    a.ldy = f_local;
-    a.n0 = ffn_cols_.begin;
-    a.n1 = ffn_cols_.end;
-    kernels::gemm_silu_mul(L.w_gate, L.w_up, a, team_);
-    a = {};
-    a.x = h_.data();
-    a.ldx = f_local;
-    a.m = T;
-    a.y = x;
-    a.ldy = dim;
-    a.k0 = ffn_cols_.begin;
-    a.k1 = ffn_cols_.end;
-    a.epilogue = residual;
-    kernels::gemm(L.w_down, a, team_);
-    if (view_.n_ranks > 1) collective_->all_reduce_sum(x, static_cast<size_t>(T * dim));
-  }
-
-  if (n_logits == 0) return;
-  last_.resize(static_cast<size_t>(n_logits * dim));
-  {
-    int64_t row = 0, k = 0;
-    for (const BatchEntry& e : batch) {
-      row += static_cast<int64_t>(e.tokens.size());
-      if (e.want_logits) {
-        kernels::rmsnorm(x + (row - 1) * dim, W.final_norm, last_.data() + k * dim, dim,
-                         c.norm_eps);
-        ++k;
-      }
+// The final norm of each entry's last token, then its logits: this rank's vocabulary columns,
+// gathered from all ranks when there are several.
+void ForwardPass::final_logits(const Step& s, float* logits) {
+  const ModelConfig& c = model_.config;
+  const ModelWeights& W = model_.weights();
+  const int64_t dim = c.dim;
+  last_.resize(static_cast<size_t>(s.n_logits * dim));
+  int64_t row = 0, k = 0;
+  for (const BatchEntry& e : s.batch) {
+    row += static_cast<int64_t>(e.tokens.size());
+    if (e.want_logits) {
+      kernels::rmsnorm(s.x + (row - 1) * dim, W.final_norm, last_.data() + k * dim, dim,
+                       c.norm_eps);
+      ++k;
     }
   }
-  kernels::GemmArgs a;
-  a.x = last_.data();
-  a.ldx = dim;
-  a.m = n_logits;
-  a.n0 = vocab_cols_.begin;
-  a.n1 = vocab_cols_.end;
   if (view_.n_ranks == 1) {
-    a.y = logits;
-    a.ldy = c.vocab_size;
-    kernels::gemm(W.output, a, team_);
+    kernels::gemm(W.output,
+                  column_parallel(last_.data(), dim, s.n_logits, logits, c.vocab_size, vocab_cols_),
+                  team_);
     return;
   }
-  logits_local_.resize(static_cast<size_t>(n_logits * vocab_cols_.size()));
-  a.y = logits_local_.data();
-  a.ldy = vocab_cols_.size();
-  kernels::gemm(W.output, a, team_);
-  collective_->all_gather_columns(logits_local_.data(), n_logits, vocab_cols_.size(),
+  logits_local_.resize(static_cast<size_t>(s.n_logits * vocab_cols_.size()));
+  kernels::gemm(W.output,
+                column_parallel(last_.data(), dim, s.n_logits, logits_local_.data(),
+                                vocab_cols_.size(), vocab_cols_),
+                team_);
+  collective_->all_gather_columns(logits_local_.data(), s.n_logits, vocab_cols_.size(),
                                   vocab_cols_.begin, logits, c.vocab_size);
+}
+
+// xb = rmsnorm(x) * weight, token by token.
+void ForwardPass::norm(const Step& s, const float* weight) {
+  const ModelConfig& c = model_.config;
+  const int64_t dim = c.dim;
+  float* xb = xb_.data();
+  team_.parallel_for(s.tokens, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      kernels::rmsnorm(s.x + i * dim, weight, xb + i * dim, dim, c.norm_eps);
+  });
+}
+
+// RoPE on q and k at each token's position, then k and v into the sequence's KV pages.
+void ForwardPass::rope_and_store_kv(const kernels::PagedKV& kv, const Step& s) {
+  const ModelConfig& c = model_.config;
+  const int64_t hd = c.head_dim, q_local = q_cols_.size(), kv_local = kv_cols_.size();
+  const int half = c.head_dim / 2;
+  team_.parallel_for(s.tokens, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* cs = model_.rope_cos.data() + static_cast<size_t>(s.pos[i]) * half;
+      const float* sn = model_.rope_sin.data() + static_cast<size_t>(s.pos[i]) * half;
+      kernels::rope(q_.data() + i * q_local, static_cast<int>(q_local / hd), c.head_dim, cs, sn);
+      kernels::rope(k_.data() + i * kv_local, static_cast<int>(kv_local / hd), c.head_dim, cs, sn);
+      const BatchEntry& be = s.batch[s.entry[i]];
+      kernels::kv_store(kv, be.block_table.data(), s.pos[i], static_cast<int32_t>(kv_heads_.begin),
+                        static_cast<int32_t>(kv_heads_.end), k_.data() + i * kv_local,
+                        v_.data() + i * kv_local);
+    }
+  });
+}
+
+// Each query head against its sequence's cached keys and values, work items taken dynamically.
+void ForwardPass::attend(const kernels::PagedKV& kv, const Step& s) {
+  const ModelConfig& c = model_.config;
+  const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads, q_local = q_cols_.size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::atomic<size_t> next{0};
+  team_.run([&](int, int) {
+    for (size_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < s.items.size();) {
+      const Step::Item& w = s.items[it];
+      const BatchEntry& be = s.batch[w.entry];
+      const int64_t off = (w.head - kv_heads_.begin) * group * hd;
+      kernels::attention(kv, be.block_table.data(), w.head, q_.data() + w.row * q_local + off,
+                         q_local, w.n, static_cast<int32_t>(group), be.start_pos + w.t0, scale,
+                         att_.data() + w.row * q_local + off, q_local);
+    }
+  });
+}
+
+void ForwardPass::all_reduce(const Step& s) {
+  if (view_.n_ranks > 1)
+    collective_->all_reduce_sum(s.x, static_cast<size_t>(s.tokens * model_.config.dim));
 }
 
 }  // namespace sandwich

@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "engine/executor.h"
-#include "engine/forward.h"
 #include "engine/kv_cache.h"
 #include "engine/stop_strings.h"
+#include "forward.h"
 
 namespace sandwich {
 namespace {

@@ -2,7 +2,12 @@
 
 #include <stdexcept>
 
+#include "kernels/attention.h"
+
 namespace sandwich {
+
+static_assert(KVCache::kBlockTokens == kernels::kKVBlock,
+              "the KV cache's blocks must be the attention kernels' blocks");
 
 size_t KVCache::block_bytes(const ModelConfig& c) {
   return static_cast<size_t>(kernels::PagedKV::block_floats(c.n_kv_heads, c.head_dim)) * 4 *
@@ -22,7 +27,8 @@ KVCache::KVCache(const ModelConfig& c, size_t memory_bytes)
                              " bytes is below one block (" + std::to_string(per_block) + " bytes)");
   if (blocks > INT32_MAX) throw std::runtime_error("KV cache budget too large");
   num_blocks_ = static_cast<int32_t>(blocks);
-  layer_floats_ = int64_t{num_blocks_} * kernels::PagedKV::block_floats(n_kv_heads_, head_dim_);
+  block_floats_ = kernels::PagedKV::block_floats(n_kv_heads_, head_dim_);
+  layer_floats_ = int64_t{num_blocks_} * block_floats_;
   region_ = SharedRegion("sandwich-kv", static_cast<size_t>(layer_floats_) * 4 * n_layers_);
   region_.allocate(static_cast<size_t>(layer_floats_) * 4 * n_layers_);
   free_.reserve(num_blocks_);
@@ -30,13 +36,8 @@ KVCache::KVCache(const ModelConfig& c, size_t memory_bytes)
   for (int32_t b = num_blocks_ - 1; b >= 0; --b) free_.push_back(b);
 }
 
-kernels::PagedKV KVCache::layer(int l) const {
-  kernels::PagedKV kv;
-  kv.base = reinterpret_cast<float*>(region_.data()) + l * layer_floats_;
-  kv.block_stride = kernels::PagedKV::block_floats(n_kv_heads_, head_dim_);
-  kv.n_kv_heads = n_kv_heads_;
-  kv.head_dim = head_dim_;
-  return kv;
+float* KVCache::layer_data(int layer) const {
+  return reinterpret_cast<float*>(region_.data()) + layer * layer_floats_;
 }
 
 bool KVCache::reserve(std::vector<int32_t>& table, int64_t tokens) {

@@ -10,10 +10,12 @@
 
 #include "common/json_file.h"
 #include "common/paths.h"
+#include "dummy_tensor.h"
 #include "engine/dummy_model.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "model_source.h"
+#include "model_weights.h"
 
 namespace sandwich {
 namespace fs = std::filesystem;
@@ -154,7 +156,7 @@ class ModelBuilder {
     bytes += c.dim * 4 + 64;
     m_.region_ = SharedRegion("sandwich-weights", bytes, SharedRegion::Kind::Fork);
 
-    ModelWeights& w = m_.weights;
+    ModelWeights& w = *m_.weights_;
     w.dtype = storage_;
     w.embedding = matrix("token_embd.weight", c.vocab_size, c.dim, false);
     w.output =

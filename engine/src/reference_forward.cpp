@@ -2,7 +2,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/forward.h"
+#include "forward.h"
 
 namespace sandwich {
 namespace {
@@ -50,7 +50,7 @@ void rope(std::vector<float>& v, int head_dim, int pos, const std::vector<double
 }  // namespace
 
 ReferenceForward::ReferenceForward(const Model& model) : model_(model) {
-  const ModelWeights& W = model.weights;
+  const ModelWeights& W = model.weights();
   emb_ = unpack(W.embedding);
   out_ = unpack(W.output);
   for (const LayerWeights& L : W.layers) {
@@ -78,7 +78,7 @@ std::vector<float> ReferenceForward::step(int32_t token) {
   std::vector<float> x(emb_.begin() + token * dim, emb_.begin() + (token + 1) * dim);
   std::vector<float> q, k, v, o, g, u, d;
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = model_.weights.layers[l];
+    const LayerWeights& L = model_.weights().layers[l];
     std::vector<float> xb = rmsnorm(x, L.attn_norm, c.norm_eps);
     matvec(wq_[l], xb, q, qd, dim);
     matvec(wk_[l], xb, k, kvd, dim);
@@ -119,7 +119,7 @@ std::vector<float> ReferenceForward::step(int32_t token) {
     matvec(wd_[l], g, d, dim, c.ffn_dim);
     for (int64_t i = 0; i < dim; ++i) x[i] += d[i];
   }
-  std::vector<float> xf = rmsnorm(x, model_.weights.final_norm, c.norm_eps);
+  std::vector<float> xf = rmsnorm(x, model_.weights().final_norm, c.norm_eps);
   std::vector<float> logits;
   matvec(out_, xf, logits, c.vocab_size, dim);
   ++pos_;

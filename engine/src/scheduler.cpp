@@ -7,8 +7,8 @@
 #include <random>
 #include <thread>
 
+#include "engine/batch_entry.h"
 #include "engine/executor.h"
-#include "engine/forward.h"
 #include "engine/kv_cache.h"
 #include "engine/stop_strings.h"
 #include "engine/tokenizer.h"

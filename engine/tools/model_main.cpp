@@ -42,7 +42,7 @@ int cmd_make(int argc, char** argv, int first) {
     if (!vocab.scores.empty()) vocab.scores.push_back(-1e9f);
     if (!vocab.types.empty()) vocab.types.push_back(TokenType::Unused);
   }
-  const kernels::DType dt = dtype == "f32" ? kernels::DType::F32 : kernels::DType::BF16;
+  const WeightDType dt = dtype == "f32" ? WeightDType::F32 : WeightDType::BF16;
   write_dummy_gguf(c, dt, vocab, seed.value_or(0), out);
   std::cerr << "wrote " << out << " (" << c.name << ", " << dtype << ", "
             << static_cast<double>(std::filesystem::file_size(out)) / (1 << 30) << " GiB)\n";

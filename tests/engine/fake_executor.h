@@ -155,7 +155,7 @@ inline ExecutorFactory FakeBackend::factory() {
   return [this](const Model&, KVCache& kv, const topo::ServiceConfig& config,
                 const ExecutorLimits& limits) -> std::unique_ptr<Executor> {
     std::lock_guard<std::mutex> lock(mu_);
-    slots_.assign(static_cast<size_t>(kv.num_blocks()) * kernels::kKVBlock, -1);
+    slots_.assign(static_cast<size_t>(kv.num_blocks()) * KVCache::kBlockTokens, -1);
     const char* phase = made_++ == 0 ? "prefill" : "decode";
     return std::make_unique<Exec>(*this, phase, kv, config, limits);
   };
@@ -168,7 +168,7 @@ inline void FakeBackend::run(const std::string& phase, const ExecutorLimits& lim
   FakeStep step;
   step.phase = phase;
   step.kv_used_blocks = kv.used_blocks();  // the engine thread is the one in here: no race
-  const int32_t B = kernels::kKVBlock;
+  const int32_t B = KVCache::kBlockTokens;
   if (static_cast<int32_t>(batch.size()) > limits.max_entries)
     violation("step " + std::to_string(index) + " has more entries than max_entries");
   std::vector<int32_t> seen_blocks;

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/forward.h"
 #include "engine/generator.h"
+#include "forward.h"
 #include "test_data.h"
 
 namespace sandwich {

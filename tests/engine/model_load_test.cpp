@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "engine/dummy_model.h"
-#include "engine/forward.h"
 #include "engine/generator.h"
 #include "engine/model.h"
+#include "forward.h"
 #include "model_fixtures.h"
 #include "test_data.h"
 
@@ -72,7 +72,7 @@ TEST(ModelLoad, Llama2cCheckpointConfig) {
   EXPECT_EQ(c.vocab_size, 512);
   EXPECT_EQ(c.max_seq_len, 512);
   EXPECT_TRUE(c.tied_embeddings);
-  EXPECT_EQ(m->weights.dtype, kernels::DType::F32);
+  EXPECT_EQ(m->weight_dtype(), WeightDType::F32);
   EXPECT_EQ(m->tokenizer->vocab_size(), 512);
 }
 
@@ -106,7 +106,7 @@ TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
     const std::string n(kernels::dtype_name(dt));
     test::write_stories_gguf(dir / (n + ".gguf"), dt);
     auto g = load(dir / (n + ".gguf"));
-    EXPECT_EQ(g->weights.dtype, kernels::DType::BF16) << n;  // F16 is stored as BF16
+    EXPECT_EQ(g->weight_dtype(), WeightDType::BF16) << n;  // F16 is stored as BF16
     expect_same_logits(logits_trace(*g, kTokens), base, 0.06, "GGUF " + n);
     test::write_stories_hf(dir / ("hf-" + n), dt, true);
     auto h = load(dir / ("hf-" + n), {}, false);
@@ -118,7 +118,7 @@ TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
   o.model = (dir / "f16.gguf").string();
   o.dtype = WeightDType::F32;
   auto f = load_model(o);
-  EXPECT_EQ(f->weights.dtype, kernels::DType::F32);
+  EXPECT_EQ(f->weight_dtype(), WeightDType::F32);
 }
 
 TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
@@ -133,7 +133,7 @@ TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
   o.dtype = WeightDType::F32;
   o.seed = 5;
   auto dummy = load_model(o);
-  write_dummy_gguf(dummy->config, kernels::DType::F32, default_dummy_vocab(dummy->config), 5,
+  write_dummy_gguf(dummy->config, WeightDType::F32, default_dummy_vocab(dummy->config), 5,
                    dir / "d.gguf");
   auto file = load(dir / "d.gguf");
   const std::vector<int32_t> toks = {1, 7, 99, 250, 3};

@@ -41,7 +41,7 @@ MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trac
     longest = std::max<int64_t>(longest, std::min(r.input, c.max_seq_len));
   const int64_t per_seq_blocks = KVCache::blocks_for(decode_context_ + 1);
   const int64_t tokens =
-      std::max(longest, per_seq_blocks * kernels::kKVBlock * workload_.decode_batch);
+      std::max(longest, per_seq_blocks * KVCache::kBlockTokens * workload_.decode_batch);
   kv_ = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, tokens) +
                                          KVCache::block_bytes(c) * (workload_.decode_batch + 1));
 }

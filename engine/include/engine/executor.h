@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "engine/forward.h"
+#include "engine/batch_entry.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "topotree/service_config.h"
@@ -20,7 +20,9 @@ namespace sandwich {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Same contract as ForwardPass::run. Throws std::runtime_error if the step fails.
+  // Runs one forward step and writes one row of vocab_size logits per entry with want_logits, in
+  // batch order. Throws std::invalid_argument for tokens outside the vocabulary, positions past
+  // the context or block tables that do not cover the chunk, std::runtime_error if the step fails.
   virtual void run(std::span<const BatchEntry> batch, float* logits) = 0;
   virtual const topo::ServiceConfig& config() const = 0;
 };

@@ -6,32 +6,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/model_config.h"
 #include "engine/shared_region.h"
 #include "engine/tokenizer.h"
-#include "kernels/gemm.h"
 
 namespace sandwich {
 
-struct LayerWeights {
-  const float* attn_norm = nullptr;
-  const float* ffn_norm = nullptr;
-  // q/k rows are stored in the rotate-half RoPE layout whatever the file used.
-  kernels::PackedWeight wq, wk, wv, wo, w_gate, w_up, w_down;
-};
-
-struct ModelWeights {
-  kernels::DType dtype = kernels::DType::F32;  // storage of the matrices
-  kernels::PackedWeight embedding;             // vocab x dim; read row by row
-  kernels::PackedWeight output;                // vocab x dim; the same buffer when tied
-  const float* final_norm = nullptr;
-  std::vector<LayerWeights> layers;
-};
+struct ModelWeights;  // the packed matrices, private to engine/
 
 enum class LoadFormat { Auto, Dummy };
 enum class WeightDType { Auto, F32, BF16 };
+std::string_view weight_dtype_name(WeightDType t);  // "auto", "f32", "bf16"
 
 struct LoadOptions {
   // A path (GGUF file, Hugging Face folder, llama2.c .bin) or a preset name resolved under
@@ -49,8 +37,10 @@ struct LoadOptions {
 
 class Model {
  public:
+  Model();
+  ~Model();
+
   ModelConfig config;
-  ModelWeights weights;
   std::unique_ptr<Tokenizer> tokenizer;  // null only if require_tokenizer was false
   std::string source;                    // what was loaded, for messages
   std::vector<std::string> notes;        // things a user should know (conversions, fallbacks)
@@ -58,11 +48,16 @@ class Model {
   // cos/sin of every position for the rotate-half RoPE: [max_seq_len][head_dim / 2] each.
   std::vector<float> rope_cos, rope_sin;
 
+  // How the matrices are stored: F32 or BF16.
+  WeightDType weight_dtype() const;
   size_t weight_bytes() const { return region_.used(); }
   const SharedRegion& region() const { return region_; }
+  // For the engine's forward passes (model_weights.h).
+  const ModelWeights& weights() const { return *weights_; }
 
  private:
   friend class ModelBuilder;
+  std::unique_ptr<ModelWeights> weights_;
   SharedRegion region_;
 };
 

@@ -1,23 +1,21 @@
 #pragma once
-// The forward pass of a Llama model over a batch of sequences, each contributing a chunk of new
-// tokens (a prompt chunk during prefill, one token during decode). All tokens of the batch go
-// through each GEMM together; attention runs per sequence over its pages of the KV cache.
+// The forward passes, private to engine/ (users run steps through an Executor). ForwardPass runs
+// a Llama model over a batch of sequences, each contributing a chunk of new tokens (a prompt chunk
+// during prefill, one token during decode). All tokens of the batch go through each GEMM
+// together; attention runs per sequence over its pages of the KV cache.
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "common/partition.h"
+#include "engine/batch_entry.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
+#include "kernels/attention.h"
 #include "kernels/thread_team.h"
+#include "model_weights.h"
 
 namespace sandwich {
-
-struct BatchEntry {
-  std::span<const int32_t> tokens;       // new tokens, at positions start_pos, start_pos + 1, ...
-  int32_t start_pos = 0;                 // KV of positions [0, start_pos) is already cached
-  std::span<const int32_t> block_table;  // must cover start_pos + tokens.size() positions
-  bool want_logits = true;               // logits of the last token
-};
 
 // A tensor-parallel rank's share of the model: KV heads [kv0, kv1) with their query heads, FFN
 // columns [f0, f1). TP = 1 is the whole model.
@@ -53,18 +51,30 @@ class ForwardPass {
   const RankView& view() const { return view_; }
 
  private:
-  struct Range {
-    int64_t begin, end;
-    int64_t size() const { return end - begin; }
-  };
+  struct Step;  // one call's tokens and attention work (forward.cpp)
+
+  void check_batch(std::span<const BatchEntry> batch) const;
+  Step plan_step(std::span<const BatchEntry> batch) const;
   void ensure_scratch(int64_t tokens);
+  float* residual_stream(int64_t tokens);
+
+  void embed(const Step& s);
+  void attention_block(const LayerWeights& L, const kernels::PagedKV& kv, const Step& s);
+  void ffn_block(const LayerWeights& L, const Step& s);
+  void final_logits(const Step& s, float* logits);
+
+  void norm(const Step& s, const float* weight);
+  void rope_and_store_kv(const kernels::PagedKV& kv, const Step& s);
+  void attend(const kernels::PagedKV& kv, const Step& s);
+  void all_reduce(const Step& s);
 
   const Model& model_;
   KVCache& kv_;
   kernels::ThreadTeam& team_;
   RankView view_;
   Collective* collective_;
-  Range kv_heads_, ffn_cols_, vocab_cols_;
+  // This rank's share: KV heads, their query and KV columns, FFN and vocabulary columns.
+  IndexRange kv_heads_, q_cols_, kv_cols_, ffn_cols_, vocab_cols_;
   int64_t capacity_ = 0;
   std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_, shard_scratch_;
 };

@@ -1,0 +1,15 @@
+#pragma once
+// One sequence's share of a forward step.
+#include <cstdint>
+#include <span>
+
+namespace sandwich {
+
+struct BatchEntry {
+  std::span<const int32_t> tokens;       // new tokens, at positions start_pos, start_pos + 1, ...
+  int32_t start_pos = 0;                 // KV of positions [0, start_pos) is already cached
+  std::span<const int32_t> block_table;  // must cover start_pos + tokens.size() positions
+  bool want_logits = true;               // logits of the last token
+};
+
+}  // namespace sandwich

@@ -1,0 +1,27 @@
+#include "engine/model.h"
+
+#include "model_weights.h"
+
+namespace sandwich {
+
+Model::Model() : weights_(std::make_unique<ModelWeights>()) {}
+Model::~Model() = default;
+
+WeightDType Model::weight_dtype() const {
+  // The loader stores matrices as F32 or BF16 only (F16 files become BF16).
+  return weights_->dtype == kernels::DType::F32 ? WeightDType::F32 : WeightDType::BF16;
+}
+
+std::string_view weight_dtype_name(WeightDType t) {
+  switch (t) {
+    case WeightDType::Auto:
+      return "auto";
+    case WeightDType::F32:
+      return "f32";
+    case WeightDType::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+}  // namespace sandwich

@@ -1,0 +1,17 @@
+#pragma once
+// The attention kernels' view of one layer of the KV cache (private to engine/).
+#include "engine/kv_cache.h"
+#include "kernels/attention.h"
+
+namespace sandwich {
+
+inline kernels::PagedKV paged_kv(const KVCache& cache, int layer) {
+  kernels::PagedKV kv;
+  kv.base = cache.layer_data(layer);
+  kv.block_stride = cache.block_floats();
+  kv.n_kv_heads = cache.n_kv_heads();
+  kv.head_dim = cache.head_dim();
+  return kv;
+}
+
+}  // namespace sandwich
