@@ -88,7 +88,7 @@ std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, E
         "no usable /tokenize and /detokenize: prompt lengths are approximate (one token per common "
         "English word plus one BOS token); the usage block's prompt_tokens shows the real count");
   } else {
-    er.tokenizer = tokenizer_style_name(style);
+    er.tokenizer = std::string(name_of(style, kTokenizerStyleNames));
     if (o.api == Api::Chat && !tok.counts_template())
       er.notes.push_back(
           "chat: the server cannot tokenize messages, so prompt lengths count the message text "

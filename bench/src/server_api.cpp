@@ -66,18 +66,6 @@ ServerInfo probe_server(HttpClient& client, const Url& url, const std::string& b
   return info;
 }
 
-const char* tokenizer_style_name(TokenizerStyle s) {
-  switch (s) {
-    case TokenizerStyle::Vllm:
-      return "vllm";
-    case TokenizerStyle::LlamaCpp:
-      return "llama.cpp";
-    case TokenizerStyle::None:
-      break;
-  }
-  return "none";
-}
-
 RemoteTokenizer::RemoteTokenizer(HttpClient& client, Url url, std::string model, Api api,
                                  std::string bearer, double timeout_s)
     : client_(client),

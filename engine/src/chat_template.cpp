@@ -19,18 +19,6 @@ std::optional<ChatFormat> detect_chat_format(std::string_view t) {
   return std::nullopt;
 }
 
-const char* chat_format_name(ChatFormat f) {
-  switch (f) {
-    case ChatFormat::Llama3:
-      return "llama3";
-    case ChatFormat::Llama2:
-      return "llama2";
-    case ChatFormat::ChatML:
-      return "chatml";
-  }
-  return "?";
-}
-
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt, const std::string& bos,
                         const std::string& eos) {

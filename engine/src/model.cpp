@@ -12,16 +12,4 @@ WeightDType Model::weight_dtype() const {
   return weights_->dtype == kernels::DType::F32 ? WeightDType::F32 : WeightDType::BF16;
 }
 
-std::string_view weight_dtype_name(WeightDType t) {
-  switch (t) {
-    case WeightDType::Auto:
-      return "auto";
-    case WeightDType::F32:
-      return "f32";
-    case WeightDType::BF16:
-      return "bf16";
-  }
-  return "?";
-}
-
 }  // namespace sandwich

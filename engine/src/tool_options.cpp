@@ -13,23 +13,15 @@ void add_model_options(ArgParser& p, LoadOptions& o) {
            [&o](const std::string& v) { o.tokenizer = v; });
   p.option("--load-format", "F", "auto (default) or dummy: random weights with the model's shapes",
            [&o](const std::string& v) {
-             if (v == "auto")
-               o.load_format = LoadFormat::Auto;
-             else if (v == "dummy")
-               o.load_format = LoadFormat::Dummy;
-             else
-               throw CliError("--load-format must be auto or dummy, got '" + v + "'");
+             const auto f = value_named(v, kLoadFormatNames);
+             if (!f) throw CliError("--load-format must be auto or dummy, got '" + v + "'");
+             o.load_format = *f;
            });
   p.option("--dtype", "D", "weight storage: auto (default), float32 or bfloat16",
            [&o](const std::string& v) {
-             if (v == "auto")
-               o.dtype = WeightDType::Auto;
-             else if (v == "float32" || v == "f32" || v == "float")
-               o.dtype = WeightDType::F32;
-             else if (v == "bfloat16" || v == "bf16")
-               o.dtype = WeightDType::BF16;
-             else
-               throw CliError("--dtype must be auto, float32 or bfloat16, got '" + v + "'");
+             const auto d = value_named(v, kWeightDTypeNames);
+             if (!d) throw CliError("--dtype must be auto, float32 or bfloat16, got '" + v + "'");
+             o.dtype = *d;
            });
   p.option("--weights-seed", "N", "seed of dummy weights (default 0)", [&o](const std::string& v) {
     const int64_t seed = ArgParser::parse_int("--weights-seed", v);

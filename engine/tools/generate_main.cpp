@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
           model->source.c_str(), model->load_seconds, req.prompt.size(),
           r.prefill_seconds > 0 ? static_cast<double>(req.prompt.size()) / r.prefill_seconds : 0.0,
           r.tokens.size(), r.decode_seconds > 0 ? n_dec / r.decode_seconds : 0.0,
-          finish_reason_name(r.finish_reason));
+          std::string(finish_reason_name(r.finish_reason)).c_str());
     }
     return 0;
   });

@@ -267,17 +267,12 @@ ChatFormat choose_chat_format(const std::optional<std::string>& chat_template,
   std::optional<ChatFormat> fmt;
   if (chat_template) {
     const std::string& t = *chat_template;
-    if (t == "llama3")
-      fmt = ChatFormat::Llama3;
-    else if (t == "llama2")
-      fmt = ChatFormat::Llama2;
-    else if (t == "chatml")
-      fmt = ChatFormat::ChatML;
-    else {
+    fmt = value_named(t, kChatFormatNames);
+    if (!fmt) {
       std::ifstream in(t);
       if (!in)
-        throw std::runtime_error("--chat-template '" + t +
-                                 "' is neither llama3, llama2, chatml nor a readable file");
+        throw std::runtime_error("--chat-template '" + t + "' is not a built-in format (" +
+                                 names_of(kChatFormatNames) + ") and not a readable file");
       std::stringstream ss;
       ss << in.rdbuf();
       fmt = detect_chat_format(ss.str());

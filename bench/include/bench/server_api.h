@@ -10,6 +10,7 @@
 #include "bench/http_client.h"
 #include "bench/openai_client.h"
 #include "bench/prompts.h"
+#include "common/enum_names.h"
 
 namespace sandwich::bench {
 
@@ -23,7 +24,10 @@ ServerInfo probe_server(HttpClient& client, const Url& url, const std::string& b
                         double timeout_s);
 
 enum class TokenizerStyle { None, Vllm, LlamaCpp };
-const char* tokenizer_style_name(TokenizerStyle s);
+inline constexpr EnumName<TokenizerStyle> kTokenizerStyleNames[] = {
+    {TokenizerStyle::None, "none"},
+    {TokenizerStyle::Vllm, "vllm"},
+    {TokenizerStyle::LlamaCpp, "llama.cpp"}};
 
 class RemoteTokenizer : public TokenizerApi {
  public:

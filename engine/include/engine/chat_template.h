@@ -7,9 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
+
 namespace sandwich {
 
 enum class ChatFormat { Llama3, Llama2, ChatML };
+// The built-in formats' names, as --chat-template takes them.
+inline constexpr EnumName<ChatFormat> kChatFormatNames[] = {
+    {ChatFormat::Llama3, "llama3"}, {ChatFormat::Llama2, "llama2"}, {ChatFormat::ChatML, "chatml"}};
 
 struct ChatMessage {
   std::string role;  // system, user, assistant
@@ -18,7 +23,6 @@ struct ChatMessage {
 
 // Which of the known formats a Jinja template implements, if any.
 std::optional<ChatFormat> detect_chat_format(std::string_view jinja_template);
-const char* chat_format_name(ChatFormat f);
 
 // bos/eos: the tokenizer's BOS and EOS texts (Llama-2 writes them; empty to leave them out).
 // Llama-3 writes <|begin_of_text|> when bos is not empty.

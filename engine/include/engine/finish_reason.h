@@ -1,5 +1,9 @@
 #pragma once
 // Why a sequence stopped generating: the scheduler's and the generator's common answer.
+#include <string_view>
+
+#include "common/enum_names.h"
+
 namespace sandwich {
 
 enum class FinishReason {
@@ -11,18 +15,10 @@ enum class FinishReason {
 
 // "stop" and "length" are the OpenAI API's finish_reason values. "abort" is never one: the server
 // answers an aborted request with an error instead. "" for None.
-constexpr const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Stop:
-      return "stop";
-    case FinishReason::Length:
-      return "length";
-    case FinishReason::Abort:
-      return "abort";
-    case FinishReason::None:
-      break;
-  }
-  return "";
+inline constexpr EnumName<FinishReason> kFinishReasonNames[] = {
+    {FinishReason::Stop, "stop"}, {FinishReason::Length, "length"}, {FinishReason::Abort, "abort"}};
+constexpr std::string_view finish_reason_name(FinishReason r) {
+  return name_of(r, kFinishReasonNames, "");
 }
 
 }  // namespace sandwich

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "engine/model_config.h"
 #include "engine/shared_region.h"
 #include "engine/tokenizer.h"
@@ -18,8 +19,16 @@ namespace sandwich {
 struct ModelWeights;  // the packed matrices, private to engine/
 
 enum class LoadFormat { Auto, Dummy };
+inline constexpr EnumName<LoadFormat> kLoadFormatNames[] = {{LoadFormat::Auto, "auto"},
+                                                            {LoadFormat::Dummy, "dummy"}};
 enum class WeightDType { Auto, F32, BF16 };
-std::string_view weight_dtype_name(WeightDType t);  // "auto", "f32", "bf16"
+// Printed as auto, f32, bf16; vLLM's and PyTorch's names are taken too.
+inline constexpr EnumName<WeightDType> kWeightDTypeNames[] = {
+    {WeightDType::Auto, "auto"}, {WeightDType::F32, "f32"},   {WeightDType::F32, "float32"},
+    {WeightDType::F32, "float"}, {WeightDType::BF16, "bf16"}, {WeightDType::BF16, "bfloat16"}};
+inline std::string_view weight_dtype_name(WeightDType t) {
+  return name_of(t, kWeightDTypeNames);
+}
 
 struct LoadOptions {
   // A path (GGUF file, Hugging Face folder, llama2.c .bin) or a preset name resolved under
