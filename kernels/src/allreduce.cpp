@@ -1,6 +1,7 @@
+// The all-reduce's protocol (allreduce.h); the sums themselves are allreduce_<isa>.cpp's.
 #include "kernels/allreduce.h"
-#include "kernels/cpu_features.h"
 
+#include <immintrin.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <immintrin.h>
+#include "allreduce_sum.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -30,72 +31,13 @@ inline void wait_at_least(const std::atomic<uint64_t>& f, uint64_t v) {
   }
 }
 
-inline float to_f32(float v) {
-  return v;
-}
-inline float to_f32(bf16_t v) {
-  return bf16_to_f32(v);
-}
-inline void from_f32(float& d, float v) {
-  d = v;
-}
-inline void from_f32(bf16_t& d, float v) {
-  d = f32_to_bf16(v);
-}
-
-// out[i] = src[0][i] + src[1][i] + ... in that order, for i in [0, n); FP32 sums. Blocks of
-// 16 lanes so the compiler keeps it in vector registers; BF16 converts exactly as the scalar
-// helpers do (round to nearest even).
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
-void sum_f32_512(const float* const* src, int R, size_t n, float* out) {
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 s = _mm512_loadu_ps(src[0] + i);
-    for (int q = 1; q < R; ++q) s = _mm512_add_ps(s, _mm512_loadu_ps(src[q] + i));
-    _mm512_storeu_ps(out + i, s);
-  }
-  for (; i < n; ++i) {
-    float s = src[0][i];
-    for (int q = 1; q < R; ++q) s += src[q][i];
-    out[i] = s;
-  }
-}
-void sum_bf16_512(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
-  auto widen = [](const bf16_t* p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-  };
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 s = widen(src[0] + i);
-    for (int q = 1; q < R; ++q) s = _mm512_add_ps(s, widen(src[q] + i));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), (__m256i)_mm512_cvtneps_pbh(s));
-  }
-  for (; i < n; ++i) {
-    float s = bf16_to_f32(src[0][i]);
-    for (int q = 1; q < R; ++q) s += bf16_to_f32(src[q][i]);
-    out[i] = f32_to_bf16(s);
-  }
-}
-#pragma GCC pop_options
-
-template <class T>
-void sum_scalar(const T* const* src, int R, size_t n, T* out) {
-  for (size_t i = 0; i < n; ++i) {
-    float s = to_f32(src[0][i]);
-    for (int q = 1; q < R; ++q) s += to_f32(src[q][i]);
-    from_f32(out[i], s);
-  }
-}
-
 void sum_slots(const float* const* src, int R, size_t n, float* out) {
-  if (cpu_has(Isa::Avx512)) return sum_f32_512(src, R, n, out);
-  sum_scalar(src, R, n, out);
+  if (all_reduce_isa(DType::F32) == Isa::Avx512) return sum_slots_avx512(src, R, n, out);
+  sum_slots_scalar(src, R, n, out);
 }
 void sum_slots(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
-  if (cpu_has(Isa::Avx512Bf16)) return sum_bf16_512(src, R, n, out);
-  sum_scalar(src, R, n, out);
+  if (all_reduce_isa(DType::BF16) == Isa::Avx512Bf16) return sum_slots_avx512bf16(src, R, n, out);
+  sum_slots_scalar(src, R, n, out);
 }
 
 // Chunk c of n elements split into `parts`, in multiples of a cache line of T.
@@ -109,6 +51,11 @@ std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
 }
 
 }  // namespace
+
+Isa all_reduce_isa(DType type) {
+  if (type == DType::BF16) return cpu_has(Isa::Avx512Bf16) ? Isa::Avx512Bf16 : Isa::Scalar;
+  return cpu_has(Isa::Avx512) ? Isa::Avx512 : Isa::Scalar;
+}
 
 size_t ShmAllReduce::region_bytes(int ranks, size_t capacity_bytes) {
   const size_t cap = round_up(capacity_bytes, kLine);

@@ -29,26 +29,16 @@ void tile(const void* a_, const void* b_, int64_t steps, float* c, int64_t ldc, 
     }
 }
 
-template <int... I>
+template <DType W, int... I>
 void add(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
   // Prefetching would not speed up a scalar loop: every variant is the plain one.
   (t.push_back({Isa::Scalar,
-                DType::BF16,
+                W,
                 I + 1,
                 kPanel,
                 0,
                 1,
-                {&tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>, &tile<I + 1, DType::BF16>,
-                 &tile<I + 1, DType::BF16>}}),
-   ...);
-  (t.push_back({Isa::Scalar,
-                DType::F32,
-                I + 1,
-                kPanel,
-                0,
-                1,
-                {&tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>, &tile<I + 1, DType::F32>,
-                 &tile<I + 1, DType::F32>}}),
+                {&tile<I + 1, W>, &tile<I + 1, W>, &tile<I + 1, W>, &tile<I + 1, W>}}),
    ...);
 }
 
@@ -56,7 +46,8 @@ void add(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
 
 // Scalar tiles keep one sum at a time, so their height only sets how often B is re-read.
 void add_scalar_microkernels(std::vector<MicroKernel>& t) {
-  add(t, std::make_integer_sequence<int, 4>{});
+  add<DType::BF16>(t, std::make_integer_sequence<int, 4>{});
+  add<DType::F32>(t, std::make_integer_sequence<int, 4>{});
 }
 
 }  // namespace sandwich::kernels

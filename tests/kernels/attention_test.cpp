@@ -66,7 +66,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
                                                 1},  // 3 rows, a second, partial 64-dim pass
                                            Case{2, 2, 130, 17, 3},  // 2-dim tail past two passes
                                            Case{1, 1, 64, 0, 70},   // MHA prefill, chunks of 4 rows
-                                           Case{3, 5, 48, 7, 2}));  // rows of a chunk span tokens
+                                           Case{3, 5, 48, 7, 2},    // rows of a chunk span tokens
+                                           Case{1, 2, 33, 5, 3},    // odd head size: the reference
+                                           Case{2, 1, 2, 30, 4}));  // the smallest head
 
 TEST(Attention, SinglePositionReturnsItsValue) {
   const int hd = 16;

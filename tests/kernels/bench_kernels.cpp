@@ -1,7 +1,8 @@
 // bench_kernels: our GEMM beside oneDNN (BF16 matmul, weights pre-reordered to its blocked
 // layout, reorder not timed) and OpenBLAS (SGEMM), on the paper's shapes and Llama-3-8B's
-// projections, with a BF16 peak loop and a DRAM read stream in the same run, so every ratio
-// compares like with like. Ends with a summary of the ratios (medians when repeated).
+// projections, with a BF16 peak loop and a DRAM read stream in the same run (the kernels' peak
+// probes, as the tuner's calibration uses them), so every ratio compares like with like. Ends
+// with a summary of the ratios (medians when repeated).
 //
 //   build/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build/bin/bench_kernels --benchmark_filter='/M:1/|dram|peak'      (a subset)
@@ -22,10 +23,10 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
-#include <immintrin.h>
 
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "kernels/peak_probes.h"
 
 #ifdef SANDWICH_BENCH_ONEDNN
 #include <omp.h>
@@ -229,19 +230,7 @@ void bench_openblas(benchmark::State& st, int64_t m, int64_t n, int64_t k, int t
 }
 #endif
 
-// Sequential reads of a buffer far larger than the caches, each thread its half, four 64-byte
-// loads per step (hardware prefetch only: software prefetch measured slower here).
-__attribute__((target("avx512f"))) __m512i read_range(const char* p, size_t bytes) {
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 256 <= bytes; i += 256) {
-    a0 = _mm512_xor_si512(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_xor_si512(a1, _mm512_load_si512(p + i + 64));
-    a2 = _mm512_xor_si512(a2, _mm512_load_si512(p + i + 128));
-    a3 = _mm512_xor_si512(a3, _mm512_load_si512(p + i + 192));
-  }
-  return _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
-}
-
+// Sequential reads of a buffer far larger than the caches, each thread its share.
 void bench_dram_read(benchmark::State& st, int threads) {
   static Buffer buf(kStreamBytes);
   static bool filled = false;
@@ -254,38 +243,25 @@ void bench_dram_read(benchmark::State& st, int threads) {
   for (auto _ : st) {
     t.run([&](int tid, int nt) {
       const size_t share = kStreamBytes / nt / 256 * 256;
-      benchmark::DoNotOptimize(read_range(p + share * tid, share));
+      benchmark::DoNotOptimize(sk::stream_read(p + share * tid, share));
     });
   }
   st.counters["read_B/s"] = benchmark::Counter(static_cast<double>(kStreamBytes),
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// vdpbf16ps on registers only, 24 independent accumulators a thread: the BF16 peak.
-__attribute__((target("avx512f,avx512bf16"), noinline)) float bf16_peak_loop(int64_t iters) {
-  __m512 acc[24];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  const __m512bh b = (__m512bh)_mm512_set1_epi32(0x3f803f80);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 24
-    for (int j = 0; j < 24; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], b, b);
-  }
-  // (Not _mm512_reduce_add_ps: GCC 12's header trips -Wuninitialized on it.)
-  for (int j = 1; j < 24; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
-  float lanes[16];
-  _mm512_storeu_ps(lanes, acc[0]);
-  return lanes[0];
-}
+// vdpbf16ps on registers only, every thread its own chains: the BF16 peak.
+constexpr int64_t kPeakIters = 1 << 20;
 
 void bench_bf16_peak(benchmark::State& st, int threads) {
-  if (!sk::cpu_has(sk::Isa::Avx512Bf16)) {
+  const sk::PeakLoop loop = sk::bf16_dot_peak_loop();
+  if (!loop.run) {
     st.SkipWithError("no AVX512_BF16 on this CPU");
     return;
   }
-  constexpr int64_t kIters = 1 << 20;
   sk::ThreadTeam& t = team(threads);
-  for (auto _ : st) t.run([&](int, int) { benchmark::DoNotOptimize(bf16_peak_loop(kIters)); });
-  st.counters["FLOPS"] = benchmark::Counter(static_cast<double>(kIters) * 24 * 64 * threads,
+  for (auto _ : st) t.run([&](int, int) { benchmark::DoNotOptimize(loop.run(kPeakIters)); });
+  st.counters["FLOPS"] = benchmark::Counter(loop.flops_per_iter * kPeakIters * threads,
                                             benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -410,7 +386,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   double peak_gflops(int threads) const {
     if (auto p = peaks().find(threads); p != peaks().end())
       if (auto it = seconds_.find(p->second); it != seconds_.end())
-        return 24.0 * 64 * (1 << 20) * threads / it->second / 1e9;
+        return sk::bf16_dot_peak_loop().flops_per_iter * kPeakIters * threads / it->second / 1e9;
     return 0;
   }
   // The DRAM stream measured right before the shape's M = 1 group (0 if it did not run).

@@ -69,7 +69,8 @@ TEST_P(ElementwiseSizes, AddInplace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseSizes,
-                         ::testing::Values(1, 2, 7, 15, 16, 17, 31, 64, 100, 768, 4099));
+                         ::testing::Values(1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 768,
+                                           4099));
 
 TEST(Elementwise, ExpIsAccurateOverTheRange) {
   std::vector<float> x;
@@ -117,7 +118,8 @@ TEST_P(RopeShapes, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RopeShapes,
                          ::testing::Values(std::pair{1, 2}, std::pair{3, 8}, std::pair{8, 64},
-                                           std::pair{2, 34}, std::pair{32, 128}, std::pair{1, 96}));
+                                           std::pair{2, 34}, std::pair{32, 128}, std::pair{1, 96},
+                                           std::pair{2, 18}, std::pair{1, 6}));
 
 }  // namespace
 }  // namespace sandwich::kernels

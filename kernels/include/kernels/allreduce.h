@@ -18,9 +18,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu_features.h"
 #include "kernels/dtype.h"
 
 namespace sandwich::kernels {
+
+// The ISA the all-reduce sums messages of `type` (F32 or BF16) with: AVX-512 for F32 and
+// AVX512_BF16 for BF16 where cpu_has() allows it, else Scalar.
+Isa all_reduce_isa(DType type);
 
 class ShmAllReduce {
  public:

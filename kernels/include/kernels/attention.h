@@ -9,6 +9,8 @@
 // of a query against a block are head_dim broadcast-FMAs with no horizontal sums.
 #include <cstdint>
 
+#include "kernels/cpu_features.h"
+
 namespace sandwich::kernels {
 
 constexpr int kKVBlock = 16;
@@ -44,5 +46,9 @@ void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, c
 void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
                    int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
                    float* out, int64_t ldo);
+
+// The ISA attention() runs with for this head size: AVX-512 where cpu_has() allows it and
+// head_dim is even and at most 1024, else Scalar (attention_ref).
+Isa attention_isa(int32_t head_dim);
 
 }  // namespace sandwich::kernels

@@ -7,9 +7,11 @@ namespace sandwich::kernels {
 enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
 
 std::string_view isa_name(Isa isa);
-// The best ISA of this CPU (cached). SANDWICH_ISA=scalar|avx2|avx512|avx512bf16 caps it, for
-// tests and comparisons.
+// The best ISA of this CPU. SANDWICH_ISA=scalar|avx2|avx512|avx512bf16 caps it, for tests and
+// comparisons; both are read once per process, at the first call, so set the variable before
+// the process starts (ctest's ENVIRONMENT does).
 Isa cpu_isa();
+// Whether kernels of this ISA may run: the one check every kernel's dispatch makes.
 bool cpu_has(Isa isa);
 // Whether this is an AMD CPU: some schedule defaults were measured to differ by vendor.
 bool cpu_is_amd();

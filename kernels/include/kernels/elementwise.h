@@ -3,7 +3,13 @@
 // compare the vectorised version against; the fast one picks its ISA at run time.
 #include <cstdint>
 
+#include "kernels/cpu_features.h"
+
 namespace sandwich::kernels {
+
+// The ISA the operations below run with: the widest of AVX-512, AVX2 and scalar (the *_ref
+// bodies) that cpu_has() allows.
+Isa elementwise_isa();
 
 // y = x / sqrt(mean(x^2) + eps) * w. y may alias x.
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);

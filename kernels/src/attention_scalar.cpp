@@ -1,0 +1,43 @@
+// The scalar reference of attention (double sums, a plain two-pass softmax): the fallback
+// where no vector body applies, and what the vector bodies are tested against.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/attention.h"
+
+namespace sandwich::kernels {
+
+void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+                   int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+                   float* out, int64_t ldo) {
+  const int32_t hd = kv.head_dim;
+  std::vector<float> scores;
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const int32_t n_ctx = start_pos + t + 1;
+    for (int32_t g = 0; g < group; ++g) {
+      const float* qr = q + t * ldq + int64_t{g} * hd;
+      scores.assign(n_ctx, 0.0f);
+      for (int32_t p = 0; p < n_ctx; ++p) {
+        const float* kb = kv.key(block_table[p / kKVBlock], kv_head) + p % kKVBlock;
+        double s = 0;
+        for (int32_t d = 0; d < hd; ++d)
+          s += static_cast<double>(qr[d]) * kb[int64_t{d} * kKVBlock];
+        scores[p] = static_cast<float>(s) * scale;
+      }
+      float mx = *std::max_element(scores.begin(), scores.end());
+      double sum = 0;
+      for (auto& s : scores) sum += (s = std::exp(s - mx));
+      float* o = out + t * ldo + int64_t{g} * hd;
+      for (int32_t d = 0; d < hd; ++d) {
+        double acc = 0;
+        for (int32_t p = 0; p < n_ctx; ++p)
+          acc += static_cast<double>(scores[p]) *
+                 kv.value(block_table[p / kKVBlock], kv_head)[int64_t{p % kKVBlock} * hd + d];
+        o[d] = static_cast<float>(acc / sum);
+      }
+    }
+  }
+}
+
+}  // namespace sandwich::kernels

@@ -1,0 +1,24 @@
+// AVX2 bodies of the peak probes: 12 FMA chains of 8 lanes, the stream read in 32-byte loads.
+#include <immintrin.h>
+
+#include "peak_probe_bodies.h"
+
+// The loops' templates take this file's ISA where they are defined.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "peak_loops.h"
+
+namespace sandwich::kernels {
+
+float fma_chains_avx2(int64_t iters) {
+  return peak::fma_chains<kFmaChainsAvx2, __m256>(
+      iters, [&](__m256 x, __m256 a, __m256 b) { return _mm256_fmadd_ps(x, a, b); });
+}
+
+uint64_t stream_read_avx2(const void* p, size_t bytes) {
+  return peak::xor_words<__m256i>(p, bytes);
+}
+
+}  // namespace sandwich::kernels
+
+#pragma GCC pop_options
