@@ -10,6 +10,7 @@
 #include <string>
 
 #include "allreduce_sum.h"
+#include "common/partition.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -44,10 +45,9 @@ void sum_slots(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
 template <class T>
 std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
   const size_t per_line = kLine / sizeof(T);
-  const size_t lines = (n + per_line - 1) / per_line;
-  const size_t b = std::min(n, lines * c / parts * per_line),
-               e = std::min(n, lines * (c + 1) / parts * per_line);
-  return {b, e};
+  const IndexRange lines = partition(static_cast<int64_t>((n + per_line - 1) / per_line), c, parts);
+  return {std::min(n, static_cast<size_t>(lines.begin) * per_line),
+          std::min(n, static_cast<size_t>(lines.end) * per_line)};
 }
 
 }  // namespace

@@ -1,23 +1,10 @@
 #include "kernels/cpu_features.h"
 
+#include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <optional>
 
 namespace sandwich::kernels {
-
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::Scalar:
-      return "scalar";
-    case Isa::Avx2:
-      return "avx2";
-    case Isa::Avx512:
-      return "avx512";
-    case Isa::Avx512Bf16:
-      return "avx512bf16";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -31,12 +18,12 @@ Isa detect() {
     best = Isa::Avx512;
   if (best == Isa::Avx512 && __builtin_cpu_supports("avx512bf16")) best = Isa::Avx512Bf16;
   if (const char* cap = std::getenv("SANDWICH_ISA"); cap && *cap) {
-    const std::string c = cap;
-    const Isa want = c == "scalar"   ? Isa::Scalar
-                     : c == "avx2"   ? Isa::Avx2
-                     : c == "avx512" ? Isa::Avx512
-                                     : best;
-    if (static_cast<int>(want) < static_cast<int>(best)) best = want;
+    const std::optional<Isa> want = value_named(cap, kIsaNames);
+    if (!want)
+      std::fprintf(stderr, "sandwich: SANDWICH_ISA='%s' is not %s; ignored\n", cap,
+                   names_of(kIsaNames).c_str());
+    else if (static_cast<int>(*want) < static_cast<int>(best))
+      best = *want;
   }
   return best;
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/partition.h"
 #include "kernels/cpu_features.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
@@ -276,7 +277,8 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
   const bool y_acc = args.epilogue == Epilogue::Accumulate;
   team.run([&](int tid, int nt) {
     if (!caller_packs) {
-      pack_panels(j, a_panels * tid / nt, a_panels * (tid + 1) / nt);
+      const IndexRange mine = partition(a_panels, tid, nt);
+      pack_panels(j, mine.begin, mine.end);
       team.barrier();
     }
     const int ik = tid % tk;
@@ -290,8 +292,8 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
     if (tk == 1) return;
     team.barrier();
     // Reduce: rows split over all threads; y (holding K share 0) += the other shares.
-    const int64_t r0 = args.m * tid / nt, r1 = args.m * (tid + 1) / nt;
-    for (int64_t r = r0; r < r1; ++r) {
+    const IndexRange rows = partition(args.m, tid, nt);
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
       float* yr = args.y + r * args.ldy;
       for (int t = 1; t < tk; ++t) {
         const float* pr = j.partial + (static_cast<size_t>(t - 1) * args.m + r) * pwidth;

@@ -2,14 +2,22 @@
 // Which instruction sets this CPU offers; kernels pick their variant from it at run time.
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace sandwich::kernels {
 
 enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
-
-std::string_view isa_name(Isa isa);
+inline constexpr EnumName<Isa> kIsaNames[] = {{Isa::Scalar, "scalar"},
+                                              {Isa::Avx2, "avx2"},
+                                              {Isa::Avx512, "avx512"},
+                                              {Isa::Avx512Bf16, "avx512bf16"}};
+constexpr std::string_view isa_name(Isa isa) {
+  return name_of(isa, kIsaNames);
+}
 // The best ISA of this CPU. SANDWICH_ISA=scalar|avx2|avx512|avx512bf16 caps it, for tests and
-// comparisons; both are read once per process, at the first call, so set the variable before
-// the process starts (ctest's ENVIRONMENT does).
+// comparisons (an unknown value is ignored with a warning on stderr); both are read once per
+// process, at the first call, so set the variable before the process starts (ctest's
+// ENVIRONMENT does).
 Isa cpu_isa();
 // Whether kernels of this ISA may run: the one check every kernel's dispatch makes.
 bool cpu_has(Isa isa);

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace sandwich::kernels {
 
 enum class DType : uint8_t { F32, F16, BF16 };
@@ -13,16 +15,10 @@ enum class DType : uint8_t { F32, F16, BF16 };
 constexpr size_t dtype_size(DType t) {
   return t == DType::F32 ? 4 : 2;
 }
+inline constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::F32, "f32"}, {DType::F16, "f16"}, {DType::BF16, "bf16"}};
 constexpr std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-  }
-  return "?";
+  return name_of(t, kDTypeNames);
 }
 
 using bf16_t = uint16_t;

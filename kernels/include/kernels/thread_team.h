@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/partition.h"
+
 namespace sandwich::kernels {
 
 class ThreadTeam {
@@ -35,8 +37,8 @@ class ThreadTeam {
   template <class F>
   void parallel_for(int64_t n, F&& fn) {
     run([&](int tid, int nt) {
-      int64_t b = n * tid / nt, e = n * (tid + 1) / nt;
-      if (b < e) fn(b, e, tid);
+      const IndexRange r = partition(n, tid, nt);
+      if (r.begin < r.end) fn(r.begin, r.end, tid);
     });
   }
 
