@@ -24,15 +24,7 @@ constexpr int32_t kAttentionChunk = 32;
 // rank's heads, FFN or vocabulary columns) for the m rows of x.
 kernels::GemmArgs column_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
                                   IndexRange cols) {
-  kernels::GemmArgs a;
-  a.x = x;
-  a.ldx = ldx;
-  a.m = m;
-  a.y = y;
-  a.ldy = ldy;
-  a.n0 = cols.begin;
-  a.n1 = cols.end;
-  return a;
+  return {.x = x, .ldx = ldx, .m = m, .y = y, .ldy = ldy, .n0 = cols.begin, .n1 = cols.end};
 }
 
 // The GEMM of a row-parallel projection: y (+)= x W[:, k]^T, where x holds only the input columns
@@ -40,16 +32,14 @@ kernels::GemmArgs column_parallel(const float* x, int64_t ldx, int64_t m, float*
 // meet in the all-reduce.
 kernels::GemmArgs row_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
                                IndexRange k, kernels::Epilogue epilogue) {
-  kernels::GemmArgs a;
-  a.x = x;
-  a.ldx = ldx;
-  a.m = m;
-  a.y = y;
-  a.ldy = ldy;
-  a.k0 = k.begin;
-  a.k1 = k.end;
-  a.epilogue = epilogue;
-  return a;
+  return {.x = x,
+          .ldx = ldx,
+          .m = m,
+          .y = y,
+          .ldy = ldy,
+          .k0 = k.begin,
+          .k1 = k.end,
+          .epilogue = epilogue};
 }
 
 // Row-parallel projections add into the residual stream on the lead rank only; the others' partial

@@ -97,12 +97,8 @@ TEST(Sampler, CombinedCutsKeepExactlyTheSortedReferenceSet) {
   std::normal_distribution<float> nd(0.0f, 2.0f);
   std::vector<float> logits(5000);
   for (auto& l : logits) l = std::round(nd(g) * 8) / 8;  // many ties
-  SamplingParams p;
-  p.temperature = 0.7f;
-  p.top_k = 700;
-  p.top_p = 0.8f;
-  p.min_p = 0.002f;
-  p.seed = 3;
+  const SamplingParams p{
+      .temperature = 0.7f, .top_k = 700, .top_p = 0.8f, .min_p = 0.002f, .seed = 3};
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {

@@ -52,17 +52,16 @@ TEST(CostModel, CachedDecisionsAreCheap) {
 }
 
 TEST(Schedule, TextRoundTrips) {
-  Schedule s;
-  s.isa = Isa::Avx2;
-  s.um = 3;
-  s.un = 32;
-  s.bm = 96;
-  s.bn = 256;
-  s.bk = 512;
-  s.tm = 1;
-  s.tn = 2;
-  s.tk = 1;
-  s.prefetch = false;
+  Schedule s{.isa = Isa::Avx2,
+             .um = 3,
+             .un = 32,
+             .bm = 96,
+             .bn = 256,
+             .bk = 512,
+             .tm = 1,
+             .tn = 2,
+             .tk = 1,
+             .prefetch = false};
   EXPECT_EQ(s.to_string(), "avx2 3x32 slice 96x256x512 threads 1x2x1 noprefetch");
   EXPECT_EQ(parse_schedule(s.to_string()), s);
   s.prefetch = true;

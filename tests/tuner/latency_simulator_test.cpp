@@ -22,16 +22,14 @@ RequestTrace small_trace() {
 
 // Figures of the order calibration measures on the 2-core development machine.
 MachineParams two_core_params() {
-  MachineParams p;
-  p.core_gflops = 190;
-  p.core_f32_gflops = 100;
-  p.gemm_efficiency = 0.9;
-  p.gemm_m_half = 3;
-  p.core_bw_gbs = 20;
-  p.numa_bw_gbs = 30;
-  p.team_sync_us = 0.1;
-  p.team_sync_log2_us = 1.0;
-  return p;
+  return {.core_gflops = 190,
+          .core_f32_gflops = 100,
+          .gemm_efficiency = 0.9,
+          .gemm_m_half = 3,
+          .core_bw_gbs = 20,
+          .numa_bw_gbs = 30,
+          .team_sync_us = 0.1,
+          .team_sync_log2_us = 1.0};
 }
 
 topo::ServiceConfig config(std::vector<std::vector<int>> ranks, int numa = 0) {

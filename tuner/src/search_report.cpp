@@ -25,6 +25,8 @@ nlohmann::json prediction_json(const Prediction& p) {
           {"sync_ms", p.sync_ms}};
 }
 
+}  // namespace
+
 nlohmann::json stats_json(const SearchStats& s) {
   return {{"trees_explored", s.trees.explored()},
           {"trees_all_cores", s.trees.group_trees},
@@ -42,8 +44,6 @@ nlohmann::json stats_json(const SearchStats& s) {
           {"groups_stopped", s.groups_stopped},
           {"seconds", s.seconds}};
 }
-
-}  // namespace
 
 std::string report_header(const ReportContext& c) {
   std::ostringstream os;

@@ -69,6 +69,11 @@ int cmd_topology(int argc, char** argv, int first) {
   return 0;
 }
 
+const Subcommand kTopologyCommand{
+    "topology", "[--topology T] [--dot FILE] [--full]",
+    "print the machine's TopoTree (levels, then the tree); --dot writes it for Graphviz",
+    cmd_topology};
+
 struct SearchSetup {
   MachineDescription machine;
   ModelConfig model;
@@ -229,6 +234,10 @@ int cmd_configs(int argc, char** argv, int first) {
   return 0;
 }
 
+const Subcommand kConfigsCommand{
+    "configs", "--model M [--topology T] [--phase prefill|decode] [--top-k K] [--json] ...",
+    "search the service configurations and print the best with predicted latencies", cmd_configs};
+
 int cmd_survey(int argc, char** argv, int first) {
   std::string model_name = "llama3-8b";
   bool json = false;
@@ -278,19 +287,8 @@ int cmd_survey(int argc, char** argv, int first) {
                             {"phase", phase_name(ph)},
                             {"pus", m.tree.leaf_count()},
                             {"best", best.config.to_string(2)},
-                            {"best_ms", best.prediction.ms},
-                            {"trees_explored", st.trees.explored()},
-                            {"trees_all_cores", st.trees.group_trees},
-                            {"trees_after_removes", st.trees.remove_trees},
-                            {"transforms", st.trees.transforms},
-                            {"trees_deduplicated", st.trees.deduplicated},
-                            {"trees_pruned", st.trees.pruned},
-                            {"configs_cut", st.configs_cut},
-                            {"configs_deduplicated", st.configs_deduplicated},
-                            {"configs_filtered", st.configs_filtered},
-                            {"configs_early_stopped", st.configs_early_stopped},
-                            {"configs_evaluated", st.configs_evaluated},
-                            {"seconds", st.seconds}};
+                            {"best_ms", best.prediction.ms}};
+      row.update(stats_json(st));
       all.push_back(row);
     }
   }
@@ -302,6 +300,10 @@ int cmd_survey(int argc, char** argv, int first) {
   }
   return 0;
 }
+
+const Subcommand kSurveyCommand{
+    "survey", "[--model M] [--json]",
+    "search every shipped topology and print the search statistics as a table", cmd_survey};
 
 // Kendall's tau-b between two orderings of the same items (1: same order, -1: reversed).
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
@@ -415,6 +417,11 @@ int cmd_compare(int argc, char** argv, int first) {
   return 0;
 }
 
+const Subcommand kCompareCommand{
+    "compare", "--model M [--phase prefill|decode] [--top-k K]",
+    "this machine: the simulator's ranking of its configurations against measured engine steps",
+    cmd_compare};
+
 int cmd_calibrate(int argc, char** argv, int first) {
   bool recalibrate = false, json = false;
   ArgParser p("sandwich-tune calibrate", "Measure this machine for the latency simulator.");
@@ -457,25 +464,16 @@ int cmd_calibrate(int argc, char** argv, int first) {
   return 0;
 }
 
+const Subcommand kCalibrateCommand{
+    "calibrate", "[--recalibrate] [--json]",
+    "measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator",
+    cmd_calibrate};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Subcommand commands[] = {
-      {"topology", "[--topology T] [--dot FILE] [--full]",
-       "print the machine's TopoTree (levels, then the tree); --dot writes it for Graphviz",
-       cmd_topology},
-      {"configs", "--model M [--topology T] [--phase prefill|decode] [--top-k K] [--json] ...",
-       "search the service configurations and print the best with predicted latencies",
-       cmd_configs},
-      {"compare", "--model M [--phase prefill|decode] [--top-k K]",
-       "this machine: the simulator's ranking of its configurations against measured engine steps",
-       cmd_compare},
-      {"survey", "[--model M] [--json]",
-       "search every shipped topology and print the search statistics as a table", cmd_survey},
-      {"calibrate", "[--recalibrate] [--json]",
-       "measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator",
-       cmd_calibrate},
-  };
+  const Subcommand commands[] = {kTopologyCommand, kConfigsCommand, kCompareCommand, kSurveyCommand,
+                                 kCalibrateCommand};
   return run_subcommands(
       "sandwich-tune", commands, argc, argv,
       "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"

@@ -23,6 +23,8 @@ std::string report_header(const ReportContext& ctx);
 std::string report_text(const SearchResult& r);
 // One line: "40 trees explored (...), ...; 0.05 s".
 std::string stats_line(const SearchStats& s);
+// The search's statistics as a flat JSON object ("trees_explored", ..., "seconds").
+nlohmann::json stats_json(const SearchStats& s);
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SearchResult>& results,
                            const nlohmann::json& params);
 
