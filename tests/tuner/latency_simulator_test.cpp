@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "topotree/hwloc_loader.h"
 #include "topotree/service_config.h"
 #include "topotree/transforms.h"
@@ -22,14 +24,10 @@ RequestTrace small_trace() {
 
 // Figures of the order calibration measures on the 2-core development machine.
 MachineParams two_core_params() {
-  return {.core_gflops = 190,
-          .core_f32_gflops = 100,
-          .gemm_efficiency = 0.9,
-          .gemm_m_half = 3,
-          .core_bw_gbs = 20,
-          .numa_bw_gbs = 30,
-          .team_sync_us = 0.1,
-          .team_sync_log2_us = 1.0};
+  return MachineParams::from_json(nlohmann::json::parse(R"({
+      "core_gflops": 190, "core_f32_gflops": 100, "gemm_efficiency": 0.9, "gemm_m_half": 3,
+      "core_bw_gbs": 20, "numa_bw_gbs": 30, "team_sync_us": 0.1, "team_sync_log2_us": 1.0})"),
+                                  "two_core_params");
 }
 
 topo::ServiceConfig config(std::vector<std::vector<int>> ranks, int numa = 0) {
