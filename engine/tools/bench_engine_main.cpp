@@ -42,7 +42,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int bench_engine(int argc, char** argv) {
   LoadOptions load;
-  int prompt_tokens = 512, gen_tokens = 128, threads = 0, reps = 3, warmup = 1;
+  int prompt_tokens = 512, gen_tokens = 128, reps = 3, warmup = 1;
+  PlanOptions plan;
   std::optional<std::string> json_path, configs_text;
   ArgParser p("sandwich-bench engine",
               "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
@@ -51,14 +52,14 @@ int bench_engine(int argc, char** argv) {
         "prompt length of the prefill test (default 512; 0 skips it)");
   p.add("--gen-tokens", &gen_tokens,
         "decode steps of the generation test (default 128; 0 skips it)");
-  p.add("-t,--threads", &threads, "compute threads (default: all cores)");
+  add_plan_options(p, plan);
   p.add("-r,--reps", &reps, "measured repetitions (default 3)");
   p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
   p.add("--json", &json_path, "also write the results as JSON to this file", "F");
   p.add("--configs", &configs_text,
         "service configurations to compare, comma-separated: RxT for both phases or "
         "PREFILL/DECODE, e.g. "
-        "1x2,2x1,1x2/2x1 (default: 1 rank of --threads cores)",
+        "1x2,2x1,1x2/2x1 (instead of --plan, --prefill-config and --decode-config)",
         "LIST");
   if (!p.parse(argc, argv)) return 0;
   // Everything the command line decides is checked before the model loads (which can take
@@ -69,12 +70,9 @@ int bench_engine(int argc, char** argv) {
   if (reps < 1) throw CliError("--reps must be at least 1");
   if (prompt_tokens == 0 && gen_tokens == 0)
     throw CliError("nothing to do: --prompt-tokens and --gen-tokens are both 0");
-  try {
-    threads = resolve_threads(threads, "--threads");
-  } catch (const std::invalid_argument& e) {
-    throw CliError(e.what());
-  }
-  load.threads = threads;
+  if (configs_text && (plan.plan || plan.prefill_config || plan.decode_config))
+    throw CliError("give --configs or --plan/--prefill-config/--decode-config, not both");
+  load.threads = plan.threads;
   load.require_tokenizer = false;
 
   // Each item: RxT for both phases, or PREFILL/DECODE.
@@ -100,9 +98,17 @@ int bench_engine(int argc, char** argv) {
       }
     }
   } else {
-    // Like sandwich-generate: one rank of --threads threads, wrapping around the CPUs if asked.
-    items.push_back("1x" + std::to_string(threads));
-    configs.emplace_back(single_rank_config(threads), single_rank_config(threads));
+    // As sandwichd and sandwich-generate run: the plan options, else one rank of --threads.
+    Plan one;
+    try {
+      one = resolve_plan(plan);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
+    items.push_back(one.prefill == one.decode
+                        ? one.prefill.to_string(2)
+                        : one.prefill.to_string(2) + "/" + one.decode.to_string(2));
+    configs.emplace_back(one.prefill, one.decode);
   }
   std::optional<std::ofstream> json_out;
   if (json_path) {

@@ -23,6 +23,8 @@ TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
             std::string::npos);
   EXPECT_NE(error_of("--configs 1x1,,1x1").find("empty item"), std::string::npos);
   EXPECT_NE(error_of("--configs 99999999999x1").find("99999999999"), std::string::npos);
+  EXPECT_NE(error_of("--configs 1x1 --decode-config 1x1").find("not both"), std::string::npos);
+  EXPECT_NE(error_of("--prefill-config 99x1").find("99 ranks is more than"), std::string::npos);
   EXPECT_NE(error_of("--prompt-tokens 0 --gen-tokens 0").find("nothing to do"), std::string::npos);
   EXPECT_NE(error_of("-t -3").find("--threads must be 0 (all cores) to"), std::string::npos);
   EXPECT_NE(error_of("-t 100000").find("got 100000"), std::string::npos);
