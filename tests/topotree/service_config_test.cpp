@@ -48,6 +48,11 @@ TEST(ServiceConfigParse, JsonRoundTripsAndTakesNodesFromTheCpus) {
       parse_service_config(R"({"ranks":[{"cpus":[9,10]},{"cpus":[2]}]})", two_nodes());
   EXPECT_EQ(k.ranks[0].numa, 1);
   EXPECT_EQ(k.ranks[1].numa, 0);
+  // CPUs as a list in Linux's form.
+  const ServiceConfig l =
+      parse_service_config(R"({"ranks":[{"cpus":"0-3,6"},{"cpus":"8-15"}]})", two_nodes());
+  EXPECT_EQ(l.ranks[0].cpus, (std::vector<int>{0, 1, 2, 3, 6}));
+  EXPECT_EQ(l.ranks[1].numa, 1);
   // A rank across nodes keeps the node it was given for its memory, and says where it runs.
   const ServiceConfig span =
       parse_service_config(R"({"ranks":[{"numa":1,"cpus":[7,8]}]})", two_nodes());
@@ -70,6 +75,10 @@ TEST(ServiceConfigParse, MistakesAreRefusedWithTheReason) {
                 .find("(this machine has CPUs 0-15)"),
             std::string::npos);
   EXPECT_NE(config_error(R"({"ranks":[]})").find("at least one rank"), std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"cpus":"0-"}]})").find("rank 0: \"cpus\" '0-'"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"ranks":[{"cpus":7}]})").find("a list of CPU ids or a CPU list"),
+            std::string::npos);
   EXPECT_NE(config_error(R"({"ranks":[{"cpus":[]}]})").find("rank 0 has no CPUs"),
             std::string::npos);
   EXPECT_NE(config_error(R"({"ranks":[{"numa":2,"cpus":[0]}]})", two_nodes())

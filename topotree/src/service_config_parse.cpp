@@ -84,10 +84,18 @@ ServiceConfig service_config_from_json(const nlohmann::json& j, const LoadedTopo
   ServiceConfig c;
   for (const auto& r : j["ranks"]) {
     Rank rank;
-    if (!r.is_object() || !r.contains("cpus") || !r["cpus"].is_array())
-      throw std::invalid_argument("each rank needs a \"cpus\" list");
     const std::string name = "rank " + std::to_string(c.ranks.size());
-    for (const auto& cpu : r["cpus"]) {
+    if (!r.is_object() || !r.contains("cpus") || !(r["cpus"].is_array() || r["cpus"].is_string()))
+      throw std::invalid_argument(
+          "each rank needs \"cpus\": a list of CPU ids or a CPU list such as \"0-3,8\"");
+    if (r["cpus"].is_string()) {
+      try {
+        rank.cpus = parse_cpu_list(r["cpus"].get<std::string>(), static_cast<int>(kMaxCpuId));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(name + ": \"cpus\" " + e.what());
+      }
+    }
+    for (const auto& cpu : r["cpus"].is_array() ? r["cpus"] : nlohmann::json::array()) {
       const std::optional<int64_t> id = json_integer(cpu);
       if (!id) throw std::invalid_argument(name + ": CPU ids must be integers, got " + cpu.dump());
       if (*id < 0 || *id > kMaxCpuId)

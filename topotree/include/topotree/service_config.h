@@ -53,9 +53,10 @@ ServiceConfig cut(const TopoTree& tree, int depth);
 // One config per depth, root (one rank) to leaves (one rank per PU).
 std::vector<ServiceConfig> all_cuts(const TopoTree& tree);
 
-// "RxT" (R ranks of T consecutive CPUs of the machine) or the JSON form of to_json() (a rank
-// without "numa" gets its CPUs' node). Checks that the CPUs and NUMA nodes exist on the
-// machine and that no CPU is given twice; throws std::invalid_argument with the reason.
+// "RxT" (R ranks of T consecutive CPUs of the machine) or the JSON form of to_json() (a rank's
+// "cpus" may also be a CPU list such as "0-3,8"; a rank without "numa" gets its CPUs' node). Checks
+// that the CPUs and NUMA nodes exist on the machine and that no CPU is given twice; throws
+// std::invalid_argument with the reason.
 ServiceConfig parse_service_config(const std::string& text,
                                    const LoadedTopology& machine = this_machine());
 ServiceConfig service_config_from_json(const nlohmann::json& j,
