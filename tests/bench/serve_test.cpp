@@ -17,6 +17,7 @@
 #include "bench/slo.h"
 #include "command.h"
 #include "common/cli.h"
+#include "error_text.h"
 #include "fake_openai_server.h"
 #include "test_data.h"
 
@@ -240,12 +241,7 @@ int cli(std::vector<std::string> args) {
 }
 
 std::string cli_error(std::vector<std::string> args) {
-  try {
-    cli(std::move(args));
-  } catch (const CliError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_text<CliError>([&] { cli(std::move(args)); }, "(no error)");
 }
 
 TEST(BenchServeCli, BadInputIsAOneLineError) {

@@ -7,6 +7,7 @@
 #include "engine/dummy_model.h"
 #include "engine/generator.h"
 #include "engine/model.h"
+#include "error_text.h"
 #include "forward.h"
 #include "model_fixtures.h"
 #include "test_data.h"
@@ -193,12 +194,7 @@ TEST(ModelLoad, Llama3RopeScalingFollowsMetasRule) {
 
 std::string load_error(const std::filesystem::path& p,
                        std::optional<std::filesystem::path> tok = {}) {
-  try {
-    load(p, tok);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { load(p, tok); });
 }
 
 void copy_prefix(const std::filesystem::path& from, const std::filesystem::path& to,
@@ -375,12 +371,7 @@ TEST(ModelLoadErrors, MistypedOrImplausibleConfigJson) {
     "num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000)";
   auto error_of = [&](const std::string& name, const std::string& extra) -> std::string {
     std::ofstream(dir / name) << "{" << base << extra << "}";
-    try {
-      read_model_config(dir / name);
-    } catch (const std::runtime_error& e) {
-      return e.what();
-    }
-    return "(no error)";
+    return test::error_text([&] { read_model_config(dir / name); }, "(no error)");
   };
   EXPECT_EQ(error_of("good.json", R"(,"max_position_embeddings":256,"rms_norm_eps":1e-6)"),
             "(no error)");
