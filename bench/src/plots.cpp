@@ -113,22 +113,30 @@ std::vector<std::pair<double, double>> cdf(std::vector<double> v) {
   return pts;
 }
 
-std::string vline(double x, const std::string& label) {
+// A dashed grey reference line from `from` to `to`, labelled at `label_at` (gnuplot positions).
+std::string reference_line(const std::string& from, const std::string& to, const std::string& label,
+                           const std::string& label_at) {
+  return "set arrow from " + from + " to " + to + " nohead dashtype 2 linecolor rgb 'gray40'\n" +
+         "set label " + gp_quote(label) + " at " + label_at + " textcolor rgb 'gray40'\n";
+}
+
+// "first <v>": v on the x or y axis.
+std::string first_axis(double v) {
   std::ostringstream o;
-  o << "set arrow from first " << x << ", graph 0 to first " << x
-    << ", graph 1 nohead dashtype 2 linecolor rgb 'gray40'\n"
-    << "set label " << gp_quote(label) << " at first " << x
-    << ", graph 0.04 offset 0.5,0 textcolor rgb 'gray40'\n";
+  o << "first " << v;
   return o.str();
 }
 
+std::string vline(double x, const std::string& label) {
+  const std::string at = first_axis(x);
+  return reference_line(at + ", graph 0", at + ", graph 1", label,
+                        at + ", graph 0.04 offset 0.5,0");
+}
+
 std::string hline(double y, const std::string& label) {
-  std::ostringstream o;
-  o << "set arrow from graph 0, first " << y << " to graph 1, first " << y
-    << " nohead dashtype 2 linecolor rgb 'gray40'\n"
-    << "set label " << gp_quote(label) << " at graph 0.01, first " << y
-    << " offset 0,0.7 textcolor rgb 'gray40'\n";
-  return o.str();
+  const std::string at = first_axis(y);
+  return reference_line("graph 0, " + at, "graph 1, " + at, label,
+                        "graph 0.01, " + at + " offset 0,0.7");
 }
 
 }  // namespace

@@ -76,23 +76,12 @@ class Regex {
   bool jit_ = false;
 };
 
-class BpeTokenizer : public Tokenizer {
+class BpeTokenizer : public tok::VocabTokenizer {
  public:
-  explicit BpeTokenizer(Vocab v) : v_(std::move(v)) {
-    const int32_t n = static_cast<int32_t>(v_.tokens.size());
-    if (n == 0) throw std::runtime_error("the vocabulary is empty");
-    if (v_.types.empty()) v_.types.assign(n, TokenType::Normal);
-    if (static_cast<int32_t>(v_.types.size()) != n)
-      throw std::runtime_error("vocabulary arrays differ in length");
-    for (int32_t i = 0; i < n; ++i) {
-      const TokenType t = v_.types[i];
-      if (t == TokenType::Control || t == TokenType::UserDefined)
-        specials_.push_back({v_.tokens[i], i});
-      else
+  explicit BpeTokenizer(Vocab v) : VocabTokenizer(std::move(v), false) {
+    for (int32_t i = 0; i < vocab_size(); ++i)
+      if (v_.types[i] != TokenType::Control && v_.types[i] != TokenType::UserDefined)
         lookup_.emplace(v_.tokens[i], i);
-    }
-    std::sort(specials_.begin(), specials_.end(),
-              [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
     const auto& b2u = tok::byte_to_unicode();
     for (int b = 0; b < 256; ++b) {
       auto it = lookup_.find(b2u[b]);
@@ -115,10 +104,6 @@ class BpeTokenizer : public Tokenizer {
     regex_ = std::make_unique<Regex>(pattern);
     // Llama-3 keeps a pre-token that is itself in the vocabulary whole (llama.cpp's ignore_merges).
     whole_words_ = v_.pre == "llama-bpe" || v_.pre == "llama3" || v_.merges.empty();
-    bos_id_ = v_.bos_id;
-    eos_id_ = v_.eos_id;
-    add_bos_ = v_.add_bos && v_.bos_id >= 0;
-    if (v_.eos_id >= 0) stop_ids_.push_back(v_.eos_id);
     for (const char* s : {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"}) {
       auto it =
           std::find_if(specials_.begin(), specials_.end(), [&](auto& p) { return p.first == s; });
@@ -129,15 +114,8 @@ class BpeTokenizer : public Tokenizer {
     if (v_.eot_id >= 0 &&
         std::find(stop_ids_.begin(), stop_ids_.end(), v_.eot_id) == stop_ids_.end())
       stop_ids_.push_back(v_.eot_id);
-    chat_template_ = v_.chat_template;
   }
 
-  int32_t vocab_size() const override { return static_cast<int32_t>(v_.tokens.size()); }
-  std::string_view token_text(int32_t id) const override { return v_.tokens.at(id); }
-  bool is_special(int32_t id) const override {
-    const TokenType t = v_.types.at(id);
-    return t == TokenType::Control || t == TokenType::Unused || t == TokenType::Unknown;
-  }
   int32_t token_id(std::string_view text) const override {
     for (auto& [s, id] : specials_)
       if (s == text) return id;
@@ -147,18 +125,11 @@ class BpeTokenizer : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special) const override {
-    std::vector<int32_t> out;
-    if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-    auto segs = parse_special ? tok::split_specials(text, specials_)
-                              : std::vector<tok::Segment>{{text, -1}};
-    for (const auto& s : segs) {
-      if (s.id >= 0) {
-        out.push_back(s.id);
-        continue;
-      }
-      regex_->split(s.text, [&](std::string_view piece) { encode_piece(piece, out); });
-    }
-    return out;
+    return tok::encode_around_specials(
+        text, add_bos, bos_id_, parse_special, specials_,
+        [&](std::string_view plain, bool, std::vector<int32_t>& out) {
+          regex_->split(plain, [&](std::string_view piece) { encode_piece(piece, out); });
+        });
   }
 
   std::string piece(int32_t id, int32_t /*prev*/) const override { return raw_piece(id, false); }
@@ -175,8 +146,7 @@ class BpeTokenizer : public Tokenizer {
   }
 
   std::string raw_piece(int32_t id, bool keep_special) const {
-    if (id < 0 || id >= vocab_size())
-      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
+    tok::check_token_id(id, vocab_size());
     const std::string& t = v_.tokens[id];
     const TokenType ty = v_.types[id];
     if (ty == TokenType::Control || ty == TokenType::Unused || ty == TokenType::Unknown)
@@ -253,10 +223,8 @@ class BpeTokenizer : public Tokenizer {
     for (int i = 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
   }
 
-  Vocab v_;
   std::unordered_map<std::string, int32_t> lookup_;
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
-  std::vector<std::pair<std::string, int32_t>> specials_;
   std::array<int32_t, 256> byte_ids_{};
   std::unique_ptr<Regex> regex_;
   bool whole_words_ = false;

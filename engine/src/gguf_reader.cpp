@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/gguf.h"
+#include "gguf_scalars.h"
 
 namespace sandwich::gguf {
 namespace {
@@ -74,62 +75,29 @@ class Cursor {
 
 // Bytes one element of a metadata array takes at least (a string: its 8-byte length).
 uint64_t min_element_bytes(ValueType t) {
-  switch (t) {
-    case ValueType::U8:
-    case ValueType::I8:
-    case ValueType::BOOL:
-      return 1;
-    case ValueType::U16:
-    case ValueType::I16:
-      return 2;
-    case ValueType::U32:
-    case ValueType::I32:
-    case ValueType::F32:
-      return 4;
-    case ValueType::U64:
-    case ValueType::I64:
-    case ValueType::F64:
-    case ValueType::STRING:
-      return 8;
-    default:
-      return 0;
-  }
+  if (t == ValueType::STRING) return 8;
+  uint64_t bytes = 0;
+  detail::visit_scalar(t, [&](auto s) { bytes = sizeof(typename decltype(s)::stored); });
+  return bytes;
 }
 
 double read_number(Cursor& c, ValueType t, int64_t* as_int) {
-  switch (t) {
-    case ValueType::U8:
-      return static_cast<double>(*as_int = c.read<uint8_t>("value"));
-    case ValueType::I8:
-      return static_cast<double>(*as_int = c.read<int8_t>("value"));
-    case ValueType::U16:
-      return static_cast<double>(*as_int = c.read<uint16_t>("value"));
-    case ValueType::I16:
-      return static_cast<double>(*as_int = c.read<int16_t>("value"));
-    case ValueType::U32:
-      return static_cast<double>(*as_int = c.read<uint32_t>("value"));
-    case ValueType::I32:
-      return static_cast<double>(*as_int = c.read<int32_t>("value"));
-    case ValueType::U64:
-      return static_cast<double>(*as_int = static_cast<int64_t>(c.read<uint64_t>("value")));
-    case ValueType::I64:
-      return static_cast<double>(*as_int = c.read<int64_t>("value"));
-    case ValueType::BOOL:
-      return static_cast<double>(*as_int = c.read<uint8_t>("value") != 0);
-    case ValueType::F32: {
-      double f = c.read<float>("value");
-      *as_int = static_cast<int64_t>(f);
-      return f;
+  double value = 0;
+  const bool scalar = detail::visit_scalar(t, [&](auto s) {
+    using S = decltype(s);
+    const auto v = c.read<typename S::stored>("value");
+    if constexpr (S::is_float) {
+      value = v;
+      *as_int = static_cast<int64_t>(value);
+    } else {
+      *as_int = S::is_bool ? v != 0 : static_cast<int64_t>(v);
+      value = static_cast<double>(*as_int);
     }
-    case ValueType::F64: {
-      double f = c.read<double>("value");
-      *as_int = static_cast<int64_t>(f);
-      return f;
-    }
-    default:
-      throw std::runtime_error("unknown metadata value type " +
-                               std::to_string(static_cast<uint32_t>(t)));
-  }
+  });
+  if (!scalar)
+    throw std::runtime_error("unknown metadata value type " +
+                             std::to_string(static_cast<uint32_t>(t)));
+  return value;
 }
 
 Value read_value(Cursor& c, ValueType t, const std::string& key) {
@@ -186,21 +154,30 @@ uint64_t TensorInfo::elements() const {
 }
 
 bool Value::is_integer() const {
-  switch (type) {
-    case ValueType::U8:
-    case ValueType::I8:
-    case ValueType::U16:
-    case ValueType::I16:
-    case ValueType::U32:
-    case ValueType::I32:
-    case ValueType::U64:
-    case ValueType::I64:
-    case ValueType::BOOL:
-      return true;
-    default:
-      return false;
-  }
+  bool integer = false;
+  detail::visit_scalar(type, [&](auto s) { integer = !decltype(s)::is_float; });
+  return integer;
 }
+
+namespace {
+
+// A number: its integer and floating views, as the caller converts them for its type.
+Value number(ValueType t, int64_t i, double f) {
+  Value r;
+  r.type = t;
+  r.i = i;
+  r.f = f;
+  return r;
+}
+
+Value array_of(ValueType element) {
+  Value r;
+  r.type = ValueType::ARRAY;
+  r.array_type = element;
+  return r;
+}
+
+}  // namespace
 
 Value Value::of_string(std::string v) {
   Value r;
@@ -209,58 +186,32 @@ Value Value::of_string(std::string v) {
   return r;
 }
 Value Value::of_u32(uint32_t v) {
-  Value r;
-  r.type = ValueType::U32;
-  r.i = v;
-  r.f = v;
-  return r;
+  return number(ValueType::U32, v, v);
 }
 Value Value::of_i32(int32_t v) {
-  Value r;
-  r.type = ValueType::I32;
-  r.i = v;
-  r.f = v;
-  return r;
+  return number(ValueType::I32, v, v);
 }
 Value Value::of_u64(uint64_t v) {
-  Value r;
-  r.type = ValueType::U64;
-  r.i = static_cast<int64_t>(v);
-  r.f = static_cast<double>(v);
-  return r;
+  return number(ValueType::U64, static_cast<int64_t>(v), static_cast<double>(v));
 }
 Value Value::of_f32(float v) {
-  Value r;
-  r.type = ValueType::F32;
-  r.f = v;
-  r.i = static_cast<int64_t>(v);
-  return r;
+  return number(ValueType::F32, static_cast<int64_t>(v), v);
 }
 Value Value::of_bool(bool v) {
-  Value r;
-  r.type = ValueType::BOOL;
-  r.i = v;
-  r.f = v;
-  return r;
+  return number(ValueType::BOOL, v, v);
 }
 Value Value::of_strings(std::vector<std::string> v) {
-  Value r;
-  r.type = ValueType::ARRAY;
-  r.array_type = ValueType::STRING;
+  Value r = array_of(ValueType::STRING);
   r.strings = std::move(v);
   return r;
 }
 Value Value::of_f32s(std::vector<float> v) {
-  Value r;
-  r.type = ValueType::ARRAY;
-  r.array_type = ValueType::F32;
+  Value r = array_of(ValueType::F32);
   r.numbers.assign(v.begin(), v.end());
   return r;
 }
 Value Value::of_i32s(std::vector<int32_t> v) {
-  Value r;
-  r.type = ValueType::ARRAY;
-  r.array_type = ValueType::I32;
+  Value r = array_of(ValueType::I32);
   r.numbers.assign(v.begin(), v.end());
   return r;
 }

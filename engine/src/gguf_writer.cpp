@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/gguf.h"
+#include "gguf_scalars.h"
 
 namespace sandwich::gguf {
 namespace {
@@ -50,43 +51,15 @@ class Out {
 };
 
 void write_number(Out& o, ValueType t, double f, int64_t i) {
-  switch (t) {
-    case ValueType::U8:
-      o.pod<uint8_t>(static_cast<uint8_t>(i));
-      break;
-    case ValueType::I8:
-      o.pod<int8_t>(static_cast<int8_t>(i));
-      break;
-    case ValueType::U16:
-      o.pod<uint16_t>(static_cast<uint16_t>(i));
-      break;
-    case ValueType::I16:
-      o.pod<int16_t>(static_cast<int16_t>(i));
-      break;
-    case ValueType::U32:
-      o.pod<uint32_t>(static_cast<uint32_t>(i));
-      break;
-    case ValueType::I32:
-      o.pod<int32_t>(static_cast<int32_t>(i));
-      break;
-    case ValueType::U64:
-      o.pod<uint64_t>(static_cast<uint64_t>(i));
-      break;
-    case ValueType::I64:
-      o.pod<int64_t>(i);
-      break;
-    case ValueType::BOOL:
-      o.pod<uint8_t>(i != 0);
-      break;
-    case ValueType::F32:
-      o.pod<float>(static_cast<float>(f));
-      break;
-    case ValueType::F64:
-      o.pod<double>(f);
-      break;
-    default:
-      throw std::logic_error("not a numeric GGUF type");
-  }
+  const bool scalar = detail::visit_scalar(t, [&](auto s) {
+    using S = decltype(s);
+    using T = typename S::stored;
+    if constexpr (S::is_float)
+      o.pod<T>(static_cast<T>(f));
+    else
+      o.pod<T>(static_cast<T>(S::is_bool ? i != 0 : i));
+  });
+  if (!scalar) throw std::logic_error("not a numeric GGUF type");
 }
 
 }  // namespace

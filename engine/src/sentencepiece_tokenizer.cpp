@@ -13,6 +13,14 @@
 namespace sandwich {
 namespace {
 
+TokenType type_of(const sentencepiece::SentencePieceProcessor& sp, int id) {
+  return sp.IsUnknown(id)   ? TokenType::Unknown
+         : sp.IsControl(id) ? TokenType::Control
+         : sp.IsUnused(id)  ? TokenType::Unused
+         : sp.IsByte(id)    ? TokenType::Byte
+                            : TokenType::Normal;
+}
+
 class SentencePieceTokenizer : public Tokenizer {
  public:
   explicit SentencePieceTokenizer(const std::filesystem::path& path) {
@@ -23,12 +31,13 @@ class SentencePieceTokenizer : public Tokenizer {
     const int n = sp_.GetPieceSize();
     if (n <= 0) throw std::runtime_error(path.string() + ": the SentencePiece model has no pieces");
     pieces_.resize(n);
+    types_.resize(n);
     for (int i = 0; i < n; ++i) {
       pieces_[i] = sp_.IdToPiece(i);
+      types_[i] = type_of(sp_, i);
       if (sp_.IsControl(i)) specials_.push_back({pieces_[i], i});
     }
-    std::sort(specials_.begin(), specials_.end(),
-              [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+    tok::sort_longest_first(specials_);
     bos_id_ = sp_.bos_id();
     eos_id_ = sp_.eos_id();
     add_bos_ = bos_id_ >= 0;
@@ -36,7 +45,7 @@ class SentencePieceTokenizer : public Tokenizer {
     // The dummy prefix is part of the model's normalizer spec; "▁" + text is what it produces.
     std::vector<std::string> probe;
     sp_.Encode("a", &probe);
-    dummy_prefix_ = !probe.empty() && probe[0].rfind("\xe2\x96\x81", 0) == 0;
+    dummy_prefix_ = !probe.empty() && probe[0].rfind(tok::kSpaceMark, 0) == 0;
   }
 
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
@@ -51,68 +60,29 @@ class SentencePieceTokenizer : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special) const override {
-    std::vector<int32_t> out;
-    if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-    auto segs = parse_special ? tok::split_specials(text, specials_)
-                              : std::vector<tok::Segment>{{text, -1}};
-    for (const auto& s : segs) {
-      if (s.id >= 0) {
-        out.push_back(s.id);
-        continue;
-      }
-      if (s.text.empty()) continue;
-      std::vector<int> ids;
-      sp_.Encode(std::string(s.text), &ids);
-      out.insert(out.end(), ids.begin(), ids.end());
-    }
-    return out;
+    return tok::encode_around_specials(
+        text, add_bos, bos_id_, parse_special, specials_,
+        [&](std::string_view plain, bool, std::vector<int32_t>& out) {
+          std::vector<int> ids;
+          sp_.Encode(std::string(plain), &ids);
+          out.insert(out.end(), ids.begin(), ids.end());
+        });
   }
 
   std::string piece(int32_t id, int32_t prev) const override {
-    std::string p = raw(id, false);
-    if (dummy_prefix_ && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ') p.erase(0, 1);
-    return p;
+    return decoder().piece(id, prev, false);
   }
-
   std::string decode(std::span<const int32_t> ids, bool keep_special) const override {
-    std::string out;
-    int32_t prev = -1;
-    for (int32_t id : ids) {
-      std::string p = raw(id, keep_special);
-      if (dummy_prefix_ && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ')
-        p.erase(0, 1);
-      out += p;
-      prev = id;
-    }
-    return out;
+    return decoder().decode(ids, keep_special);
   }
 
  private:
-  std::string raw(int32_t id, bool keep_special) const {
-    if (id < 0 || id >= vocab_size())
-      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
-    if (sp_.IsControl(id) || sp_.IsUnused(id)) return keep_special ? pieces_[id] : std::string();
-    if (sp_.IsUnknown(id)) return keep_special ? pieces_[id] : std::string(" \xe2\x81\x87 ");
-    if (sp_.IsByte(id)) {
-      const int b = tok::parse_byte_piece(pieces_[id]);
-      return b >= 0 ? std::string(1, static_cast<char>(b)) : std::string();
-    }
-    std::string s;
-    const std::string& t = pieces_[id];
-    for (size_t i = 0; i < t.size();) {
-      if (t.compare(i, 3, "\xe2\x96\x81") == 0) {
-        s += ' ';
-        i += 3;
-      } else {
-        s += t[i++];
-      }
-    }
-    return s;
-  }
+  tok::SpmDecoder decoder() const { return {pieces_, types_, bos_id_, dummy_prefix_}; }
 
   sentencepiece::SentencePieceProcessor sp_;
   std::vector<std::string> pieces_;
-  std::vector<std::pair<std::string, int32_t>> specials_;
+  std::vector<TokenType> types_;
+  tok::Specials specials_;
   bool dummy_prefix_ = true;
 };
 
@@ -135,11 +105,7 @@ Vocab vocab_from_sentencepiece(const std::filesystem::path& path) {
   for (int i = 0; i < n; ++i) {
     v.tokens.push_back(sp.IdToPiece(i));
     v.scores.push_back(sp.GetScore(i));
-    v.types.push_back(sp.IsUnknown(i)   ? TokenType::Unknown
-                      : sp.IsControl(i) ? TokenType::Control
-                      : sp.IsUnused(i)  ? TokenType::Unused
-                      : sp.IsByte(i)    ? TokenType::Byte
-                                        : TokenType::Normal);
+    v.types.push_back(type_of(sp, i));
   }
   v.bos_id = sp.bos_id();
   v.eos_id = sp.eos_id();

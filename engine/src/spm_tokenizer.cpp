@@ -14,19 +14,11 @@
 namespace sandwich {
 namespace {
 
-const std::string kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's word boundary
-
-class SpmTokenizer : public Tokenizer {
+class SpmTokenizer : public tok::VocabTokenizer {
  public:
-  explicit SpmTokenizer(Vocab v) : v_(std::move(v)) {
-    const int32_t n = static_cast<int32_t>(v_.tokens.size());
-    if (n == 0) throw std::runtime_error("the vocabulary is empty");
-    if (v_.types.empty()) v_.types.assign(n, TokenType::Normal);
-    if (v_.scores.empty()) v_.scores.assign(n, 0.0f);
-    if (static_cast<int32_t>(v_.types.size()) != n || static_cast<int32_t>(v_.scores.size()) != n)
-      throw std::runtime_error("vocabulary arrays differ in length (tokens, scores, types)");
+  explicit SpmTokenizer(Vocab v) : VocabTokenizer(std::move(v), true) {
     byte_ids_.fill(-1);
-    for (int32_t i = 0; i < n; ++i) {
+    for (int32_t i = 0; i < vocab_size(); ++i) {
       const TokenType t = v_.types[i];
       if (t == TokenType::Normal || t == TokenType::UserDefined || t == TokenType::Undefined)
         lookup_.emplace(v_.tokens[i], i);
@@ -34,25 +26,10 @@ class SpmTokenizer : public Tokenizer {
         const int b = tok::parse_byte_piece(v_.tokens[i]);
         if (b >= 0) byte_ids_[b] = i;
       }
-      if (t == TokenType::Control || t == TokenType::UserDefined)
-        specials_.push_back({v_.tokens[i], i});
     }
-    std::sort(specials_.begin(), specials_.end(),
-              [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
-    bos_id_ = v_.bos_id;
-    eos_id_ = v_.eos_id;
-    add_bos_ = v_.add_bos && v_.bos_id >= 0;
-    if (v_.eos_id >= 0) stop_ids_.push_back(v_.eos_id);
     if (v_.eot_id >= 0 && v_.eot_id != v_.eos_id) stop_ids_.push_back(v_.eot_id);
-    chat_template_ = v_.chat_template;
   }
 
-  int32_t vocab_size() const override { return static_cast<int32_t>(v_.tokens.size()); }
-  std::string_view token_text(int32_t id) const override { return v_.tokens.at(id); }
-  bool is_special(int32_t id) const override {
-    const TokenType t = v_.types.at(id);
-    return t == TokenType::Control || t == TokenType::Unknown || t == TokenType::Unused;
-  }
   int32_t token_id(std::string_view text) const override {
     for (size_t i = 0; i < v_.tokens.size(); ++i)
       if (v_.tokens[i] == text) return static_cast<int32_t>(i);
@@ -62,74 +39,22 @@ class SpmTokenizer : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special) const override {
-    std::vector<int32_t> out;
-    if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-    bool prev_special = true;  // the dummy prefix goes at the start and after special tokens
-    auto segs = parse_special ? tok::split_specials(text, specials_)
-                              : std::vector<tok::Segment>{{text, -1}};
-    for (const auto& s : segs) {
-      if (s.id >= 0) {
-        out.push_back(s.id);
-        prev_special = true;
-        continue;
-      }
-      if (s.text.empty()) continue;
-      encode_plain(s.text, v_.add_space_prefix && prev_special, out);
-      prev_special = false;
-    }
-    return out;
+    return tok::encode_around_specials(
+        text, add_bos, bos_id_, parse_special, specials_,
+        [&](std::string_view plain, bool after_special, std::vector<int32_t>& out) {
+          encode_plain(plain, v_.add_space_prefix && after_special, out);
+        });
   }
 
   std::string piece(int32_t id, int32_t prev) const override {
-    std::string p = raw_piece(id, false);
-    if (v_.add_space_prefix && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ')
-      p.erase(0, 1);
-    return p;
+    return decoder().piece(id, prev, false);
   }
-
   std::string decode(std::span<const int32_t> ids, bool keep_special) const override {
-    std::string out;
-    int32_t prev = -1;
-    for (int32_t id : ids) {
-      std::string p = raw_piece(id, keep_special);
-      if (v_.add_space_prefix && (prev < 0 || prev == bos_id_) && !p.empty() && p[0] == ' ')
-        p.erase(0, 1);
-      out += p;
-      prev = id;
-    }
-    return out;
+    return decoder().decode(ids, keep_special);
   }
 
  private:
-  std::string raw_piece(int32_t id, bool keep_special) const {
-    if (id < 0 || id >= vocab_size())
-      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
-    const std::string& t = v_.tokens[id];
-    switch (v_.types[id]) {
-      case TokenType::Byte: {
-        const int b = tok::parse_byte_piece(t);
-        return b >= 0 ? std::string(1, static_cast<char>(b)) : std::string();
-      }
-      case TokenType::Control:
-      case TokenType::Unused:
-        return keep_special ? t : std::string();
-      case TokenType::Unknown:
-        return keep_special ? t : std::string(" \xe2\x81\x87 ");  // " ⁇ ", as sentencepiece
-      default:
-        break;
-    }
-    std::string s;
-    s.reserve(t.size());
-    for (size_t i = 0; i < t.size();) {
-      if (t.compare(i, kSpace.size(), kSpace) == 0) {
-        s += ' ';
-        i += kSpace.size();
-      } else {
-        s += t[i++];
-      }
-    }
-    return s;
-  }
+  tok::SpmDecoder decoder() const { return {v_.tokens, v_.types, bos_id_, v_.add_space_prefix}; }
 
   struct Symbol {
     int prev, next;
@@ -145,15 +70,7 @@ class SpmTokenizer : public Tokenizer {
   };
 
   void encode_plain(std::string_view text, bool prefix, std::vector<int32_t>& out) const {
-    std::string s;
-    s.reserve(text.size() + 3);
-    if (prefix) s += kSpace;
-    for (char c : text) {
-      if (c == ' ')
-        s += kSpace;
-      else
-        s += c;
-    }
+    const std::string s = (prefix ? tok::kSpaceMark : "") + tok::spaces_to_marks(text);
     std::vector<Symbol> sym;
     for (size_t i = 0; i < s.size();) {
       const size_t n = std::min(tok::utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
@@ -196,10 +113,8 @@ class SpmTokenizer : public Tokenizer {
     }
   }
 
-  Vocab v_;
   std::unordered_map<std::string, int32_t> lookup_;
   std::array<int32_t, 256> byte_ids_;
-  std::vector<std::pair<std::string, int32_t>> specials_;
 };
 
 }  // namespace

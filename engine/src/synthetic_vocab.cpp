@@ -37,7 +37,7 @@ Vocab synthetic_spm(int32_t n) {
     add(tok::byte_piece_name(static_cast<unsigned char>(b)), TokenType::Byte);
   // Pieces of growing length over "▁" + printable ASCII; every prefix of a piece is a piece, so
   // the score-ordered merges can build each of them.
-  const std::string mark = "\xe2\x96\x81";
+  const std::string& mark = tok::kSpaceMark;
   std::vector<std::string> symbols = {mark};
   for (char c : alphabet()) symbols.push_back(std::string(1, c));
   std::vector<std::string> level = symbols;
@@ -52,11 +52,7 @@ Vocab synthetic_spm(int32_t n) {
     }
     level = std::move(next);
   }
-  v.unk_id = 0;
-  v.bos_id = 1;
-  v.eos_id = 2;
-  v.add_bos = true;
-  v.add_space_prefix = true;
+  tok::use_llama_spm_ids(v);
   return v;
 }
 

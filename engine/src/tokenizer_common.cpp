@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace sandwich::tok {
 
-std::vector<Segment> split_specials(std::string_view text,
-                                    const std::vector<std::pair<std::string, int32_t>>& specials) {
+void sort_longest_first(Specials& specials) {
+  std::sort(specials.begin(), specials.end(),
+            [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+}
+
+std::vector<Segment> split_specials(std::string_view text, const Specials& specials) {
   std::vector<Segment> out;
   size_t start = 0, i = 0;
   while (i < text.size()) {
@@ -103,6 +108,105 @@ int parse_byte_piece(std::string_view s) {
       return -1;
   }
   return v;
+}
+
+void check_token_id(int32_t id, int32_t vocab_size) {
+  if (id < 0 || id >= vocab_size)
+    throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary");
+}
+
+std::string spaces_to_marks(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == ' ')
+      out += kSpaceMark;
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string marks_to_spaces(std::string_view piece) {
+  std::string s;
+  s.reserve(piece.size());
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
+      s += ' ';
+      i += kSpaceMark.size();
+    } else {
+      s += piece[i++];
+    }
+  }
+  return s;
+}
+
+std::string SpmDecoder::bytes(int32_t id, bool keep_special) const {
+  check_token_id(id, static_cast<int32_t>(pieces.size()));
+  const std::string& t = pieces[id];
+  switch (types[id]) {
+    case TokenType::Byte: {
+      const int b = parse_byte_piece(t);
+      return b >= 0 ? std::string(1, static_cast<char>(b)) : std::string();
+    }
+    case TokenType::Control:
+    case TokenType::Unused:
+      return keep_special ? t : std::string();
+    case TokenType::Unknown:
+      return keep_special ? t : std::string(" \xe2\x81\x87 ");  // " ⁇ ", as sentencepiece
+    default:
+      return marks_to_spaces(t);
+  }
+}
+
+std::string SpmDecoder::piece(int32_t id, int32_t prev, bool keep_special) const {
+  std::string p = bytes(id, keep_special);
+  if (dummy_prefix && (prev < 0 || prev == bos_id) && !p.empty() && p[0] == ' ') p.erase(0, 1);
+  return p;
+}
+
+std::string SpmDecoder::decode(std::span<const int32_t> ids, bool keep_special) const {
+  std::string out;
+  int32_t prev = -1;
+  for (int32_t id : ids) {
+    out += piece(id, prev, keep_special);
+    prev = id;
+  }
+  return out;
+}
+
+void use_llama_spm_ids(Vocab& v) {
+  v.unk_id = kLlamaUnkId;
+  v.bos_id = kLlamaBosId;
+  v.eos_id = kLlamaEosId;
+  v.add_bos = true;
+  v.add_space_prefix = true;
+}
+
+VocabTokenizer::VocabTokenizer(Vocab v, bool scored) : v_(std::move(v)) {
+  const int32_t n = vocab_size();
+  if (n == 0) throw std::runtime_error("the vocabulary is empty");
+  if (v_.types.empty()) v_.types.assign(n, TokenType::Normal);
+  if (scored) {
+    if (v_.scores.empty()) v_.scores.assign(n, 0.0f);
+    if (static_cast<int32_t>(v_.types.size()) != n || static_cast<int32_t>(v_.scores.size()) != n)
+      throw std::runtime_error("vocabulary arrays differ in length (tokens, scores, types)");
+  } else if (static_cast<int32_t>(v_.types.size()) != n) {
+    throw std::runtime_error("vocabulary arrays differ in length");
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (v_.types[i] == TokenType::Control || v_.types[i] == TokenType::UserDefined)
+      specials_.push_back({v_.tokens[i], i});
+  sort_longest_first(specials_);
+  bos_id_ = v_.bos_id;
+  eos_id_ = v_.eos_id;
+  add_bos_ = v_.add_bos && v_.bos_id >= 0;
+  if (v_.eos_id >= 0) stop_ids_.push_back(v_.eos_id);
+  chat_template_ = v_.chat_template;
+}
+
+bool VocabTokenizer::is_special(int32_t id) const {
+  const TokenType t = v_.types.at(id);
+  return t == TokenType::Control || t == TokenType::Unused || t == TokenType::Unknown;
 }
 
 }  // namespace sandwich::tok

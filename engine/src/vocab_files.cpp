@@ -46,19 +46,6 @@ void append_llama3_special_tokens(Vocab& v, int count) {
 namespace fs = std::filesystem;
 namespace {
 
-const std::string kSpace = "\xe2\x96\x81";
-
-std::string spaces_to_marks(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == ' ')
-      out += kSpace;
-    else
-      out += c;
-  }
-  return out;
-}
-
 int base64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
@@ -141,26 +128,22 @@ Vocab vocab_from_llama2c(const fs::path& path) {
     pos += static_cast<size_t>(len);
     const int32_t id = static_cast<int32_t>(v.tokens.size());
     TokenType t = TokenType::Normal;
-    if (id == 0)
+    if (id == tok::kLlamaUnkId)
       t = TokenType::Unknown;
-    else if (id == 1 || id == 2)
+    else if (id == tok::kLlamaBosId || id == tok::kLlamaEosId)
       t = TokenType::Control;
     else if (tok::parse_byte_piece(piece) >= 0)
       t = TokenType::Byte;
-    v.tokens.push_back(t == TokenType::Normal ? spaces_to_marks(piece) : piece);
+    v.tokens.push_back(t == TokenType::Normal ? tok::spaces_to_marks(piece) : piece);
     v.scores.push_back(score);
     v.types.push_back(t);
   }
   if (v.tokens.size() < 3 + 256)
     throw std::runtime_error(where + ": not a llama2.c tokenizer (" +
                              std::to_string(v.tokens.size()) + " tokens)");
-  v.unk_id = 0;
-  v.bos_id = 1;
-  v.eos_id = 2;
+  tok::use_llama_spm_ids(v);
   // llama2.c models delimit stories with BOS and run.c stops when it samples one.
-  v.eot_id = 1;
-  v.add_bos = true;
-  v.add_space_prefix = true;
+  v.eot_id = v.bos_id;
   return v;
 }
 

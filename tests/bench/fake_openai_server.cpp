@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "asio_names.h"
+#include "toy_vocab.h"
 
 namespace sandwich::test {
 
@@ -29,52 +29,20 @@ struct FakeOpenAiServer::Impl {
   ScriptFn script = [](const json&, int) { return FakeScript{}; };
   std::vector<FakeRequest> received;
   int seq = 0, active = 0, max_active = 0, tokenize_calls = 0;
-  // The vocabulary grows as text is tokenized: id -> piece and back. Ids start at 10; 1 is BOS.
-  std::vector<std::string> pieces;
-  std::map<std::string, int> ids;
+  ToyVocab vocab;  // grows as text is tokenized
 
   // ---- tokenizer -----------------------------------------------------------------------
-  std::vector<std::string> split(const std::string& text) const {
-    std::vector<std::string> out;
-    if (opt.chars_per_token > 0) {
-      for (size_t i = 0; i < text.size(); i += static_cast<size_t>(opt.chars_per_token))
-        out.push_back(text.substr(i, static_cast<size_t>(opt.chars_per_token)));
-      return out;
-    }
-    std::string cur;
-    for (char c : text) {
-      if (std::isspace(static_cast<unsigned char>(c))) {
-        if (!cur.empty()) out.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    if (!cur.empty()) out.push_back(cur);
-    return out;
-  }
   std::vector<int> encode(const std::string& text, bool bos) {
     std::lock_guard<std::mutex> lock(mu);
-    std::vector<int> out;
-    if (bos) out.push_back(1);
-    for (const auto& p : split(text)) {
-      auto [it, fresh] = ids.emplace(p, static_cast<int>(pieces.size()) + 10);
-      if (fresh) pieces.push_back(p);
-      out.push_back(it->second);
-    }
-    return out;
+    return vocab.encode(text, bos);
   }
   std::string decode(const std::vector<int>& toks) {
     std::lock_guard<std::mutex> lock(mu);
-    std::string out;
-    for (int t : toks) {
-      if (t < 10 || t - 10 >= static_cast<int>(pieces.size())) continue;
-      if (opt.chars_per_token == 0 && !out.empty()) out += ' ';
-      out += pieces[static_cast<size_t>(t - 10)];
-    }
-    return out;
+    return vocab.decode(toks);
   }
-  int count(const std::string& text) const { return 1 + static_cast<int>(split(text).size()); }
+  int count(const std::string& text) const {
+    return 1 + static_cast<int>(vocab.split(text).size());
+  }
 
   // ---- connections -----------------------------------------------------------------------
   bool sleep_for(double s) {  // false when killed meanwhile
@@ -290,6 +258,7 @@ struct FakeOpenAiServer::Impl {
 
 FakeOpenAiServer::FakeOpenAiServer(Options options) : impl_(new Impl) {
   impl_->opt = std::move(options);
+  impl_->vocab = ToyVocab(impl_->opt.chars_per_token);
   auto& a = impl_->acceptor;
   const tcp::endpoint ep(net::ip::make_address("127.0.0.1"), 0);
   a.open(ep.protocol());

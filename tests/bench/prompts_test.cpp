@@ -1,64 +1,30 @@
 // Prompts built to an exact token count under a server's tokenizer, with unique salts.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <set>
 
 #include "bench/prompts.h"
+#include "toy_vocab.h"
 
 namespace sandwich::bench {
 namespace {
 
-// One token per whitespace-separated word (pieces_per_token = 0) or per n bytes; BOS is 1.
+// The fake server's toy tokenizer (toy_vocab.h), counting its calls.
 class ToyTokenizer : public TokenizerApi {
  public:
-  explicit ToyTokenizer(int bytes_per_token = 0) : bytes_(bytes_per_token) {}
+  explicit ToyTokenizer(int bytes_per_token = 0) : vocab_(bytes_per_token) {}
   std::vector<int> tokenize(const std::string& text, bool add_special) override {
     ++calls;
-    std::vector<int> out;
-    if (add_special) out.push_back(1);
-    for (const auto& p : split(text)) {
-      auto [it, fresh] = ids_.emplace(p, static_cast<int>(pieces_.size()) + 10);
-      if (fresh) pieces_.push_back(p);
-      out.push_back(it->second);
-    }
-    return out;
+    return vocab_.encode(text, add_special);
   }
   std::string detokenize(const std::vector<int>& ids) override {
     ++calls;
-    std::string s;
-    for (int id : ids) {
-      if (id < 10) continue;
-      if (bytes_ == 0 && !s.empty()) s += ' ';
-      s += pieces_.at(static_cast<size_t>(id - 10));
-    }
-    return s;
+    return vocab_.decode(ids);
   }
   int calls = 0;
 
  private:
-  std::vector<std::string> split(const std::string& text) const {
-    std::vector<std::string> out;
-    if (bytes_ > 0) {
-      for (size_t i = 0; i < text.size(); i += static_cast<size_t>(bytes_))
-        out.push_back(text.substr(i, static_cast<size_t>(bytes_)));
-      return out;
-    }
-    std::string cur;
-    for (char c : text) {
-      if (c == ' ') {
-        if (!cur.empty()) out.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    if (!cur.empty()) out.push_back(cur);
-    return out;
-  }
-  int bytes_;
-  std::map<std::string, int> ids_;
-  std::vector<std::string> pieces_;
+  test::ToyVocab vocab_;
 };
 
 // Counts only ever come out even: odd lengths are unreachable.

@@ -17,6 +17,7 @@
 #include "bench/slo.h"
 #include "command.h"
 #include "common/cli.h"
+#include "error_text.h"
 #include "fake_openai_server.h"
 #include "test_data.h"
 
@@ -38,6 +39,24 @@ std::string dead_url() {
     port = gone.port();
   }
   return "http://127.0.0.1:" + std::to_string(port);
+}
+
+// One endpoint with an SLO (1 s TTFT and TPOT) every completed request meets.
+ServeOptions lenient_options(const FakeOpenAiServer& server, const std::string& dataset,
+                             int num_prompts) {
+  ServeOptions o;
+  o.endpoints = {parse_endpoint(server.url())};
+  o.dataset = parse_dataset_spec(dataset);
+  o.num_prompts = num_prompts;
+  o.slo = {1000, 1000};
+  return o;
+}
+
+// The different prompts a server was sent.
+std::set<std::string> distinct_prompts(const FakeOpenAiServer& server) {
+  std::set<std::string> prompts;
+  for (const auto& q : server.requests()) prompts.insert(q.body["prompt"].get<std::string>());
+  return prompts;
 }
 
 TEST(BenchServe, ComparesEndpointsOverASweepWithFilesAndPlots) {
@@ -142,13 +161,9 @@ TEST(BenchServe, UnreachableEndpointIsReportedAndPlotsAreOptional) {
 TEST(BenchServe, SingleSequenceSendsOneAtATime) {
   FakeOpenAiServer server;
   server.set_script(test::timed(0.005, 0.001));
-  ServeOptions o;
-  o.endpoints = {parse_endpoint(server.url())};
-  o.dataset = parse_dataset_spec("fixed:6,3");
-  o.num_prompts = 5;
+  ServeOptions o = lenient_options(server, "fixed:6,3", 5);
   o.single_sequence = true;
   o.rates = {2.0};  // replaced: one after another
-  o.slo = {1000, 1000};
   o.warmup = 2;
   std::ostringstream log;
   const ServeReport r = run_serve(o, log);
@@ -159,28 +174,20 @@ TEST(BenchServe, SingleSequenceSendsOneAtATime) {
   for (size_t i = 1; i < recs.size(); ++i) EXPECT_GE(recs[i].start_s, recs[i - 1].end_s);
   EXPECT_EQ(server.requests().size(), 7u);  // 2 warm-up + 5
   // Warm-up prompts are salted apart from the measured ones.
-  std::set<std::string> prompts;
-  for (const auto& q : server.requests()) prompts.insert(q.body["prompt"].get<std::string>());
-  EXPECT_EQ(prompts.size(), 7u);
+  EXPECT_EQ(distinct_prompts(server).size(), 7u);
 }
 
 TEST(BenchServe, EveryRunOfASweepHasItsOwnSalts) {
   // Re-sending a run's prompts at the next rate would hand a prefix-caching server free hits.
   FakeOpenAiServer server;
   server.set_script(test::timed(0, 0));
-  ServeOptions o;
-  o.endpoints = {parse_endpoint(server.url())};
-  o.dataset = parse_dataset_spec("fixed:8,2");
-  o.num_prompts = 6;
+  ServeOptions o = lenient_options(server, "fixed:8,2", 6);
   o.rates = {std::numeric_limits<double>::infinity(), 1000.0, 2000.0};
-  o.slo = {1000, 1000};
   std::ostringstream log;
   const ServeReport r = run_serve(o, log);
   ASSERT_EQ(r.runs.size(), 3u);
-  std::set<std::string> prompts;
-  for (const auto& q : server.requests()) prompts.insert(q.body["prompt"].get<std::string>());
   EXPECT_EQ(server.requests().size(), 18u);
-  EXPECT_EQ(prompts.size(), 18u);
+  EXPECT_EQ(distinct_prompts(server).size(), 18u);
   for (const auto& run : r.runs) EXPECT_EQ(run.summary.completed, 6);
 }
 
@@ -240,12 +247,7 @@ int cli(std::vector<std::string> args) {
 }
 
 std::string cli_error(std::vector<std::string> args) {
-  try {
-    cli(std::move(args));
-  } catch (const CliError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_text<CliError>([&] { cli(std::move(args)); }, "(no error)");
 }
 
 TEST(BenchServeCli, BadInputIsAOneLineError) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "error_text.h"
+
 namespace sandwich {
 namespace {
 
@@ -46,12 +48,7 @@ std::string error_of(std::initializer_list<std::string> words, size_t positional
   declare(p, o);
   if (positionals) p.accept_positionals(positionals);
   Argv a(words);
-  try {
-    p.parse(a.argc(), a.argv());
-  } catch (const CliError& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text<CliError>([&] { p.parse(a.argc(), a.argv()); });
 }
 
 TEST(Cli, LongShortInlineAndRepeatedOptions) {

@@ -5,18 +5,14 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "error_text.h"
 #include "test_data.h"
 
 namespace sandwich {
 namespace {
 
 std::string error_of(const std::filesystem::path& p) {
-  try {
-    read_json_file(p);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { read_json_file(p); });
 }
 
 TEST(JsonFile, ReadsAndNamesTheFileInEveryError) {

@@ -6,18 +6,14 @@
 #include <stdexcept>
 
 #include "common/paths.h"
+#include "error_text.h"
 #include "test_data.h"
 
 namespace sandwich {
 namespace {
 
 std::string error_of(const std::filesystem::path& p) {
-  try {
-    read_length_trace(p);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { read_length_trace(p); });
 }
 
 TEST(LengthTrace, HeaderNamesTheColumnsInAnyOrder) {

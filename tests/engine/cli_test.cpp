@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "command.h"
+#include "dummy_llama.h"
 #include "test_data.h"
 
 namespace sandwich {
@@ -175,10 +176,8 @@ TEST(Cli, ModelInfoAndTokenizerCommands) {
 TEST(Cli, MakeWritesAGgufThatLoads) {
   test::TempDir dir;
   const std::string out = (dir / "m.gguf").string();
-  std::ofstream(dir / "config.json")
-      << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
-    "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000,
-    "max_position_embeddings":256,"tokenizer_family":"llama2-spm"})";
+  test::write_llama_config(dir.path(), {64, 2, 4, 2, 96, 1000, 256},
+                           {{"tokenizer_family", "llama2-spm"}});
   CommandResult make = run_cmd(bin("sandwich-model") + " make --preset " +
                                (dir / "config.json").string() + " --dtype bf16 -o " + out);
   ASSERT_EQ(make.code, 0) << make.err;

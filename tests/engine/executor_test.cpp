@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "dummy_llama.h"
 #include "engine/executor.h"
 #include "engine/generator.h"
 #include "engine/plan.h"
@@ -73,16 +74,9 @@ TEST(Executor, PrefillAndDecodeUnderDifferentConfigurations) {
 // reordering tolerance (the all-reduce changes the summation order of the residual).
 TEST(Executor, DummyModelLogitsAgreeAcrossRankCounts) {
   TempDir dir;
-  std::ofstream(dir / "config.json")
-      << R"({"model_type":"llama","hidden_size":256,"num_hidden_layers":2,
-    "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":384,"vocab_size":1000,
-    "max_position_embeddings":256})";
+  test::write_llama_config(dir.path(), {256, 2, 4, 2, 384, 1000, 256});
   for (auto dt : {WeightDType::F32, WeightDType::BF16}) {
-    LoadOptions o;
-    o.model = dir.path().string();
-    o.load_format = LoadFormat::Dummy;
-    o.dtype = dt;
-    auto m = load_model(o);
+    auto m = load_model(test::dummy_weights(dir.path(), dt));
     KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64) * 2);
     ExecutorLimits lim;
     lim.max_tokens = 64;

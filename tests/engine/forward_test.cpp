@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dummy_llama.h"
 #include "engine/generator.h"
 #include "forward.h"
 #include "test_data.h"
@@ -20,15 +21,9 @@ using test::TempDir;
 // of 16, odd FFN and vocabulary sizes.
 std::unique_ptr<Model> tiny_model(const TempDir& dir, WeightDType dtype, int dim = 72,
                                   int heads = 4, int kv_heads = 2, int ffn = 97, int vocab = 301) {
-  std::ofstream(dir / "config.json")
-      << R"({"model_type":"llama","hidden_size":)" << dim
-      << R"(,"num_hidden_layers":3,"num_attention_heads":)" << heads << R"(,"num_key_value_heads":)"
-      << kv_heads << R"(,"intermediate_size":)" << ffn << R"(,"vocab_size":)" << vocab
-      << R"(,"max_position_embeddings":300,"rms_norm_eps":1e-5,"rope_theta":10000.0})";
-  LoadOptions o;
-  o.model = dir.path().string();
-  o.load_format = LoadFormat::Dummy;
-  o.dtype = dtype;
+  test::write_llama_config(dir.path(), {dim, 3, heads, kv_heads, ffn, vocab, 300},
+                           {{"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}});
+  LoadOptions o = test::dummy_weights(dir.path(), dtype);
   o.seed = 3;
   o.threads = 2;
   return load_model(o);

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include "dummy_llama.h"
 #include "engine/dummy_model.h"
 #include "engine/generator.h"
 #include "engine/model.h"
+#include "error_text.h"
 #include "forward.h"
 #include "model_fixtures.h"
 #include "test_data.h"
@@ -57,21 +59,35 @@ void expect_same_logits(const std::vector<std::vector<float>>& a,
   }
 }
 
+// The sizes of a model's configuration, compared in one go (a mismatch prints both, named).
+struct Sizes {
+  int dim, ffn_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size, max_seq_len;
+  bool operator==(const Sizes&) const = default;
+  friend std::ostream& operator<<(std::ostream& os, const Sizes& s) {
+    return os << "dim " << s.dim << ", ffn " << s.ffn_dim << ", layers " << s.n_layers << ", heads "
+              << s.n_heads << " (kv " << s.n_kv_heads << ", size " << s.head_dim << "), vocab "
+              << s.vocab_size << ", context " << s.max_seq_len;
+  }
+};
+
+Sizes sizes_of(const ModelConfig& c) {
+  return {c.dim,        c.ffn_dim,  c.n_layers,   c.n_heads,
+          c.n_kv_heads, c.head_dim, c.vocab_size, c.max_seq_len};
+}
+
 const std::vector<int32_t> kTokens = {1, 403, 407, 261, 378, 13, 270, 300, 290, 374, 268, 425};
+
+// The llama2.c checkpoint's logits over kTokens: what the same weights in any format must give.
+std::vector<std::vector<float>> reference_logits() {
+  return logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"),
+                      kTokens);
+}
 
 TEST(ModelLoad, Llama2cCheckpointConfig) {
   SANDWICH_REQUIRE_DATA();
   auto m = load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin");
-  const ModelConfig& c = m->config;
-  EXPECT_EQ(c.dim, 64);
-  EXPECT_EQ(c.ffn_dim, 172);
-  EXPECT_EQ(c.n_layers, 5);
-  EXPECT_EQ(c.n_heads, 8);
-  EXPECT_EQ(c.n_kv_heads, 4);
-  EXPECT_EQ(c.head_dim, 8);
-  EXPECT_EQ(c.vocab_size, 512);
-  EXPECT_EQ(c.max_seq_len, 512);
-  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_EQ(sizes_of(m->config), (Sizes{64, 172, 5, 8, 4, 8, 512, 512}));
+  EXPECT_TRUE(m->config.tied_embeddings);
   EXPECT_EQ(m->weight_dtype(), WeightDType::F32);
   EXPECT_EQ(m->tokenizer->vocab_size(), 512);
 }
@@ -79,9 +95,7 @@ TEST(ModelLoad, Llama2cCheckpointConfig) {
 TEST(ModelLoad, SameWeightsInEveryFormatGiveTheSameLogits) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
-  auto base =
-      logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
-
+  const auto base = reference_logits();
   test::write_stories_gguf(dir / "f32.gguf", kernels::DType::F32);
   auto gguf = load(dir / "f32.gguf");  // tokenizer from the GGUF's own vocab
   EXPECT_EQ(gguf->tokenizer->vocab_size(), 512);
@@ -100,8 +114,7 @@ TEST(ModelLoad, SameWeightsInEveryFormatGiveTheSameLogits) {
 TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
-  auto base =
-      logits_trace(*load(stories_dir() / "stories260K.bin", stories_dir() / "tok512.bin"), kTokens);
+  const auto base = reference_logits();
   for (auto dt : {kernels::DType::BF16, kernels::DType::F16}) {
     const std::string n(kernels::dtype_name(dt));
     test::write_stories_gguf(dir / (n + ".gguf"), dt);
@@ -123,14 +136,8 @@ TEST(ModelLoad, HalfPrecisionFormatsStayClose) {
 
 TEST(ModelLoad, DummyGgufLoadsIntoTheDummyWeights) {
   TempDir dir;
-  std::ofstream(dir / "config.json")
-      << R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
-    "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":80,"vocab_size":300,
-    "max_position_embeddings":128})";
-  LoadOptions o;
-  o.model = dir.path().string();
-  o.load_format = LoadFormat::Dummy;
-  o.dtype = WeightDType::F32;
+  test::write_llama_config(dir.path(), {64, 2, 4, 2, 80, 300, 128});
+  LoadOptions o = test::dummy_weights(dir.path(), WeightDType::F32);
   o.seed = 5;
   auto dummy = load_model(o);
   write_dummy_gguf(dummy->config, WeightDType::F32, default_dummy_vocab(dummy->config), 5,
@@ -159,11 +166,7 @@ TEST(ModelLoad, PresetsResolveAndExplainMissingWeights) {
   EXPECT_THROW(load_model(o), std::runtime_error);
   models.reset();
   const ModelConfig c = load_preset("llama3-8b");
-  EXPECT_EQ(c.dim, 4096);
-  EXPECT_EQ(c.n_kv_heads, 8);
-  EXPECT_EQ(c.ffn_dim, 14336);
-  EXPECT_EQ(c.vocab_size, 128256);
-  EXPECT_EQ(c.max_seq_len, 8192);
+  EXPECT_EQ(sizes_of(c), (Sizes{4096, 14336, 32, 32, 8, 128, 128256, 8192}));
   EXPECT_FLOAT_EQ(c.rope_theta, 500000.0f);
   EXPECT_EQ(load_preset("llama-1.3b").ffn_dim, 5504);
   EXPECT_EQ(load_preset("llama-160m").n_heads, 12);
@@ -191,12 +194,7 @@ TEST(ModelLoad, Llama3RopeScalingFollowsMetasRule) {
 
 std::string load_error(const std::filesystem::path& p,
                        std::optional<std::filesystem::path> tok = {}) {
-  try {
-    load(p, tok);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { load(p, tok); });
 }
 
 void copy_prefix(const std::filesystem::path& from, const std::filesystem::path& to,
@@ -235,29 +233,52 @@ TEST(ModelLoadErrors, WrongMagicAndGarbage) {
   EXPECT_NE(load_error(dir / "empty-folder").find("config.json"), std::string::npos);
 }
 
-// A GGUF with one thing wrong, written with the real writer.
-std::filesystem::path bad_gguf(const TempDir& dir, const std::string& arch, uint32_t q_type,
-                               uint64_t q_rows) {
+// The header of a one-layer GGUF model (dim 32, FFN 48, 2 heads, 64 positions, `vocab` tokens,
+// no tokenizer), the keys of `overrides` replacing or added to it; no tensors yet.
+gguf::Writer tiny_gguf(const std::string& arch, uint32_t vocab,
+                       const std::vector<std::pair<std::string, gguf::Value>>& overrides = {}) {
   gguf::Writer w;
   w.set("general.architecture", gguf::Value::of_string(arch));
   for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64},
                                                                    {"embedding_length", 32},
                                                                    {"block_count", 1},
                                                                    {"feed_forward_length", 48},
-                                                                   {"attention.head_count", 2}})
+                                                                   {"attention.head_count", 2},
+                                                                   {"vocab_size", vocab}})
     w.set(arch + "." + k, gguf::Value::of_u32(v));
-  w.set(arch + ".vocab_size", gguf::Value::of_u32(50));
-  auto zero = [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); };
-  w.add_tensor("token_embd.weight", 0, {32, 50}, zero);
-  w.add_tensor("output_norm.weight", 0, {32}, zero);
-  w.add_tensor("blk.0.attn_norm.weight", 0, {32}, zero);
-  w.add_tensor("blk.0.ffn_norm.weight", 0, {32}, zero);
-  w.add_tensor("blk.0.attn_q.weight", q_type, {32, q_rows}, zero);
-  for (const char* t : {"attn_k", "attn_v", "attn_output"})
-    w.add_tensor(std::string("blk.0.") + t + ".weight", 0, {32, 32}, zero);
-  w.add_tensor("blk.0.ffn_gate.weight", 0, {32, 48}, zero);
-  w.add_tensor("blk.0.ffn_up.weight", 0, {32, 48}, zero);
-  w.add_tensor("blk.0.ffn_down.weight", 0, {48, 32}, zero);
+  for (const auto& [k, v] : overrides) w.set(k, v);
+  return w;
+}
+
+void add_zero_tensor(gguf::Writer& w, const std::string& name, uint32_t type,
+                     std::vector<uint64_t> dims) {
+  w.add_tensor(name, type, std::move(dims), [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); });
+}
+
+// The tensors of tiny_gguf's model, all zero, for `layers` layers; layer 0's attn_q may be of
+// another type and shape.
+void add_tiny_tensors(gguf::Writer& w, uint64_t vocab, int layers, uint32_t q_type = 0,
+                      uint64_t q_rows = 32) {
+  add_zero_tensor(w, "token_embd.weight", 0, {32, vocab});
+  add_zero_tensor(w, "output_norm.weight", 0, {32});
+  for (int l = 0; l < layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add_zero_tensor(w, b + "attn_norm.weight", 0, {32});
+    add_zero_tensor(w, b + "ffn_norm.weight", 0, {32});
+    add_zero_tensor(w, b + "attn_q.weight", l == 0 ? q_type : 0, {32, l == 0 ? q_rows : 32});
+    for (const char* t : {"attn_k", "attn_v", "attn_output"})
+      add_zero_tensor(w, b + t + ".weight", 0, {32, 32});
+    add_zero_tensor(w, b + "ffn_gate.weight", 0, {32, 48});
+    add_zero_tensor(w, b + "ffn_up.weight", 0, {32, 48});
+    add_zero_tensor(w, b + "ffn_down.weight", 0, {48, 32});
+  }
+}
+
+// A GGUF with one thing wrong, written with the real writer.
+std::filesystem::path bad_gguf(const TempDir& dir, const std::string& arch, uint32_t q_type,
+                               uint64_t q_rows) {
+  gguf::Writer w = tiny_gguf(arch, 50);
+  add_tiny_tensors(w, 50, 1, q_type, q_rows);
   auto p = dir / (arch + std::to_string(q_type) + "-" + std::to_string(q_rows) + ".gguf");
   w.write(p);
   return p;
@@ -289,17 +310,8 @@ TEST(ModelLoadErrors, MissingTokenizerAndTensor) {
   std::filesystem::copy_file(stories_dir() / "tok512.bin", dir / "tokenizer.bin");
   EXPECT_EQ(load_error(dir / "model.bin"), "");
 
-  gguf::Writer w;
-  w.set("general.architecture", gguf::Value::of_string("llama"));
-  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64},
-                                                                   {"embedding_length", 32},
-                                                                   {"block_count", 1},
-                                                                   {"feed_forward_length", 48},
-                                                                   {"attention.head_count", 2},
-                                                                   {"vocab_size", 512}})
-    w.set(std::string("llama.") + k, gguf::Value::of_u32(v));
-  w.add_tensor("token_embd.weight", 0, {32, 512},
-               [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); });
+  gguf::Writer w = tiny_gguf("llama", 512);
+  add_zero_tensor(w, "token_embd.weight", 0, {32, 512});
   w.write(dir / "partial.gguf");
   EXPECT_NE(load_error(dir / "partial.gguf", stories_dir() / "tok512.bin").find("is missing"),
             std::string::npos);
@@ -310,36 +322,8 @@ TEST(ModelLoadErrors, MissingTokenizerAndTensor) {
 std::filesystem::path gguf_with(const TempDir& dir, const std::string& name,
                                 const std::vector<std::pair<std::string, gguf::Value>>& overrides,
                                 bool extra_layer = false) {
-  gguf::Writer w;
-  w.set("general.architecture", gguf::Value::of_string("llama"));
-  std::vector<std::pair<std::string, gguf::Value>> kv;
-  for (auto [k, v] : std::vector<std::pair<const char*, uint32_t>>{{"context_length", 64},
-                                                                   {"embedding_length", 32},
-                                                                   {"block_count", 1},
-                                                                   {"feed_forward_length", 48},
-                                                                   {"attention.head_count", 2},
-                                                                   {"vocab_size", 50}})
-    kv.emplace_back(std::string("llama.") + k, gguf::Value::of_u32(v));
-  for (const auto& [k, v] : overrides) {
-    bool replaced = false;
-    for (auto& [k2, v2] : kv)
-      if (k2 == k) v2 = v, replaced = true;
-    if (!replaced) kv.emplace_back(k, v);
-  }
-  for (const auto& [k, v] : kv) w.set(k, v);
-  auto zero = [](uint8_t* d, uint64_t n) { std::memset(d, 0, n); };
-  w.add_tensor("token_embd.weight", 0, {32, 50}, zero);
-  w.add_tensor("output_norm.weight", 0, {32}, zero);
-  for (int l = 0; l < (extra_layer ? 2 : 1); ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    w.add_tensor(b + "attn_norm.weight", 0, {32}, zero);
-    w.add_tensor(b + "ffn_norm.weight", 0, {32}, zero);
-    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"})
-      w.add_tensor(b + t + ".weight", 0, {32, 32}, zero);
-    w.add_tensor(b + "ffn_gate.weight", 0, {32, 48}, zero);
-    w.add_tensor(b + "ffn_up.weight", 0, {32, 48}, zero);
-    w.add_tensor(b + "ffn_down.weight", 0, {48, 32}, zero);
-  }
+  gguf::Writer w = tiny_gguf("llama", 50, overrides);
+  add_tiny_tensors(w, 50, extra_layer ? 2 : 1);
   w.write(dir / name);
   return dir / name;
 }
@@ -387,12 +371,7 @@ TEST(ModelLoadErrors, MistypedOrImplausibleConfigJson) {
     "num_key_value_heads":2,"intermediate_size":96,"vocab_size":1000)";
   auto error_of = [&](const std::string& name, const std::string& extra) -> std::string {
     std::ofstream(dir / name) << "{" << base << extra << "}";
-    try {
-      read_model_config(dir / name);
-    } catch (const std::runtime_error& e) {
-      return e.what();
-    }
-    return "(no error)";
+    return test::error_text([&] { read_model_config(dir / name); }, "(no error)");
   };
   EXPECT_EQ(error_of("good.json", R"(,"max_position_embeddings":256,"rms_norm_eps":1e-6)"),
             "(no error)");

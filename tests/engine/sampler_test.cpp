@@ -59,26 +59,28 @@ TEST(Sampler, SameSeedSameTokens) {
   }
 }
 
-TEST(Sampler, TopKKeepsOnlyTheKBest) {
-  SamplingParams p;
-  p.top_k = 2;
-  p.seed = 3;
-  auto h = histogram(p, logits_from_probs({0.1, 0.4, 0.05, 0.35, 0.1}), 5000);
+// A cut that keeps only ids 1 and 3 of {0.1, 0.4, 0.05, 0.35, 0.1}.
+struct TwoBestCut {
+  const char* name;
+  SamplingParams params;
+};
+
+class SamplerCut : public ::testing::TestWithParam<TwoBestCut> {};
+
+TEST_P(SamplerCut, KeepsOnlyTheTwoMostLikely) {
+  auto h = histogram(GetParam().params, logits_from_probs({0.1, 0.4, 0.05, 0.35, 0.1}), 5000);
   EXPECT_EQ(h.size(), 2u);
   EXPECT_GT(h[1], 0);
   EXPECT_GT(h[3], 0);
   EXPECT_NEAR(h[1] / 5000.0, 0.4 / 0.75, 0.03);
 }
 
-TEST(Sampler, TopPKeepsTheSmallestNucleus) {
-  SamplingParams p;
-  p.top_p = 0.75f;
-  p.seed = 5;
-  // Sorted: 0.4 (id 1), 0.35 (id 3) -> 0.75 reached with two tokens.
-  auto h = histogram(p, logits_from_probs({0.1, 0.4, 0.05, 0.35, 0.1}), 5000);
-  EXPECT_EQ(h.size(), 2u);
-  EXPECT_TRUE(h.count(1) && h.count(3));
-}
+// Top-k keeps the k best; top-p the smallest nucleus (sorted: 0.4 (id 1), 0.35 (id 3) -> 0.75
+// reached with two tokens).
+INSTANTIATE_TEST_SUITE_P(Sampler, SamplerCut,
+                         ::testing::Values(TwoBestCut{"TopK", {.top_k = 2, .seed = 3}},
+                                           TwoBestCut{"TopP", {.top_p = 0.75f, .seed = 5}}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Sampler, TopPOverALargeVocabularyWidensPastTheFirstBlock) {
   SamplingParams p;

@@ -158,9 +158,37 @@ class SchedulerTest : public ::testing::Test {
     o.executor_factory = fake.factory();
     return o;
   }
+  // options() running one sequence at a time.
+  SchedulerOptions one_at_a_time() {
+    SchedulerOptions o = options();
+    o.max_num_seqs = 1;
+    return o;
+  }
+  // options() with a step budget of 4 tokens: prompts longer than that are prefilled in chunks.
+  SchedulerOptions four_token_steps() {
+    SchedulerOptions o = options();
+    o.max_batched_tokens = 4;
+    return o;
+  }
+  // options() with a KV cache of 4 blocks of 16 positions, and requests of up to 48.
+  SchedulerOptions four_kv_blocks() {
+    SchedulerOptions o = options();
+    o.max_model_len = 48;
+    o.kv_cache_bytes = 4 * block_bytes();
+    return o;
+  }
   Scheduler& start(const SchedulerOptions& o) {
     sched = std::make_unique<Scheduler>(model(), o);
     return *sched;
+  }
+  // Submits with the first step held, and waits for it: the requests that fit are in that step
+  // and the rest wait, until fake.release(). False if the step never came.
+  [[nodiscard]] bool submit_in_held_step(std::vector<EngineRequest> rs,
+                                         std::vector<uint64_t>* ids = nullptr) {
+    fake.hold_at(0);
+    const auto submitted = sched->submit(std::move(rs));
+    if (ids) *ids = submitted;
+    return fake.wait_held(0);
   }
   EngineRequest request(std::vector<int32_t> p, int32_t max_tokens, Collector& c) {
     EngineRequest r;
@@ -193,6 +221,12 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<Scheduler> sched;
 
   Collector& collector() { return collectors.emplace_back(); }
+  // Whether every request given a collector so far finishes (each within its time limit).
+  bool all_finish() {
+    for (auto& c : collectors)
+      if (!c.wait_finished()) return false;
+    return true;
+  }
 };
 
 // ---- admission ----
@@ -201,15 +235,13 @@ TEST_F(SchedulerTest, RunsAtMostMaxNumSeqsAndAdmitsInArrivalOrder) {
   SchedulerOptions o = options();
   o.max_num_seqs = 2;
   Scheduler& s = start(o);
-  fake.hold_at(0);
   std::vector<EngineRequest> rs;
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 5; ++i) {
     prompts.push_back(prompt(300 + 10 * i, 3));
     rs.push_back(request(prompts.back(), 4, collector()));
   }
-  s.submit(std::move(rs));
-  ASSERT_TRUE(fake.wait_held(0));
+  ASSERT_TRUE(submit_in_held_step(std::move(rs)));
   const SchedulerStats st = s.stats();
   EXPECT_EQ(st.running, 2);
   EXPECT_EQ(st.waiting, 3);
@@ -218,7 +250,7 @@ TEST_F(SchedulerTest, RunsAtMostMaxNumSeqsAndAdmitsInArrivalOrder) {
   EXPECT_TRUE(belongs_to(first.entries[0], prompts[0]));
   EXPECT_TRUE(belongs_to(first.entries[1], prompts[1]));
   fake.release();
-  for (auto& c : collectors) ASSERT_TRUE(c.wait_finished());
+  ASSERT_TRUE(all_finish());
   const auto steps = fake.steps();
   size_t prev_first = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -234,17 +266,12 @@ TEST_F(SchedulerTest, RunsAtMostMaxNumSeqsAndAdmitsInArrivalOrder) {
 
 TEST_F(SchedulerTest, AHeadThatDoesNotFitIsNotOvertaken) {
   // 4 blocks of 16 positions; a 40-token prompt takes 3 of them.
-  SchedulerOptions o = options();
-  o.max_model_len = 48;
-  o.kv_cache_bytes = 4 * block_bytes();
-  Scheduler& s = start(o);
   const auto a = prompt(300, 40), b = prompt(350, 40), c = prompt(400, 5);
-  fake.hold_at(0);
-  s.submit(request(a, 2, collector()));
-  ASSERT_TRUE(fake.wait_held(0));
+  Scheduler& s = start(four_kv_blocks());
+  ASSERT_TRUE(submit_in_held_step({request(a, 2, collector())}));
   s.submit({request(b, 2, collector()), request(c, 2, collector())});
   fake.release();
-  for (auto& col : collectors) ASSERT_TRUE(col.wait_finished());
+  ASSERT_TRUE(all_finish());
   const auto steps = fake.steps();
   const auto sb = steps_of(steps, b), sc = steps_of(steps, c);
   ASSERT_FALSE(sb.empty());
@@ -254,13 +281,11 @@ TEST_F(SchedulerTest, AHeadThatDoesNotFitIsNotOvertaken) {
 }
 
 TEST_F(SchedulerTest, AFullQueueRefusesAndASubmitOfSeveralIsAllOrNone) {
-  SchedulerOptions o = options();
-  o.max_num_seqs = 1;
+  SchedulerOptions o = one_at_a_time();
   o.max_waiting = 2;
   Scheduler& s = start(o);
-  fake.hold_at(0);
-  s.submit(request(prompt(300, 3), 2, collector()));
-  ASSERT_TRUE(fake.wait_held(0));  // running: the queue is empty again
+  // Running: the queue is empty again.
+  ASSERT_TRUE(submit_in_held_step({request(prompt(300, 3), 2, collector())}));
   s.submit(request(prompt(310, 3), 2, collector()));
   EXPECT_EQ(s.stats().waiting, 1);
   Collector& c1 = collector();
@@ -373,9 +398,7 @@ TEST_F(SchedulerTest, EachPhaseRunsOnItsOwnExecutor) {
 // ---- chunked prefill ----
 
 TEST_F(SchedulerTest, APromptIsPrefilledInChunksOfTheTokenBudget) {
-  SchedulerOptions o = options();
-  o.max_batched_tokens = 4;
-  Scheduler& s = start(o);
+  Scheduler& s = start(four_token_steps());
   const auto p = prompt(300, 10);
   Collector& c = collector();
   s.submit(request(p, 2, c));
@@ -397,15 +420,12 @@ TEST_F(SchedulerTest, APromptIsPrefilledInChunksOfTheTokenBudget) {
 }
 
 TEST_F(SchedulerTest, PrefillAndDecodeStepsAlternateWhileBothHaveWork) {
-  SchedulerOptions o = options();
-  o.max_batched_tokens = 4;
-  Scheduler& s = start(o);
+  Scheduler& s = start(four_token_steps());
   const auto a = prompt(300, 3), b = prompt(350, 11);
   Collector& ca = collector();
   Collector& cb = collector();
   s.submit({request(a, 6, ca), request(b, 6, cb)});
-  ASSERT_TRUE(ca.wait_finished());
-  ASSERT_TRUE(cb.wait_finished());
+  ASSERT_TRUE(all_finish());
   const auto steps = fake.steps();
   // a's 3 tokens and 1 of b's fill the first budget; then b's chunks take turns with a's
   // decodes, and once b is in both decode together.
@@ -429,16 +449,12 @@ TEST_F(SchedulerTest, PrefillAndDecodeStepsAlternateWhileBothHaveWork) {
 
 TEST_F(SchedulerTest, RunningOutOfKvBlocksPreemptsTheNewestWhichRecomputesToTheSameOutput) {
   // 4 blocks; each sequence grows to 40 positions (3 blocks): they cannot both finish at once.
-  SchedulerOptions o = options();
-  o.max_model_len = 48;
-  o.kv_cache_bytes = 4 * block_bytes();
-  Scheduler& s = start(o);
+  Scheduler& s = start(four_kv_blocks());
   const auto a = prompt(300, 10), b = prompt(350, 10);
   Collector& ca = collector();
   Collector& cb = collector();
   s.submit({request(a, 30, ca), request(b, 30, cb)});
-  ASSERT_TRUE(ca.wait_finished());
-  ASSERT_TRUE(cb.wait_finished());
+  ASSERT_TRUE(all_finish());
   s.shutdown(true);
   EXPECT_EQ(ca.last().finish_reason, FinishReason::Length);
   EXPECT_EQ(cb.last().finish_reason, FinishReason::Length);
@@ -476,20 +492,16 @@ TEST_F(SchedulerTest, RunningOutOfKvBlocksPreemptsTheNewestWhichRecomputesToTheS
 // ---- cancellation ----
 
 TEST_F(SchedulerTest, CancellingAWaitingRequestAbortsItBeforeItRuns) {
-  SchedulerOptions o = options();
-  o.max_num_seqs = 1;
-  Scheduler& s = start(o);
+  Scheduler& s = start(one_at_a_time());
   const auto a = prompt(300, 3), b = prompt(350, 3);
   Collector& ca = collector();
   Collector& cb = collector();
-  fake.hold_at(0);
-  const auto ids = s.submit({request(a, 3, ca), request(b, 3, cb)});
-  ASSERT_TRUE(fake.wait_held(0));
+  std::vector<uint64_t> ids;
+  ASSERT_TRUE(submit_in_held_step({request(a, 3, ca), request(b, 3, cb)}, &ids));
   s.cancel(ids[1]);
   s.cancel(12345);  // unknown: ignored
   fake.release();
-  ASSERT_TRUE(ca.wait_finished());
-  ASSERT_TRUE(cb.wait_finished());
+  ASSERT_TRUE(all_finish());
   s.shutdown(true);
   ASSERT_EQ(cb.outputs().size(), 1u);
   EXPECT_EQ(cb.last().finish_reason, FinishReason::Abort);
@@ -520,8 +532,7 @@ TEST_F(SchedulerTest, CancellingARunningRequestFreesItsBlocksAtTheNextStep) {
   ASSERT_EQ(next.entries.size(), 1u);
   EXPECT_TRUE(belongs_to(next.entries[0], b));
   fake.release();
-  ASSERT_TRUE(ca.wait_finished());
-  ASSERT_TRUE(cb.wait_finished());
+  ASSERT_TRUE(all_finish());
   EXPECT_EQ(ca.last().finish_reason, FinishReason::Abort);
   EXPECT_EQ(ca.last().abort_reason, AbortReason::Cancelled);
   EXPECT_EQ(ca.last().completion_tokens, 3);  // the prefill's token and two decodes
@@ -588,14 +599,10 @@ TEST_F(SchedulerTest, ARequestPastItsDeadlineTimesOutWaitingOrRunning) {
 // ---- shutdown ----
 
 TEST_F(SchedulerTest, ShutdownWithFinishDrainsRunningAndWaitingWork) {
-  SchedulerOptions o = options();
-  o.max_num_seqs = 1;
-  Scheduler& s = start(o);
-  fake.hold_at(0);
+  Scheduler& s = start(one_at_a_time());
   std::vector<EngineRequest> rs;
   for (int i = 0; i < 3; ++i) rs.push_back(request(prompt(300 + 10 * i, 3), 3, collector()));
-  s.submit(std::move(rs));
-  ASSERT_TRUE(fake.wait_held(0));
+  ASSERT_TRUE(submit_in_held_step(std::move(rs)));
   s.request_shutdown(true);
   Collector& refused = collector();
   EXPECT_THROW(s.submit(request(prompt(400, 3), 3, refused)), QueueFull);
@@ -612,14 +619,11 @@ TEST_F(SchedulerTest, ShutdownWithFinishDrainsRunningAndWaitingWork) {
 }
 
 TEST_F(SchedulerTest, ShutdownWithoutFinishAbortsRunningAndWaitingWork) {
-  SchedulerOptions o = options();
-  o.max_num_seqs = 1;
-  Scheduler& s = start(o);
+  Scheduler& s = start(one_at_a_time());
   Collector& ca = collector();
   Collector& cb = collector();
-  fake.hold_at(0);
-  s.submit({request(prompt(300, 3), 10, ca), request(prompt(350, 3), 10, cb)});
-  ASSERT_TRUE(fake.wait_held(0));
+  ASSERT_TRUE(
+      submit_in_held_step({request(prompt(300, 3), 10, ca), request(prompt(350, 3), 10, cb)}));
   s.request_shutdown(false);
   fake.release();
   s.shutdown(false);
@@ -636,14 +640,11 @@ TEST_F(SchedulerTest, ShutdownWithoutFinishAbortsRunningAndWaitingWork) {
 }
 
 TEST_F(SchedulerTest, ALaterShutdownWithoutFinishTurnsADrainIntoAnAbort) {
-  SchedulerOptions o = options();
-  o.max_num_seqs = 1;
-  Scheduler& s = start(o);
+  Scheduler& s = start(one_at_a_time());
   Collector& ca = collector();
   Collector& cb = collector();
-  fake.hold_at(0);
-  s.submit({request(prompt(300, 3), 10, ca), request(prompt(350, 3), 10, cb)});
-  ASSERT_TRUE(fake.wait_held(0));
+  ASSERT_TRUE(
+      submit_in_held_step({request(prompt(300, 3), 10, ca), request(prompt(350, 3), 10, cb)}));
   s.request_shutdown(true);
   s.request_shutdown(false);
   fake.release();
@@ -653,12 +654,10 @@ TEST_F(SchedulerTest, ALaterShutdownWithoutFinishTurnsADrainIntoAnAbort) {
 }
 
 TEST_F(SchedulerTest, TheDestructorAbortsWhatIsLeft) {
-  SchedulerOptions o = options();
-  o.max_num_seqs = 1;
   Collector& ca = collector();
   Collector& cb = collector();
   {
-    Scheduler s(model(), o);
+    Scheduler s(model(), one_at_a_time());
     // Slow steps: a is still far from done (100 steps of 20 ms) when the destructor runs.
     fake.set_delay(std::chrono::milliseconds(20));
     s.submit({request(prompt(300, 3), 100, ca), request(prompt(350, 3), 100, cb)});
@@ -672,16 +671,13 @@ TEST_F(SchedulerTest, TheDestructorAbortsWhatIsLeft) {
 
 TEST_F(SchedulerTest, AFailedStepFailsOnlyTheSequencesInIt) {
   // Regression: every running sequence used to be aborted, also those the step did not hold.
-  SchedulerOptions o = options();
-  o.max_batched_tokens = 4;
-  Scheduler& s = start(o);
+  Scheduler& s = start(four_token_steps());
   const auto a = prompt(300, 2), b = prompt(350, 11);
   Collector& ca = collector();
   Collector& cb = collector();
   fake.fail_once([](const FakeStep& st) { return st.phase == "decode"; });  // a's first decode
   s.submit({request(a, 10, ca), request(b, 3, cb)});
-  ASSERT_TRUE(ca.wait_finished());
-  ASSERT_TRUE(cb.wait_finished());
+  ASSERT_TRUE(all_finish());
   EXPECT_EQ(ca.last().finish_reason, FinishReason::Abort);
   EXPECT_EQ(ca.last().abort_reason, AbortReason::EngineError);
   EXPECT_NE(ca.last().error.find("injected failure at step 1"), std::string::npos)
@@ -698,8 +694,7 @@ TEST_F(SchedulerTest, AFailedPrefillFailsItsSequencesAndTheSchedulerGoesOn) {
   Collector& cb = collector();
   fake.fail_once([](const FakeStep&) { return true; });
   s.submit({request(prompt(300, 5), 4, ca), request(prompt(350, 5), 4, cb)});
-  ASSERT_TRUE(ca.wait_finished());
-  ASSERT_TRUE(cb.wait_finished());
+  ASSERT_TRUE(all_finish());
   for (Collector* c : {&ca, &cb}) {
     EXPECT_EQ(c->outputs().size(), 1u);
     EXPECT_EQ(c->last().abort_reason, AbortReason::EngineError);

@@ -9,6 +9,7 @@
 #include "engine/chat_template.h"
 #include "engine/gguf.h"
 #include "engine/tokenizer.h"
+#include "error_text.h"
 #include "test_data.h"
 
 namespace sandwich {
@@ -269,13 +270,8 @@ TEST(TokenizerSynthetic, BothKindsRoundTripAndSurviveGguf) {
 TEST(TokenizerErrors, BadFilesGiveClearErrors) {
   SANDWICH_REQUIRE_DATA();
   TempDir dir;
-  auto error_of = [](const std::filesystem::path& p) -> std::string {
-    try {
-      load_tokenizer(p);
-    } catch (const std::runtime_error& e) {
-      return e.what();
-    }
-    return "";
+  auto error_of = [](const std::filesystem::path& p) {
+    return test::error_text([&] { load_tokenizer(p); });
   };
   EXPECT_NE(error_of(dir / "missing.model").find("does not exist"), std::string::npos);
   std::ofstream(dir / "empty.bin").close();
@@ -306,12 +302,7 @@ TEST(TokenizerErrors, TokenizerJsonIdsAreRangeChecked) {
   TempDir dir;
   auto error_of = [&](const std::string& name, const std::string& json) -> std::string {
     std::ofstream(dir / name) << json;
-    try {
-      load_tokenizer(dir / name);
-    } catch (const std::runtime_error& e) {
-      return e.what();
-    }
-    return "(no error)";
+    return test::error_text([&] { load_tokenizer(dir / name); }, "(no error)");
   };
   const std::string vocab = R"("model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]})";
   std::string e =

@@ -92,44 +92,32 @@ bool check_sizes(int rank, ShmAllReduce& ar, int ranks, bool naive, bool in_plac
   return true;
 }
 
+// How many of `ranks` processes fail check_sizes<T> with these options.
+template <class T>
+int failed_ranks(int ranks, bool naive, bool in_place = false) {
+  return run_ranks(ranks, 4 << 20, [=](int r, ShmAllReduce& ar) {
+    return check_sizes<T>(r, ar, ranks, naive, in_place);
+  });
+}
+
 class AllReduceRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(AllReduceRanks, Fp32SumsExactlyInRankOrder) {
-  const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 4 << 20,
-                      [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false); }),
-            0);
+  EXPECT_EQ(failed_ranks<float>(GetParam(), false), 0);
 }
 
 TEST_P(AllReduceRanks, Bf16SumsInFp32) {
-  const int R = GetParam();
-  EXPECT_EQ(
-      run_ranks(R, 4 << 20,
-                [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, false); }),
-      0);
+  EXPECT_EQ(failed_ranks<bf16_t>(GetParam(), false), 0);
 }
 
 TEST_P(AllReduceRanks, InPlaceInTheSharedBuffer) {
-  const int R = GetParam();
-  EXPECT_EQ(
-      run_ranks(R, 4 << 20,
-                [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, false, true); }),
-      0);
-  EXPECT_EQ(run_ranks(R, 4 << 20,
-                      [R](int r, ShmAllReduce& ar) {
-                        return check_sizes<bf16_t>(r, ar, R, false, true);
-                      }),
-            0);
+  EXPECT_EQ(failed_ranks<float>(GetParam(), false, true), 0);
+  EXPECT_EQ(failed_ranks<bf16_t>(GetParam(), false, true), 0);
 }
 
 TEST_P(AllReduceRanks, NaiveBaselineAgrees) {
-  const int R = GetParam();
-  EXPECT_EQ(run_ranks(R, 4 << 20,
-                      [R](int r, ShmAllReduce& ar) { return check_sizes<float>(r, ar, R, true); }),
-            0);
-  EXPECT_EQ(run_ranks(R, 4 << 20,
-                      [R](int r, ShmAllReduce& ar) { return check_sizes<bf16_t>(r, ar, R, true); }),
-            0);
+  EXPECT_EQ(failed_ranks<float>(GetParam(), true), 0);
+  EXPECT_EQ(failed_ranks<bf16_t>(GetParam(), true), 0);
 }
 
 TEST_P(AllReduceRanks, MixedCallsAndBarriers) {

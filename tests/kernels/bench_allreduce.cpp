@@ -43,8 +43,8 @@ MPI_Op g_bf16_op;
 
 enum class Impl { RankShifted, Naive, Mpi, Memcpy };
 
-template <class T>
-void run(benchmark::State& st, Impl impl) {
+template <class T, Impl impl>
+void run(benchmark::State& st) {
   const size_t bytes = static_cast<size_t>(st.range(0)), n = bytes / sizeof(T);
   std::vector<T> private_data(n), src(n);
   // Ours reduces where the engine keeps the data: in this rank's buffer of the segment.
@@ -83,39 +83,17 @@ void run(benchmark::State& st, Impl impl) {
   if (g_size > sysconf(_SC_NPROCESSORS_ONLN)) st.SetLabel("oversubscribed");
 }
 
-void BM_RankShifted_F32(benchmark::State& st) {
-  run<float>(st, Impl::RankShifted);
-}
-void BM_Naive_F32(benchmark::State& st) {
-  run<float>(st, Impl::Naive);
-}
-void BM_MPI_F32(benchmark::State& st) {
-  run<float>(st, Impl::Mpi);
-}
-void BM_RankShifted_BF16(benchmark::State& st) {
-  run<uint16_t>(st, Impl::RankShifted);
-}
-void BM_Naive_BF16(benchmark::State& st) {
-  run<uint16_t>(st, Impl::Naive);
-}
-void BM_MPI_BF16(benchmark::State& st) {
-  run<uint16_t>(st, Impl::Mpi);
-}
-void BM_Memcpy(benchmark::State& st) {
-  run<float>(st, Impl::Memcpy);
-}
-
 // One registration per size, each with its own fixed count (about 0.2 s at 10 GB/s, 50 to
 // 20000 iterations): Iterations() applies to a whole registration.
 void register_all() {
   const std::pair<const char*, void (*)(benchmark::State&)> fns[] = {
-      {"BM_RankShifted_F32", BM_RankShifted_F32},
-      {"BM_Naive_F32", BM_Naive_F32},
-      {"BM_MPI_F32", BM_MPI_F32},
-      {"BM_RankShifted_BF16", BM_RankShifted_BF16},
-      {"BM_Naive_BF16", BM_Naive_BF16},
-      {"BM_MPI_BF16", BM_MPI_BF16},
-      {"BM_Memcpy", BM_Memcpy}};
+      {"BM_RankShifted_F32", run<float, Impl::RankShifted>},
+      {"BM_Naive_F32", run<float, Impl::Naive>},
+      {"BM_MPI_F32", run<float, Impl::Mpi>},
+      {"BM_RankShifted_BF16", run<uint16_t, Impl::RankShifted>},
+      {"BM_Naive_BF16", run<uint16_t, Impl::Naive>},
+      {"BM_MPI_BF16", run<uint16_t, Impl::Mpi>},
+      {"BM_Memcpy", run<float, Impl::Memcpy>}};
   for (auto& [name, fn] : fns)
     for (size_t s = 4096; s <= kMaxBytes; s *= 2) {
       const int64_t iters =

@@ -1,21 +1,13 @@
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "kernels/elementwise.h"
+#include "random_values.h"
 
 namespace sandwich::kernels {
 namespace {
-
-std::vector<float> random_vec(int64_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b, float rel,
                   float abs_tol) {
@@ -28,7 +20,7 @@ class ElementwiseSizes : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(ElementwiseSizes, RmsnormMatchesReference) {
   const int64_t n = GetParam();
-  auto x = random_vec(n, 1, 3.0f), w = random_vec(n, 2);
+  auto x = test::random_normal(n, 1, 3.0f), w = test::random_normal(n, 2);
   std::vector<float> y(n), r(n);
   rmsnorm(x.data(), w.data(), y.data(), n, 1e-5f);
   rmsnorm_ref(x.data(), w.data(), r.data(), n, 1e-5f);
@@ -40,7 +32,7 @@ TEST_P(ElementwiseSizes, RmsnormMatchesReference) {
 
 TEST_P(ElementwiseSizes, SoftmaxMatchesReferenceAndSumsToOne) {
   const int64_t n = GetParam();
-  auto x = random_vec(n, 3, 5.0f);
+  auto x = test::random_normal(n, 3, 5.0f);
   auto r = x;
   softmax(x.data(), n);
   softmax_ref(r.data(), n);
@@ -52,7 +44,7 @@ TEST_P(ElementwiseSizes, SoftmaxMatchesReferenceAndSumsToOne) {
 
 TEST_P(ElementwiseSizes, SiluMulMatchesReference) {
   const int64_t n = GetParam();
-  auto g = random_vec(n, 4, 4.0f), u = random_vec(n, 5);
+  auto g = test::random_normal(n, 4, 4.0f), u = test::random_normal(n, 5);
   std::vector<float> y(n), r(n);
   silu_mul(g.data(), u.data(), y.data(), n);
   silu_mul_ref(g.data(), u.data(), r.data(), n);
@@ -61,7 +53,7 @@ TEST_P(ElementwiseSizes, SiluMulMatchesReference) {
 
 TEST_P(ElementwiseSizes, AddInplace) {
   const int64_t n = GetParam();
-  auto a = random_vec(n, 6), b = random_vec(n, 7);
+  auto a = test::random_normal(n, 6), b = test::random_normal(n, 7);
   auto expect = a;
   for (int64_t i = 0; i < n; ++i) expect[i] += b[i];
   add_inplace(a.data(), b.data(), n);
@@ -103,7 +95,7 @@ class RopeShapes : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(RopeShapes, MatchesReference) {
   auto [heads, hd] = GetParam();
-  auto x = random_vec(int64_t{heads} * hd, 8);
+  auto x = test::random_normal(int64_t{heads} * hd, 8);
   auto r = x;
   std::vector<float> cs(hd / 2), sn(hd / 2);
   for (int i = 0; i < hd / 2; ++i) {

@@ -8,6 +8,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "random_values.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -21,14 +22,10 @@ struct Buffer {
 };
 
 std::vector<float> values(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n * k));
   // Exact in every storage type used: BF16 values, kept out of F16's subnormal range.
-  for (auto& x : v) {
-    x = bf16_to_f32(f32_to_bf16(nd(rng)));
+  auto v = test::random_normal(static_cast<size_t>(n * k), seed, 1.0f, true);
+  for (auto& x : v)
     if (std::fabs(x) < 1e-3f) x = 0.0f;
-  }
   return v;
 }
 

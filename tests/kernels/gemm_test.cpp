@@ -15,6 +15,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "random_values.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -27,10 +28,7 @@ struct Weights {
 
 Weights make_weights(int64_t n, int64_t k, DType dt, uint32_t seed) {
   Weights r;
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  r.w.resize(static_cast<size_t>(n * k));
-  for (auto& v : r.w) v = dt == DType::BF16 ? bf16_to_f32(f32_to_bf16(nd(rng))) : nd(rng);
+  r.w = test::random_normal(static_cast<size_t>(n * k), seed, 1.0f, dt == DType::BF16);
   r.pw = plan_packed_weight(n, k, dt);
   r.buf.assign(r.pw.bytes + 64, 0);
   r.pw.data = r.buf.data() + (64 - reinterpret_cast<uintptr_t>(r.buf.data()) % 64) % 64;
@@ -39,11 +37,7 @@ Weights make_weights(int64_t n, int64_t k, DType dt, uint32_t seed) {
 }
 
 std::vector<float> random_x(int64_t m, int64_t k, uint32_t seed, bool bf16_exact) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(m * k));
-  for (auto& v : x) v = bf16_exact ? bf16_to_f32(f32_to_bf16(nd(rng))) : nd(rng);
-  return x;
+  return test::random_normal(static_cast<size_t>(m * k), seed, 1.0f, bf16_exact);
 }
 
 double tolerance(int64_t k) {

@@ -15,16 +15,13 @@
 #include "kernels/elementwise.h"
 #include "kernels/microkernel.h"
 #include "kernels/peak_probes.h"
+#include "random_values.h"
 
 namespace sandwich::kernels {
 namespace {
 
 std::vector<float> random_vec(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
+  return test::random_normal(n, seed, 2.0f);
 }
 
 #define EXPECT_ISA_AT_MOST(isa, cap) \

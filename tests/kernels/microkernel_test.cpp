@@ -14,18 +14,10 @@
 
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "random_values.h"
 
 namespace sandwich::kernels {
 namespace {
-
-// Random values exactly representable in BF16 (so rounding the activations changes nothing).
-std::vector<float> bf16_exact(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16_to_f32(f32_to_bf16(nd(rng)));
-  return v;
-}
 
 struct AlignedBytes {
   std::vector<unsigned char> raw;
@@ -45,9 +37,9 @@ TEST(MicroKernels, EveryRunnableKernelMatchesTheReference) {
       PackedWeight w = plan_packed_weight(kPanel, k, mk.weights);
       AlignedBytes wb(w.bytes);
       w.data = wb.p;
-      const auto wf = bf16_exact(static_cast<size_t>(kPanel * k), 3);
+      const auto wf = test::random_normal(static_cast<size_t>(kPanel * k), 3, 1.0f, true);
       pack_weight(w, wf.data(), DType::F32, k);
-      const auto x = bf16_exact(static_cast<size_t>(mk.um * k), 5);
+      const auto x = test::random_normal(static_cast<size_t>(mk.um * k), 5, 1.0f, true);
       AlignedBytes ab(static_cast<size_t>(mk.um * steps * g) * 4);
       pack_activations(mk.isa, mk.weights, x.data(), k, mk.um, k, steps, ab.p);
       std::vector<float> ref(static_cast<size_t>(mk.um * kPanel)), mag(ref.size());

@@ -59,13 +59,7 @@ class Client {
   HttpResult request(const std::string& method, const std::string& target,
                      const std::string& body = {},
                      const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    for (auto& [k, v] : headers) req.set(k, v);
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream_, req);
+    send(http::string_to_verb(method), target, body, headers);
     beast::flat_buffer buf;
     http::response_parser<http::string_body> p;
     p.body_limit(1 << 30);
@@ -82,12 +76,7 @@ class Client {
   // set, closes the connection after that many events (a client that goes away).
   std::vector<std::string> stream(const std::string& target, const json& body,
                                   int* status = nullptr, int stop_after = -1) {
-    http::request<http::string_body> req(http::verb::post, target, 11);
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    req.body() = body.dump();
-    req.prepare_payload();
-    http::write(stream_, req);
+    send(http::verb::post, target, body.dump());
     beast::flat_buffer buf;
     http::response_parser<http::buffer_body> p;
     p.body_limit(1 << 30);
@@ -149,6 +138,18 @@ class Client {
   }
 
  private:
+  // Writes one request with a JSON content type.
+  void send(http::verb method, const std::string& target, const std::string& body,
+            const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    http::request<http::string_body> req(method, target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    for (auto& [k, v] : headers) req.set(k, v);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream_, req);
+  }
+
   uint16_t port_;
   net::io_context ioc_;
   beast::tcp_stream stream_;

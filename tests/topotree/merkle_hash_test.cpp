@@ -7,24 +7,42 @@
 namespace sandwich::topo {
 namespace {
 
-TEST(MerkleHash, GroupTransformsCommute) {
-  // Two packages of 12 cores: group the packages, group the cores, in either order.
-  const TopoTree t = load_topology("pack:4 core:12 pu:1").tree;
-  const TopoTree a = apply_group(apply_group(t, {2, 1, 1}), {3, 1, 3});
-  const TopoTree b = apply_group(apply_group(t, {3, 1, 2}), {2, 1, 1});
+// Two pairs of group transforms, a then b, that reach the same tree from a topology.
+struct TwoWays {
+  const char* name;
+  const char* topology;
+  GroupSpec a1, a2, b1, b2;
+};
+
+class MerkleHashTwoWays : public ::testing::TestWithParam<TwoWays> {};
+
+TEST_P(MerkleHashTwoWays, ReachTheSameTreeAndHashAlike) {
+  const TwoWays& w = GetParam();
+  const TopoTree t = load_topology(w.topology).tree;
+  const TopoTree a = apply_group(apply_group(t, w.a1), w.a2);
+  const TopoTree b = apply_group(apply_group(t, w.b1), w.b2);
   EXPECT_TRUE(a.same_tree(b));
   EXPECT_EQ(tree_hash(a, HashMode::Structure), tree_hash(b, HashMode::Structure));
   EXPECT_EQ(tree_hash(a, HashMode::Placement), tree_hash(b, HashMode::Placement));
 }
 
-TEST(MerkleHash, NestedGroupsReachTheSameTreeTwoWays) {
-  const TopoTree t = load_topology("pack:1 core:8 pu:1").tree;
-  // Pairs of pairs == fours split into pairs.
-  const TopoTree a = apply_group(apply_group(t, {2, 1, 1}), {2, 1, 1});
-  const TopoTree b = apply_group(apply_group(t, {4, 1, 1}), {2, 1, 2});
-  EXPECT_TRUE(a.same_tree(b));
-  EXPECT_EQ(tree_hash(a, HashMode::Placement), tree_hash(b, HashMode::Placement));
-}
+INSTANTIATE_TEST_SUITE_P(MerkleHash, MerkleHashTwoWays,
+                         ::testing::Values(
+                             // Group the packages, group the cores, in either order.
+                             TwoWays{"GroupTransformsCommute",
+                                     "pack:4 core:12 pu:1",
+                                     {2, 1, 1},
+                                     {3, 1, 3},
+                                     {3, 1, 2},
+                                     {2, 1, 1}},
+                             // Pairs of pairs == fours split into pairs.
+                             TwoWays{"NestedGroupsReachTheSameTreeTwoWays",
+                                     "pack:1 core:8 pu:1",
+                                     {2, 1, 1},
+                                     {2, 1, 1},
+                                     {4, 1, 1},
+                                     {2, 1, 2}}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MerkleHash, StructureIgnoresPlacementButPlacementDoesNot) {
   const TopoTree t = load_topology("pack:1 core:8 pu:1").tree;

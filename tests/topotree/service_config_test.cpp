@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "error_text.h"
+
 namespace sandwich::topo {
 namespace {
 
@@ -17,12 +19,8 @@ const LoadedTopology& two_nodes() {
 }
 
 std::string config_error(const std::string& text, const LoadedTopology& m = this_machine()) {
-  try {
-    parse_service_config(text, m);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_text<std::invalid_argument>([&] { parse_service_config(text, m); },
+                                                 "(no error)");
 }
 
 TEST(ServiceConfigParse, ShortFormTakesTheMachinesCpusInOrder) {

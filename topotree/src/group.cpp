@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "topotree/transforms.h"
+#include "transformed_tree.h"
 
 namespace sandwich::topo {
 
@@ -12,9 +13,8 @@ std::string GroupSpec::to_string() const {
 namespace {
 
 void check_group(const TopoTree& tree, const GroupSpec& g) {
+  detail::check_transform_depth(tree, g.depth, g.to_string());
   const std::string what = g.to_string() + ": ";
-  if (g.depth < 1 || g.depth > tree.leaf_depth())
-    throw std::invalid_argument(what + "depth must be in 1.." + std::to_string(tree.leaf_depth()));
   const int a = tree.level(g.depth).arity;
   if (g.n < 2) throw std::invalid_argument(what + "a group needs at least 2 nodes");
   if (g.n >= a)
@@ -33,21 +33,15 @@ TopoTree apply_group(const TopoTree& tree, const GroupSpec& g) {
   check_group(tree, g);
   const int d = g.depth, a = tree.level(d).arity, n = g.n, t = g.t;
   const int64_t s = tree.leaves_per_node(d), parents = tree.nodes_at(d - 1);
-  const auto src = tree.cpus();
-  const auto src_numa = tree.leaf_numa();
-  std::vector<int> cpus, numa;
-  cpus.reserve(src.size());
-  numa.reserve(src.size());
+  std::vector<int64_t> leaves;
+  leaves.reserve(static_cast<size_t>(tree.leaf_count()));
   // Children of one parent, reordered so that each group's members are adjacent.
   for (int64_t p = 0; p < parents; ++p) {
     for (int b = 0; b < a / (n * t); ++b) {
       for (int j = 0; j < t; ++j) {
         for (int k = 0; k < n; ++k) {
           const int64_t child = p * a + b * n * t + j + k * t;
-          for (int64_t l = child * s; l < (child + 1) * s; ++l) {
-            cpus.push_back(src[static_cast<size_t>(l)]);
-            numa.push_back(src_numa[static_cast<size_t>(l)]);
-          }
+          for (int64_t l = child * s; l < (child + 1) * s; ++l) leaves.push_back(l);
         }
       }
     }
@@ -56,10 +50,7 @@ TopoTree apply_group(const TopoTree& tree, const GroupSpec& g) {
   Level group{.label = "Group", .arity = a / n, .virtual_group = true};
   levels[static_cast<size_t>(d)].arity = n;
   levels.insert(levels.begin() + d, group);
-  TopoTree out(std::move(levels), std::move(cpus), std::move(numa));
-  for (const auto& h : tree.history()) out.add_history(h);
-  out.add_history(g.to_string());
-  return out;
+  return detail::transformed_tree(tree, std::move(levels), leaves, g.to_string());
 }
 
 std::vector<GroupSpec> valid_groups(const TopoTree& tree) {

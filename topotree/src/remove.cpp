@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "topotree/transforms.h"
+#include "transformed_tree.h"
 
 namespace sandwich::topo {
 
@@ -10,9 +11,8 @@ std::string RemoveSpec::to_string() const {
 }
 
 TopoTree apply_remove(const TopoTree& tree, const RemoveSpec& r) {
+  detail::check_transform_depth(tree, r.depth, r.to_string());
   const std::string what = r.to_string() + ": ";
-  if (r.depth < 1 || r.depth > tree.leaf_depth())
-    throw std::invalid_argument(what + "depth must be in 1.." + std::to_string(tree.leaf_depth()));
   const int d = r.depth, a = tree.level(d).arity;
   if (r.n < 1 || r.n >= a)
     throw std::invalid_argument(what + "nodes of depth " + std::to_string(d) + " have " +
@@ -20,24 +20,14 @@ TopoTree apply_remove(const TopoTree& tree, const RemoveSpec& r) {
                                 std::to_string(a - 1));
   const int keep = a - r.n;
   const int64_t s = tree.leaves_per_node(d), parents = tree.nodes_at(d - 1);
-  const auto src = tree.cpus();
-  const auto src_numa = tree.leaf_numa();
-  std::vector<int> cpus, numa;
-  cpus.reserve(static_cast<size_t>(parents * keep * s));
-  numa.reserve(cpus.capacity());
-  for (int64_t p = 0; p < parents; ++p) {
-    const auto begin = static_cast<size_t>(p * a * s),
-               end = static_cast<size_t>((p * a + keep) * s);
-    cpus.insert(cpus.end(), src.begin() + begin, src.begin() + end);
-    numa.insert(numa.end(), src_numa.begin() + begin, src_numa.begin() + end);
-  }
+  std::vector<int64_t> leaves;
+  leaves.reserve(static_cast<size_t>(parents * keep * s));
+  for (int64_t p = 0; p < parents; ++p)
+    for (int64_t l = p * a * s; l < (p * a + keep) * s; ++l) leaves.push_back(l);
   std::vector<Level> levels = tree.levels();
   levels[static_cast<size_t>(d)].arity = keep;
   if (keep == 1 && levels[static_cast<size_t>(d)].virtual_group) levels.erase(levels.begin() + d);
-  TopoTree out(std::move(levels), std::move(cpus), std::move(numa));
-  for (const auto& h : tree.history()) out.add_history(h);
-  out.add_history(r.to_string());
-  return out;
+  return detail::transformed_tree(tree, std::move(levels), leaves, r.to_string());
 }
 
 std::vector<RemoveSpec> valid_removes(const TopoTree& tree) {
