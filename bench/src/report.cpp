@@ -22,6 +22,16 @@ std::string rate_label(double rate) {
   return buf;
 }
 
+// Every field under its own name.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Distribution, count, mean, median, p90, p99, min, max)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Slo, ttft_ms, tpot_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Summary, requests, completed, failed, errors, duration_s,
+                                   total_input_tokens, total_output_tokens, request_throughput,
+                                   output_throughput, total_token_throughput, ttft_ms, tpot_ms,
+                                   itl_ms, e2el_ms, prompt_tokens, output_tokens, slo, slo_scale,
+                                   good, attainment, goodput, output_len_mismatch,
+                                   prompt_len_mismatch)
+
 namespace {
 
 std::string fmt(double v, int decimals = 2) {
@@ -41,34 +51,12 @@ json rate_json(double rate) {
   return std::isinf(rate) ? json("inf") : json(rate);
 }
 
-json dist_json(const Distribution& d) {
-  return {{"count", d.count}, {"mean", d.mean}, {"median", d.median}, {"p90", d.p90},
-          {"p99", d.p99},     {"min", d.min},   {"max", d.max}};
-}
-
 json summary_to_json(const Summary& s) {
-  return {{"requests", s.requests},
-          {"completed", s.completed},
-          {"failed", s.failed},
-          {"errors", s.errors},
-          {"duration_s", s.duration_s},
-          {"total_input_tokens", s.total_input_tokens},
-          {"total_output_tokens", s.total_output_tokens},
-          {"request_throughput", s.request_throughput},
-          {"output_throughput", s.output_throughput},
-          {"total_token_throughput", s.total_token_throughput},
-          {"ttft_ms", dist_json(s.ttft_ms)},
-          {"tpot_ms", dist_json(s.tpot_ms)},
-          {"itl_ms", dist_json(s.itl_ms)},
-          {"e2el_ms", dist_json(s.e2el_ms)},
-          {"prompt_tokens", dist_json(s.prompt_tokens)},
-          {"output_tokens", dist_json(s.output_tokens)},
-          {"slo", {{"ttft_ms", s.slo.ttft_ms}, {"tpot_ms", s.slo.tpot_ms}, {"scale", s.slo_scale}}},
-          {"good", s.good},
-          {"attainment", s.attainment},
-          {"goodput", s.goodput},
-          {"output_len_mismatch", s.output_len_mismatch},
-          {"prompt_len_mismatch", s.prompt_len_mismatch}};
+  json j = s;
+  // The SLO with the scale the requests were judged at.
+  j["slo"]["scale"] = s.slo_scale;
+  j.erase("slo_scale");
+  return j;
 }
 
 json curve_json(const std::vector<std::pair<double, double>>& c) {

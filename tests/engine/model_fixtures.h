@@ -154,21 +154,16 @@ inline void write_safetensors_file(const std::filesystem::path& path,
 inline void write_stories_hf(const std::filesystem::path& dir, kernels::DType dt, bool sharded) {
   const auto w = read_stories();
   std::filesystem::create_directories(dir);
-  nlohmann::json cfg = {{"architectures", {"LlamaForCausalLM"}},
-                        {"model_type", "llama"},
-                        {"hidden_size", w.dim},
-                        {"intermediate_size", w.hidden},
-                        {"num_hidden_layers", w.layers},
-                        {"num_attention_heads", w.heads},
-                        {"num_key_value_heads", w.kv_heads},
-                        {"vocab_size", w.vocab},
-                        {"max_position_embeddings", w.seq_len},
-                        {"rms_norm_eps", 1e-5},
-                        {"rope_theta", 10000.0},
-                        {"tie_word_embeddings", true},
-                        {"bos_token_id", 1},
-                        {"eos_token_id", 2},
-                        {"torch_dtype", "float32"}};
+  nlohmann::json cfg = nlohmann::json::parse(R"({
+      "architectures": ["LlamaForCausalLM"], "model_type": "llama", "rms_norm_eps": 1e-5,
+      "rope_theta": 10000.0, "tie_word_embeddings": true, "bos_token_id": 1, "eos_token_id": 2,
+      "torch_dtype": "float32"})");
+  // The shape, key by key in the order the weights file lists it.
+  const char* keys[] = {
+      "hidden_size",         "intermediate_size", "num_hidden_layers",      "num_attention_heads",
+      "num_key_value_heads", "vocab_size",        "max_position_embeddings"};
+  const int values[] = {w.dim, w.hidden, w.layers, w.heads, w.kv_heads, w.vocab, w.seq_len};
+  for (size_t i = 0; i < std::size(keys); ++i) cfg[keys[i]] = values[i];
   std::ofstream(dir / "config.json") << cfg.dump(2);
   static const std::map<std::string, std::string> hf = {
       {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
