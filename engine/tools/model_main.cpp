@@ -49,11 +49,6 @@ int cmd_make(int argc, char** argv, int first) {
   return 0;
 }
 
-const Subcommand kMakeCommand{
-    "make", "--preset P --dtype bf16|f32 -o FILE.gguf [--vocab TOKENIZER] [--seed N]",
-    "write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)",
-    cmd_make};
-
 int cmd_info(int argc, char** argv, int first) {
   ArgParser p("sandwich-model info FILE", "Describe a model file or folder (headers only).");
   p.accept_positionals(1);
@@ -96,9 +91,6 @@ int cmd_info(int argc, char** argv, int first) {
   return 0;
 }
 
-const Subcommand kInfoCommand{
-    "info", "FILE", "architecture, shapes, tensor count, dtypes and size of a model", cmd_info};
-
 int cmd_tokenize(int argc, char** argv, int first) {
   std::string tokenizer, text;
   bool no_bos = false, special = false;
@@ -117,9 +109,6 @@ int cmd_tokenize(int argc, char** argv, int first) {
   std::cout << "\n";
   return 0;
 }
-
-const Subcommand kTokenizeCommand{"tokenize", "--tokenizer T --text S [--no-bos] [--special]",
-                                  "print the token ids of S, space-separated", cmd_tokenize};
 
 int cmd_detokenize(int argc, char** argv, int first) {
   std::string tokenizer, ids_text;
@@ -153,12 +142,17 @@ int cmd_detokenize(int argc, char** argv, int first) {
   return 0;
 }
 
-const Subcommand kDetokenizeCommand{"detokenize", "--tokenizer T --ids \"1 2 3\" [--keep-special]",
-                                    "print the text of the ids", cmd_detokenize};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Subcommand commands[] = {kMakeCommand, kInfoCommand, kTokenizeCommand, kDetokenizeCommand};
+  const Subcommand commands[] = {
+      {"make", "--preset P --dtype bf16|f32 -o FILE.gguf [--vocab TOKENIZER] [--seed N]",
+       "write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)",
+       cmd_make},
+      {"info", "FILE", "architecture, shapes, tensor count, dtypes and size of a model", cmd_info},
+      {"tokenize", "--tokenizer T --text S [--no-bos] [--special]",
+       "print the token ids of S, space-separated", cmd_tokenize},
+      {"detokenize", "--tokenizer T --ids \"1 2 3\" [--keep-special]", "print the text of the ids",
+       cmd_detokenize}};
   return run_subcommands("sandwich-model", commands, argc, argv);
 }
