@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/serve.h"
+#include "bench/soak.h"
 #include "common/cli.h"
 #include "common/tool.h"
 
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
        "TTFT/TPOT/SLO attainment/goodput of OpenAI-compatible servers (like vLLM's serving "
        "benchmark)",
        sandwich::bench::bench_serve_main},
+      {"soak", "",
+       "minutes of mixed hostile load against a local server, then checks that it came through "
+       "whole",
+       sandwich::bench::bench_soak_main},
   };
   return sandwich::run_subcommands("sandwich-bench", commands, argc, argv);
 }
