@@ -117,25 +117,23 @@ void expect_batch_invariant(const Model& model, const std::string& config, int n
 
 // A Llama with the proportions of a real one (head size 64, FFN 2.75x, GQA), small enough to
 // run in a second: BF16 weights, whose GEMMs differ most between their M-dependent schedules.
-TEST(BatchInvariant, DummyBf16LlamaAloneEqualsTogether) {
-  test::TempDir dir;
+std::unique_ptr<Model> dummy_bf16_llama(const test::TempDir& dir) {
   test::write_llama_config(dir.path(), {256, 2, 4, 2, 704, 1000, 256},
                            {{"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}});
   LoadOptions lo = test::dummy_weights(dir.path(), WeightDType::BF16);
   lo.threads = 2;
-  auto model = load_model(lo);
-  expect_batch_invariant(*model, "1x2", 10, 12);
+  return load_model(lo);
+}
+
+TEST(BatchInvariant, DummyBf16LlamaAloneEqualsTogether) {
+  test::TempDir dir;
+  expect_batch_invariant(*dummy_bf16_llama(dir), "1x2", 10, 12);
 }
 
 // Two tensor-parallel ranks: each rank's partial sums meet in the all-reduce in rank order.
 TEST(BatchInvariant, TwoRanksAloneEqualsTogether) {
   test::TempDir dir;
-  test::write_llama_config(dir.path(), {256, 2, 4, 2, 704, 1000, 256},
-                           {{"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}});
-  LoadOptions lo = test::dummy_weights(dir.path(), WeightDType::BF16);
-  lo.threads = 2;
-  auto model = load_model(lo);
-  expect_batch_invariant(*model, "2x1", 6, 8);
+  expect_batch_invariant(*dummy_bf16_llama(dir), "2x1", 6, 8);
 }
 
 TEST(BatchInvariant, Stories260KAloneEqualsTogether) {
