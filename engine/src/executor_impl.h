@@ -14,7 +14,8 @@ namespace sandwich {
 
 class LocalExecutor : public Executor {
  public:
-  LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config);
+  LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
+                bool batch_invariant);
   void run(std::span<const BatchEntry> batch, float* logits) override;
   const topo::ServiceConfig& config() const override { return config_; }
 

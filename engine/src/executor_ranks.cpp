@@ -234,7 +234,7 @@ void RankGroupExecutor::rank_main(int rank) {
         reduce_region_.data(), R, rank,
         static_cast<size_t>(limits_.max_tokens) * model_.config.dim * sizeof(float));
     ShmCollective coll(ar);
-    ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll);
+    ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll, limits_.batch_invariant);
     std::vector<BatchEntry> batch;
     // Steps count from 1; the first may be published before this process gets here.
     uint32_t seen = 0;

@@ -23,15 +23,22 @@ constexpr int32_t kAttentionChunk = 32;
 // The GEMM of a column-parallel projection: y = x W[cols]^T, the output columns `cols` of W (a
 // rank's heads, FFN or vocabulary columns) for the m rows of x.
 kernels::GemmArgs column_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
-                                  IndexRange cols) {
-  return {.x = x, .ldx = ldx, .m = m, .y = y, .ldy = ldy, .n0 = cols.begin, .n1 = cols.end};
+                                  IndexRange cols, bool batch_invariant) {
+  return {.x = x,
+          .ldx = ldx,
+          .m = m,
+          .y = y,
+          .ldy = ldy,
+          .n0 = cols.begin,
+          .n1 = cols.end,
+          .batch_invariant = batch_invariant};
 }
 
 // The GEMM of a row-parallel projection: y (+)= x W[:, k]^T, where x holds only the input columns
 // `k` of W (the rank's share of the previous column-parallel output); the ranks' partial sums
 // meet in the all-reduce.
 kernels::GemmArgs row_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
-                               IndexRange k, kernels::Epilogue epilogue) {
+                               IndexRange k, kernels::Epilogue epilogue, bool batch_invariant) {
   return {.x = x,
           .ldx = ldx,
           .m = m,
@@ -39,7 +46,8 @@ kernels::GemmArgs row_parallel(const float* x, int64_t ldx, int64_t m, float* y,
           .ldy = ldy,
           .k0 = k.begin,
           .k1 = k.end,
-          .epilogue = epilogue};
+          .epilogue = epilogue,
+          .batch_invariant = batch_invariant};
 }
 
 // Row-parallel projections add into the residual stream on the lead rank only; the others' partial
@@ -90,8 +98,13 @@ struct ForwardPass::Step {
 };
 
 ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view,
-                         Collective* collective)
-    : model_(model), kv_(kv), team_(team), view_(view), collective_(collective) {
+                         Collective* collective, bool batch_invariant)
+    : model_(model),
+      kv_(kv),
+      team_(team),
+      view_(view),
+      collective_(collective),
+      batch_invariant_(batch_invariant) {
   const ModelConfig& c = model.config;
   const int R = view.n_ranks;
   if (R < 1 || view.rank < 0 || view.rank >= R) throw std::invalid_argument("invalid rank view");
@@ -223,18 +236,21 @@ void ForwardPass::attention_block(const LayerWeights& L, const kernels::PagedKV&
   const int64_t dim = model_.config.dim, T = s.tokens;
   norm(s, L.attn_norm);
   const float* xb = xb_.data();
-  gemm_columns(L.wq, column_parallel(xb, dim, T, q_.data(), q_cols_.size(), q_cols_), team_,
-               shard_scratch_);
-  gemm_columns(L.wk, column_parallel(xb, dim, T, k_.data(), kv_cols_.size(), kv_cols_), team_,
-               shard_scratch_);
-  gemm_columns(L.wv, column_parallel(xb, dim, T, v_.data(), kv_cols_.size(), kv_cols_), team_,
-               shard_scratch_);
+  gemm_columns(L.wq,
+               column_parallel(xb, dim, T, q_.data(), q_cols_.size(), q_cols_, batch_invariant_),
+               team_, shard_scratch_);
+  gemm_columns(L.wk,
+               column_parallel(xb, dim, T, k_.data(), kv_cols_.size(), kv_cols_, batch_invariant_),
+               team_, shard_scratch_);
+  gemm_columns(L.wv,
+               column_parallel(xb, dim, T, v_.data(), kv_cols_.size(), kv_cols_, batch_invariant_),
+               team_, shard_scratch_);
   rope_and_store_kv(kv, s);
   attend(kv, s);
-  kernels::gemm(
-      L.wo,
-      row_parallel(att_.data(), q_cols_.size(), T, s.x, dim, q_cols_, residual_epilogue(view_)),
-      team_);
+  kernels::gemm(L.wo,
+                row_parallel(att_.data(), q_cols_.size(), T, s.x, dim, q_cols_,
+                             residual_epilogue(view_), batch_invariant_),
+                team_);
   all_reduce(s);
 }
 
@@ -242,12 +258,13 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
   const int64_t dim = model_.config.dim, T = s.tokens;
   norm(s, L.ffn_norm);
   kernels::gemm_silu_mul(
-      L.w_gate, L.w_up, column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(), ffn_cols_),
+      L.w_gate, L.w_up,
+      column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(), ffn_cols_, batch_invariant_),
       team_);
-  kernels::gemm(
-      L.w_down,
-      row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim, ffn_cols_, residual_epilogue(view_)),
-      team_);
+  kernels::gemm(L.w_down,
+                row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim, ffn_cols_,
+                             residual_epilogue(view_), batch_invariant_),
+                team_);
   all_reduce(s);
 }
 
@@ -269,14 +286,15 @@ void ForwardPass::final_logits(const Step& s, float* logits) {
   }
   if (view_.n_ranks == 1) {
     kernels::gemm(W.output,
-                  column_parallel(last_.data(), dim, s.n_logits, logits, c.vocab_size, vocab_cols_),
+                  column_parallel(last_.data(), dim, s.n_logits, logits, c.vocab_size, vocab_cols_,
+                                  batch_invariant_),
                   team_);
     return;
   }
   logits_local_.resize(static_cast<size_t>(s.n_logits * vocab_cols_.size()));
   kernels::gemm(W.output,
                 column_parallel(last_.data(), dim, s.n_logits, logits_local_.data(),
-                                vocab_cols_.size(), vocab_cols_),
+                                vocab_cols_.size(), vocab_cols_, batch_invariant_),
                 team_);
   collective_->all_gather_columns(logits_local_.data(), s.n_logits, vocab_cols_.size(),
                                   vocab_cols_.begin, logits, c.vocab_size);

@@ -40,8 +40,10 @@ class Collective {
 
 class ForwardPass {
  public:
+  // batch_invariant: every GEMM sums in an order independent of the batch
+  // (kernels::GemmArgs::batch_invariant), so a token's logits do not depend on what else runs.
   ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view = {},
-              Collective* collective = nullptr);
+              Collective* collective = nullptr, bool batch_invariant = false);
 
   // Runs the batch and writes one row of vocab_size logits per entry with want_logits, in batch
   // order. Throws std::invalid_argument for tokens outside the vocabulary, positions past the
@@ -73,6 +75,7 @@ class ForwardPass {
   kernels::ThreadTeam& team_;
   RankView view_;
   Collective* collective_;
+  bool batch_invariant_;
   // This rank's share: KV heads, their query and KV columns, FFN and vocabulary columns.
   IndexRange kv_heads_, q_cols_, kv_cols_, ffn_cols_, vocab_cols_;
   int64_t capacity_ = 0;

@@ -27,7 +27,7 @@ struct Generator::Impl {
 };
 
 Generator::Generator(const Model& model, int threads, ForwardKind kind)
-    : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt}) {}
+    : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt, false}) {}
 
 Generator::Generator(const Model& model, const GeneratorOptions& o)
     : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
@@ -40,6 +40,7 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
   ExecutorLimits limits;
   limits.max_tokens = kPrefillChunk;
   limits.max_entries = 1;
+  limits.batch_invariant = o.batch_invariant;
   impl_->prefill = make_executor(model, *impl_->kv, pc, limits);
   impl_->decode = pc == dc ? nullptr : make_executor(model, *impl_->kv, dc, limits);
 }

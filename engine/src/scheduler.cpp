@@ -114,6 +114,7 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   ExecutorLimits limits;
   limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
   limits.max_entries = I.opt.max_num_seqs;
+  limits.batch_invariant = I.opt.batch_invariant;
   const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
   I.prefill_ex = make(model, *I.kv, pc, limits);
   if (!(dc == pc)) I.decode_ex = make(model, *I.kv, dc, limits);

@@ -37,6 +37,9 @@ void add_plan_options(ArgParser& p, PlanOptions& o) {
   p.add("--prefill-config", &o.prefill_config,
         "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
   p.add("--decode-config", &o.decode_config, "service configuration of decode: RxT or JSON", "C");
+  p.add_flag("--batch-invariant", &o.batch_invariant,
+             "sum in an order independent of the batch: a request's greedy output and logprobs "
+             "do not depend on what runs beside it (slower; see the README)");
 }
 
 Plan resolve_plan(const PlanOptions& o) {

@@ -132,6 +132,7 @@ int bench_engine(int argc, char** argv) {
   ExecutorLimits limits;
   limits.max_tokens = std::max(prompt_tokens, 1);
   limits.max_entries = 1;
+  limits.batch_invariant = plan.batch_invariant;
   std::vector<Setup> setups;
   for (size_t i = 0; i < items.size(); ++i)
     setups.push_back({items[i], make_executor(*model, kv, configs[i].first, limits),
@@ -201,9 +202,12 @@ int bench_engine(int argc, char** argv) {
     report("pp", prompt_tokens, run_pp);
     report("tg", gen_tokens, run_tg);
   }
-  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB\n", model->load_seconds,
-               static_cast<double>(model->weight_bytes()) / (1 << 30));
-  nlohmann::json doc = {{"load_seconds", model->load_seconds}, {"results", results}};
+  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB%s\n", model->load_seconds,
+               static_cast<double>(model->weight_bytes()) / (1 << 30),
+               plan.batch_invariant ? ", batch-invariant" : "");
+  nlohmann::json doc = {{"load_seconds", model->load_seconds},
+                        {"batch_invariant", plan.batch_invariant},
+                        {"results", results}};
   if (json_out) {
     *json_out << doc.dump(2) << "\n";
     if (!json_out->flush()) throw CliError("cannot write --json file " + *json_path);

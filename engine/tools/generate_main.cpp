@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     GeneratorOptions go;
     go.threads = plan.threads;
     go.kind = reference ? ForwardKind::Reference : ForwardKind::Fast;
+    go.batch_invariant = plan.batch_invariant;
     const Plan configs = resolve_plan(plan);
     go.prefill = configs.prefill;
     go.decode = configs.decode;

@@ -31,13 +31,17 @@ int lanes(Isa isa) {
 
 // Cycles of one K step of a tile: FMA throughput (2 pipes), the FMA latency chain (6 cycles per
 // accumulator set), and loads (B vectors plus one broadcast per row, 2 per cycle).
-double step_cycles(const MicroKernel& k) {
+double step_cycles(const MicroKernel& k, int acc_sets) {
   if (k.isa == Isa::Scalar) return 1.0 * k.um * k.un * k_group(k.weights);
   const int v = k.un / lanes(k.isa);
   const bool widen = k.isa == Isa::Avx2 && k.weights == DType::BF16;
   const double fmas = k.um * v * (widen ? 2.0 : 1.0);
   const double loads = v + k.um * (widen ? 2.0 : 1.0);
-  return std::max({fmas / 2.0, 6.0 * (widen ? 2.0 : 1.0) / k.acc_sets, loads / 2.0});
+  return std::max({fmas / 2.0, 6.0 * (widen ? 2.0 : 1.0) / acc_sets, loads / 2.0});
+}
+// The step cost of the variant a shape runs: batch-invariant GEMMs run the one-set kernels.
+double step_cycles(const MicroKernel& k, const GemmShape& s) {
+  return step_cycles(k, s.batch_invariant ? 1 : k.acc_sets);
 }
 
 // Cycles of a call besides its steps: loading and storing the C tile, the call itself.
@@ -75,10 +79,10 @@ double predict_seconds(const GemmShape& s, const Schedule& c) {
 
   // Compute: full tiles at this tile's step cost, the last (shorter) tile at its own.
   const double full = std::floor(sh.m / c.um), tail = sh.m - full * c.um;
-  double tile_cycles = full * step_cycles(*k);
+  double tile_cycles = full * step_cycles(*k, s);
   if (tail > 0) {
     const MicroKernel* t = find_microkernel(c.isa, s.weights, static_cast<int>(tail), c.un);
-    tile_cycles += t ? step_cycles(*t) : step_cycles(*k);
+    tile_cycles += t ? step_cycles(*t, s) : step_cycles(*k, s);
   }
   const double calls = std::ceil(sh.m / c.um) * subpanels * sh.panels * k_blocks * mats;
   double cycles = tile_cycles * subpanels * sh.panels * sh.steps * mats + calls * call_cycles(*k);
@@ -87,7 +91,7 @@ double predict_seconds(const GemmShape& s, const Schedule& c) {
   const double chunk = bk_steps * c.un * g * wes;
   if (chunk > mm.l1_bytes / 2 && sh.m > c.um) {
     const double l2_cycles = c.un * g * wes / 32.0;  // per step of a tile
-    cycles += std::max(0.0, l2_cycles - step_cycles(*k) * 0.5) * std::ceil(sh.m / c.um) *
+    cycles += std::max(0.0, l2_cycles - step_cycles(*k, s) * 0.5) * std::ceil(sh.m / c.um) *
               subpanels * sh.panels * sh.steps * mats;
   }
   const double t_compute = cycles / mm.clock_hz;
@@ -133,7 +137,7 @@ Schedule choose(const GemmShape& s) {
       for (int tk = 1; tm * tk <= s.threads; ++tk) {
         if (s.threads % (tm * tk)) continue;
         const int tn = s.threads / (tm * tk);
-        if (tn > panels || (tk > 1 && (steps < 256 * tk || s.pair))) continue;
+        if (tn > panels || (tk > 1 && (steps < 256 * tk || s.pair || s.batch_invariant))) continue;
         Schedule c;
         c.isa = isa;
         c.um = k.um;
@@ -192,8 +196,9 @@ Schedule default_schedule(const GemmShape& s) {
   if (s.m < 1 || s.n < 1 || s.k < 1 || s.threads < 1)
     throw std::invalid_argument("default_schedule: m, n, k and threads must be positive");
   static std::mutex mu;
-  static std::map<std::tuple<int64_t, int64_t, int64_t, int, int, bool>, Schedule> cache;
-  const auto key = std::make_tuple(s.m, s.n, s.k, static_cast<int>(s.weights), s.threads, s.pair);
+  static std::map<std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool>, Schedule> cache;
+  const auto key = std::make_tuple(s.m, s.n, s.k, static_cast<int>(s.weights), s.threads, s.pair,
+                                   s.batch_invariant);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);

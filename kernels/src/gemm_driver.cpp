@@ -71,6 +71,7 @@ struct Job {
   size_t a_es, w_es;  // element sizes of packed activations and weights
   Schedule s;
   const MicroKernel* tiles[32] = {};  // by height, all of width s.un
+  bool one_set = false;               // run the tiles' one_set variants (batch-invariant)
   unsigned char* A;  // packed activations: rows [r, r + h) start at element r * steps * g
   float* partial;    // split-k: (tk - 1) x m x (p1 - p0) * 64 sums of K shares 1..tk-1
 };
@@ -107,8 +108,9 @@ void run_block(const Job& j, const PackedWeight& w, int64_t p, int64_t r0, int64
     for (int64_t r = r0; r < m_end; r += s.um) {
       const int h = static_cast<int>(std::min<int64_t>(s.um, j.a.m - r));
       const bool fetch = next && fetched < chunk;
-      j.tiles[h]->fn[fetch ? rate_idx : 0](a_at(j, r, h, s0), b, sc, c + (r - r0) * ldc + c0, ldc,
-                                           accumulate, fetch ? next + fetched : nullptr);
+      const MicroKernelFn* fn = j.one_set ? j.tiles[h]->one_set : j.tiles[h]->fn;
+      fn[fetch ? rate_idx : 0](a_at(j, r, h, s0), b, sc, c + (r - r0) * ldc + c0, ldc, accumulate,
+                               fetch ? next + fetched : nullptr);
       if (fetch) fetched += per_tile;
     }
   }
@@ -250,17 +252,20 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
   j.ncols = j.n1 - args.n0;
   j.p0 = args.n0 / kPanel;
   j.p1 = (j.n1 + kPanel - 1) / kPanel;
-  const GemmShape shape{args.m, j.ncols, j.kk, w.dtype, team.size(), up != nullptr};
+  const GemmShape shape{
+      args.m, j.ncols, j.kk, w.dtype, team.size(), up != nullptr, args.batch_invariant};
   if (schedule) {
     validate_schedule(shape, *schedule);
     j.s = *schedule;
   } else {
     j.s = default_schedule(shape);
   }
-  if (up && j.s.tk > 1) {  // the fused epilogue needs whole sums: no split-k
+  // The fused epilogue needs whole sums, and a batch-invariant sum one order: no split-k.
+  if ((up || args.batch_invariant) && j.s.tk > 1) {
     j.s.tn *= j.s.tk;
     j.s.tk = 1;
   }
+  j.one_set = args.batch_invariant;
   for (int h = 1; h <= j.s.um; ++h) j.tiles[h] = find_microkernel(j.s.isa, w.dtype, h, j.s.un);
   j.a_es = dtype_size(activation_type(j.s.isa, w.dtype));
   j.w_es = dtype_size(w.dtype);

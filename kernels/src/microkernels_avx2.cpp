@@ -88,6 +88,8 @@ void add(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
                 registers(W, I + 1, V),
                 1,
                 {&tile<W, I + 1, V, 0>, &tile<W, I + 1, V, 1>, &tile<W, I + 1, V, 2>,
+                 &tile<W, I + 1, V, 4>},
+                {&tile<W, I + 1, V, 0>, &tile<W, I + 1, V, 1>, &tile<W, I + 1, V, 2>,
                  &tile<W, I + 1, V, 4>}}),
    ...);
 }

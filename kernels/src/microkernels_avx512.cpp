@@ -117,7 +117,8 @@ MicroKernel shape() {
       16 * V,
       registers(UM, V),
       S,
-      {&tile<W, UM, V, S, 0>, &tile<W, UM, V, S, 1>, &tile<W, UM, V, S, 2>, &tile<W, UM, V, S, 4>}};
+      {&tile<W, UM, V, S, 0>, &tile<W, UM, V, S, 1>, &tile<W, UM, V, S, 2>, &tile<W, UM, V, S, 4>},
+      {&tile<W, UM, V, 1, 0>, &tile<W, UM, V, 1, 1>, &tile<W, UM, V, 1, 2>, &tile<W, UM, V, 1, 4>}};
 }
 
 template <int V, int UM>

@@ -38,6 +38,7 @@ void add(std::vector<MicroKernel>& t, std::integer_sequence<int, I...>) {
                 kPanel,
                 0,
                 1,
+                {&tile<I + 1, W>, &tile<I + 1, W>, &tile<I + 1, W>, &tile<I + 1, W>},
                 {&tile<I + 1, W>, &tile<I + 1, W>, &tile<I + 1, W>, &tile<I + 1, W>}}),
    ...);
 }

@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     const Plan configs = resolve_plan(plan);
     sched.prefill_config = configs.prefill;
     sched.decode_config = configs.decode;
+    sched.batch_invariant = plan.batch_invariant;
     load.threads = plan.threads;
     svc.served_model_name = served_name.value_or(load.model);
     svc.api_key = api_key;

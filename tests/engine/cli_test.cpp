@@ -53,6 +53,13 @@ TEST(Cli, GenerateOnTheReferencePathToo) {
   EXPECT_EQ(r.out, expected_greedy());
 }
 
+TEST(Cli, GenerateInTheBatchInvariantModeToo) {
+  SANDWICH_REQUIRE_DATA();
+  CommandResult r = run_cmd(generate() + " -n 200 --temperature 0 --batch-invariant");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, expected_greedy());
+}
+
 // llama2.c's run.c (`run stories260K.bin -z tok512.bin -t 0 -n 200 -i "Once upon a time, there was
 // a big dog"`) prints the prompt and then this continuation: 200 positions in all, the prompt is
 // 11 tokens after BOS, so 189 are generated.

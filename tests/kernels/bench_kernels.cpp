@@ -133,7 +133,8 @@ struct OurWeights {
   std::vector<sk::PackedWeight> w;
 };
 
-void bench_ours(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
+void bench_sandwich(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads,
+                    bool batch_invariant) {
   OurWeights& ow = current_shape<OurWeights>(n, k, [&](OurWeights& o) {
     const sk::PackedWeight plan = sk::plan_packed_weight(n, k, sk::DType::BF16);
     const auto& src = source_weights(n, k);
@@ -146,12 +147,21 @@ void bench_ours(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threa
   });
   auto x = random_floats(static_cast<size_t>(m * k), 2);
   std::vector<float> y(static_cast<size_t>(m * n));
-  const sk::GemmArgs a{x.data(), k, m, y.data(), n};
+  sk::GemmArgs a{x.data(), k, m, y.data(), n};
+  a.batch_invariant = batch_invariant;
   sk::ThreadTeam& t = team(threads);
-  st.SetLabel(sk::default_schedule({m, n, k, sk::DType::BF16, threads}).to_string());
+  st.SetLabel(sk::default_schedule({m, n, k, sk::DType::BF16, threads, false, batch_invariant})
+                  .to_string());
   size_t i = 0;
   for (auto _ : st) sk::gemm(ow.w[i++ % ow.w.size()], a, t);
   set_counters(st, m, n, k, 2.0 * n * k, static_cast<int>(ow.w.size()));
+}
+void bench_ours(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
+  bench_sandwich(st, m, n, k, threads, false);
+}
+// The batch-invariant mode (GemmArgs::batch_invariant), to state what it costs.
+void bench_ours_invariant(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
+  bench_sandwich(st, m, n, k, threads, true);
 }
 
 #ifdef SANDWICH_BENCH_ONEDNN
@@ -379,6 +389,16 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                   static_cast<long long>(key.n), static_cast<long long>(key.k), key.threads, gbs,
                   stream > 0 ? 100 * gbs / stream : 0.0, stream);
     }
+    std::printf("\n-- the batch-invariant mode: its time over the default mode's --\n");
+    for (const auto& [key, secs] : t) {
+      if (key.peer != "sandwich") continue;
+      auto it = t.find(Key{"sandwich_invariant", key.m, key.n, key.k, key.threads});
+      if (it == t.end()) continue;
+      std::printf("M %4lld N %5lld K %5lld t %d: %.3f ms default, %.3f ms invariant: %.3fx\n",
+                  static_cast<long long>(key.m), static_cast<long long>(key.n),
+                  static_cast<long long>(key.k), key.threads, secs * 1e3, it->second * 1e3,
+                  it->second / secs);
+    }
   }
 
  private:
@@ -439,7 +459,8 @@ void register_all() {
   const std::vector<Shape> shapes = {{1152, 2304, {128}}, {768, 1024, {512}}, {6144, 4096, ms},
                                      {4096, 4096, ms},    {28672, 4096, ms},  {4096, 14336, ms}};
   using Fn = void (*)(benchmark::State&, int64_t, int64_t, int64_t, int);
-  std::vector<std::pair<std::string, Fn>> peers = {{"sandwich", bench_ours}};
+  std::vector<std::pair<std::string, Fn>> peers = {{"sandwich", bench_ours},
+                                                   {"sandwich_invariant", bench_ours_invariant}};
 #ifdef SANDWICH_BENCH_ONEDNN
   peers.emplace_back("onednn", bench_onednn);
 #endif

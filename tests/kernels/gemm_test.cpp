@@ -16,25 +16,13 @@
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 #include "random_values.h"
+#include "random_weights.h"
 
 namespace sandwich::kernels {
 namespace {
 
-struct Weights {
-  std::vector<float> w;  // n x k, values exactly representable in the storage type
-  std::vector<uint8_t> buf;
-  PackedWeight pw;
-};
-
-Weights make_weights(int64_t n, int64_t k, DType dt, uint32_t seed) {
-  Weights r;
-  r.w = test::random_normal(static_cast<size_t>(n * k), seed, 1.0f, dt == DType::BF16);
-  r.pw = plan_packed_weight(n, k, dt);
-  r.buf.assign(r.pw.bytes + 64, 0);
-  r.pw.data = r.buf.data() + (64 - reinterpret_cast<uintptr_t>(r.buf.data()) % 64) % 64;
-  pack_weight(r.pw, r.w.data(), DType::F32, k);
-  return r;
-}
+using Weights = test::RandomWeights;
+using test::random_weights;
 
 std::vector<float> random_x(int64_t m, int64_t k, uint32_t seed, bool bf16_exact) {
   return test::random_normal(static_cast<size_t>(m * k), seed, 1.0f, bf16_exact);
@@ -54,7 +42,7 @@ class GemmCases : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GemmCases, MatchesReferenceWithEveryEpilogueAndShard) {
   const Case c = GetParam();
-  const Weights W = make_weights(c.n, c.k, c.dt, 7);
+  const Weights W = random_weights(c.n, c.k, c.dt, 7);
   const auto x = random_x(c.m, c.k, 9, true);
   std::vector<float> ref(static_cast<size_t>(c.m * c.n));
   gemm_ref(x.data(), c.k, W.w.data(), c.k, c.m, c.n, c.k, ref.data(), c.n);
@@ -112,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Gemm, Bf16RoundsActivationsOnceWithinTheStatedBound) {
   const int64_t m = 9, n = 100, k = 513;
-  const Weights W = make_weights(n, k, DType::BF16, 21);
+  const Weights W = random_weights(n, k, DType::BF16, 21);
   const auto x = random_x(m, k, 22, false);
   std::vector<float> y(m * n), ref(m * n);
   gemm_ref(x.data(), k, W.w.data(), k, m, n, k, ref.data(), n);
@@ -132,7 +120,7 @@ TEST(Gemm, SiluMulOfTheGateUpPair) {
       for (auto [m, n, k, n0] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{11, 150, 96, 0},
                                  {1, 300, 70, 64},
                                  {40, 256, 200, 128}}) {
-        const Weights G = make_weights(n, k, dt, 1), U = make_weights(n, k, dt, 2);
+        const Weights G = random_weights(n, k, dt, 1), U = random_weights(n, k, dt, 2);
         const auto x = random_x(m, k, 3, true);
         const int64_t cols = n - n0;
         std::vector<float> g(m * n), u(m * n), y(m * cols, -1.0f);
@@ -155,7 +143,7 @@ TEST(Gemm, SiluMulOfTheGateUpPair) {
 TEST(Gemm, EveryScheduleGivesTheSameResult) {
   const int64_t m = 13, n = 192 + 37, k = 301;
   for (DType dt : {DType::F32, DType::BF16}) {
-    const Weights W = make_weights(n, k, dt, 4);
+    const Weights W = random_weights(n, k, dt, 4);
     const auto x = random_x(m, k, 5, true);
     std::vector<float> ref(m * n);
     gemm_ref(x.data(), k, W.w.data(), k, m, n, k, ref.data(), n);
@@ -194,7 +182,7 @@ TEST(Gemm, EveryScheduleGivesTheSameResult) {
 // A team of one runs a schedule made for two threads' worth of rows, and threads beyond the
 // work (more threads than panels) stay idle.
 TEST(Gemm, MoreThreadsThanWork) {
-  const Weights W = make_weights(64, 40, DType::BF16, 8);
+  const Weights W = random_weights(64, 40, DType::BF16, 8);
   const auto x = random_x(1, 40, 9, true);
   std::vector<float> y(64), ref(64);
   gemm_ref(x.data(), 40, W.w.data(), 40, 1, 64, 40, ref.data(), 64);
@@ -204,7 +192,7 @@ TEST(Gemm, MoreThreadsThanWork) {
 }
 
 TEST(Gemm, RejectsBadArguments) {
-  const Weights W = make_weights(100, 40, DType::BF16, 1);
+  const Weights W = random_weights(100, 40, DType::BF16, 1);
   std::vector<float> x(40), y(100);
   ThreadTeam team(1);
   EXPECT_THROW(gemm(W.pw, GemmArgs{x.data(), 40, 1, y.data(), 100, 10, 100}, team),
@@ -231,7 +219,7 @@ TEST(Gemm, RejectsBadArguments) {
   PackedWeight nodata = W.pw;
   nodata.data = nullptr;
   EXPECT_THROW(gemm(nodata, GemmArgs{x.data(), 40, 1, y.data(), 100}, team), std::invalid_argument);
-  const Weights U = make_weights(100, 42, DType::BF16, 2);
+  const Weights U = random_weights(100, 42, DType::BF16, 2);
   EXPECT_THROW(gemm_silu_mul(W.pw, U.pw, GemmArgs{x.data(), 40, 1, y.data(), 100}, team),
                std::invalid_argument);
 }

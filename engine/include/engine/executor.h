@@ -31,6 +31,9 @@ struct ExecutorLimits {
   int32_t max_tokens = 512;        // tokens of one step
   int32_t max_entries = 64;        // sequences of one step
   int32_t max_blocks_per_seq = 0;  // 0: enough for the model's context
+  // Sum every reduction in an order independent of the batch, so that a sequence's logits are
+  // bitwise the same whatever runs beside it (kernels::GemmArgs::batch_invariant); slower.
+  bool batch_invariant = false;
 };
 
 // Creates the executor of a configuration. Must be called before this process starts threads

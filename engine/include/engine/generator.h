@@ -39,6 +39,7 @@ struct GeneratorOptions {
   ForwardKind kind = ForwardKind::Fast;
   // Service configurations of the two phases (multi-rank ones run in forked rank processes).
   std::optional<topo::ServiceConfig> prefill, decode;
+  bool batch_invariant = false;  // ExecutorLimits::batch_invariant
 };
 
 class Generator {

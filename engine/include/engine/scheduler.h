@@ -37,6 +37,8 @@ struct SchedulerOptions {
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
   std::optional<topo::ServiceConfig> prefill_config, decode_config;
+  // Greedy outputs and logprobs independent of the batch (ExecutorLimits::batch_invariant).
+  bool batch_invariant = false;
   // A seam for tests (a fake executor that records the steps) and for other executors. Called
   // once per distinct configuration, prefill's first; null = make_executor.
   ExecutorFactory executor_factory;

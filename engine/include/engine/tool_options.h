@@ -1,7 +1,7 @@
 #pragma once
 // The options every tool that runs a model shares: which model and how to load it (--model,
 // --tokenizer, --load-format, --dtype, --weights-seed), and how to run it (--threads, --plan,
-// --prefill-config, --decode-config).
+// --prefill-config, --decode-config, --batch-invariant).
 #include <optional>
 #include <string>
 
@@ -16,6 +16,7 @@ void add_model_options(ArgParser& p, LoadOptions& o);
 struct PlanOptions {
   int threads = 0;  // one rank of this many cores when no configuration is given (0: all)
   std::optional<std::string> plan, prefill_config, decode_config;
+  bool batch_invariant = false;  // --batch-invariant: ExecutorLimits::batch_invariant
 };
 void add_plan_options(ArgParser& p, PlanOptions& o);
 // The configurations the options name: a phase's own option over the plan file over one rank

@@ -82,9 +82,17 @@ struct GemmArgs {
   int64_t n0 = 0, n1 = -1;
   int64_t k0 = 0, k1 = -1;
   Epilogue epilogue = Epilogue::Store;
+  // Every output element sums its K products in one fixed order, whatever m, the row's place
+  // among the m and the schedule: no split-k, and micro-kernels with one accumulator set
+  // (MicroKernel::one_set), whose elements add their K steps one after the other in every tile
+  // height and across K blocks. A row's output is then bitwise the same in any batch. The
+  // M and N blocking, tiles and threads still vary with the shape: they pick which elements a
+  // call computes, not how one is summed.
+  bool batch_invariant = false;
 };
 
-// y = x W^T over the team's threads, under `schedule` or the cost model's default.
+// y = x W^T over the team's threads, under `schedule` or the cost model's default. A
+// batch-invariant call runs a given schedule with its split-k threads moved to N.
 void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team,
           const Schedule* schedule = nullptr);
 

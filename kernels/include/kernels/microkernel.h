@@ -38,6 +38,10 @@ struct MicroKernel {
   // fn[0] ignores pf; fn[i] also prefetches 2^(i-1) lines from pf per step (1, 2, 4), so the
   // tiles sweeping one B chunk can fetch the next from DRAM while they compute.
   MicroKernelFn fn[4];
+  // fn with one accumulator set (fn itself where acc_sets is 1): every element of C then sums
+  // its K steps strictly one after the other, in every tile height and whatever the K blocks,
+  // so a row's result cannot depend on the tile that computed it (batch-invariant GEMMs).
+  MicroKernelFn one_set[4];
   std::string name() const;  // e.g. "avx512bf16_bf16_6x64"
 };
 

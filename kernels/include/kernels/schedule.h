@@ -38,6 +38,8 @@ struct GemmShape {
   DType weights;
   int threads;
   bool pair = false;  // the gate/up pair of gemm_silu_mul: two weights per output column
+  // A batch-invariant GEMM (GemmArgs::batch_invariant): no split-k, one-set micro-kernels.
+  bool batch_invariant = false;
 };
 
 // Predicted seconds of a schedule on this machine's roofline: compute at the micro-kernel's
