@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
       if (port < 0 || port > 65535) throw CliError("--port must be 0..65535");
       http.port = static_cast<uint16_t>(port);
     });
-    p.add("--api-key", &api_key, "require 'Authorization: Bearer KEY' on /v1 routes", "KEY");
+    p.add("--api-key", &api_key,
+          "require 'Authorization: Bearer KEY' on every route but /health and /metrics", "KEY");
+    p.add_flag("--metrics-need-key", &svc.metrics_need_key,
+               "with --api-key: /metrics needs the key too");
     p.add("--chat-template", &chat_template,
           "llama3, llama2, chatml, or a Jinja template file (default: the model's)", "T");
     p.add("--max-model-len", &sched.max_model_len,
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
         http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 ||
         shutdown_timeout < 0)
       throw CliError("thread counts, limits and timeouts must be positive");
+    if (svc.metrics_need_key && !api_key) throw CliError("--metrics-need-key needs --api-key");
     const Plan configs = resolve_plan(plan);
     sched.prefill_config = configs.prefill;
     sched.decode_config = configs.decode;

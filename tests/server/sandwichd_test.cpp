@@ -476,7 +476,40 @@ TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
     ASSERT_TRUE(e.readable_within(5000));
     expect_error(e.read_response(), 401);
   }
-  EXPECT_EQ(c.get("/health").status, 200);  // health stays open, as in vLLM
+  EXPECT_EQ(c.get("/health").status, 200);   // health stays open, as in vLLM
+  EXPECT_EQ(c.get("/metrics").status, 200);  // and metrics, without --metrics-need-key
+  // Every other route needs the key, and without it nothing tells which routes exist.
+  expect_error(c.post("/tokenize", {{"prompt", "hi"}}), 401);
+  expect_error(c.post("/detokenize", {{"tokens", {1}}}), 401);
+  expect_error(c.get("/version"), 401);
+  expect_error(c.get("/v1/models"), 401);
+  expect_error(c.get("/no/such/route"), 401);
+  expect_error(c.get("/v1/completions"), 401);
+  const std::vector<std::pair<std::string, std::string>> key = {{"Authorization", "Bearer secret"}};
+  expect_error(c.request("GET", "/no/such/route", {}, key), 404);
+  expect_error(c.request("GET", "/v1/completions", {}, key), 405);
+  EXPECT_EQ(c.post("/tokenize", {{"prompt", "hi"}}, key).status, 200);
+  // Two Authorization headers: which one would count is ambiguous.
+  {
+    Client two(d.port());
+    const std::string body = completion("hi", 2).dump();
+    two.send_raw(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
+        "Authorization: Bearer other\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    expect_error(two.read_response(), 400, "Authorization");
+  }
+  EXPECT_EQ(d.terminate(), 0);
+}
+
+TEST(SandwichdAuth, MetricsNeedTheKeyWithMetricsNeedKey) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --api-key secret --metrics-need-key");
+  Client c(d.port());
+  expect_error(c.get("/metrics"), 401);
+  EXPECT_EQ(c.request("GET", "/metrics", {}, {{"Authorization", "Bearer secret"}}).status, 200);
+  EXPECT_EQ(c.get("/health").status, 200);
   EXPECT_EQ(d.terminate(), 0);
 }
 
