@@ -222,6 +222,7 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
       return out->reply(r);
     }
     if (p == "/version") return out->reply(json_response({{"version", "0.1.0"}}));
+    if (I.shutting_down) I.require_ready();  // draining: nothing new starts
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
     if (p == "/v1/completions") return I.generate(req, out, ApiKind::Completion);
     if (p == "/v1/chat/completions") return I.generate(req, out, ApiKind::Chat);

@@ -1,6 +1,8 @@
 // sandwichd: the OpenAI-compatible server. The HTTP side comes up first (so /health reports 503
-// while the model loads); SIGTERM/SIGINT stop accepting, let running requests finish (up to
-// --shutdown-timeout, then abort them) and exit 0.
+// while the model loads); "listening on" is said once the model is loaded, so that a log never
+// shows a listening server that then fails to load. SIGTERM/SIGINT drain: running requests may
+// finish (up to --shutdown-timeout, then they are aborted) while /health and new requests get
+// 503 "shutting down"; then it exits 0.
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -121,8 +123,7 @@ int main(int argc, char** argv) {
       cv.notify_all();
     });
     server.start();
-    std::fprintf(stderr, "sandwichd: listening on http://%s:%u (loading %s)\n", http.host.c_str(),
-                 server.port(), load.model.c_str());
+    std::fprintf(stderr, "sandwichd: loading %s\n", load.model.c_str());
 
     std::unique_ptr<Model> model;
     std::unique_ptr<Scheduler> scheduler;
@@ -135,6 +136,8 @@ int main(int argc, char** argv) {
       server.stop();
       throw;
     }
+    std::fprintf(stderr, "sandwichd: listening on http://%s:%u\n", http.host.c_str(),
+                 server.port());
     std::fprintf(stderr,
                  "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, "
                  "prefill %s, decode %s\n",
@@ -149,8 +152,9 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "sandwichd: shutting down: finishing %d running request(s)\n",
                  service.active_requests());
+    // Still accepting while draining: /health says 503 "shutting down" rather than a refused
+    // connection, and new requests get 503 too.
     service.begin_shutdown();
-    server.stop_accepting();
     scheduler->request_shutdown(true);
     std::thread waiter([&] { scheduler->shutdown(true); });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(shutdown_timeout);
@@ -162,6 +166,7 @@ int main(int argc, char** argv) {
     // Let the last responses reach their clients.
     for (int i = 0; i < 100 && service.active_requests() > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    server.stop_accepting();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server.stop();
     std::fprintf(stderr, "sandwichd: stopped\n");

@@ -540,6 +540,8 @@ TEST(SandwichdStartup, BadModelExitsWithOneLine) {
   std::ifstream in(dir / "e");
   std::string err{std::istreambuf_iterator<char>(in), {}};
   EXPECT_NE(err.find("sandwichd: error:"), std::string::npos) << err;
+  // Nothing said it was listening: it never served.
+  EXPECT_EQ(err.find("listening on"), std::string::npos) << err;
 }
 
 // Runs a shell command and returns its stdout (exit status in *rc).
@@ -747,6 +749,40 @@ TEST(SandwichdShutdown, RequestsAbortedAtShutdownGet503AndStreamsAnErrorEvent) {
   expect_error(whole, 503, "shut down");
   EXPECT_EQ(status, 200);
   expect_stream_error(events, "server_error");
+}
+
+TEST(SandwichdShutdown, DuringADrainHealthAndNewRequestsGet503) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 200 --shutdown-timeout 1");
+  HttpResult filler;
+  std::thread a([&] { filler = Client(d.port()).post("/v1/completions", queue_filler(32)); });
+  ASSERT_TRUE(wait_for_waiting(d.port(), 20));
+  d.begin_terminate();
+  // A refused connection (what a drain used to give) is status 0.
+  auto answer = [&](auto&& ask) {
+    try {
+      Client c(d.port());
+      return ask(c);
+    } catch (const std::exception&) {
+      return HttpResult{};
+    }
+  };
+  HttpResult health;
+  for (int i = 0; i < 200 && health.status != 503; ++i) {
+    health = answer([](Client& c) { return c.get("/health"); });
+    if (health.status != 503) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, R"({"status":"shutting down"})");
+  expect_error(answer([](Client& c) { return c.post("/v1/completions", completion("hi", 2)); }),
+               503, "shutting down");
+  expect_error(answer([](Client& c) {
+                 return c.post("/tokenize", {{"prompt", "hi"}});
+               }),
+               503, "shutting down");
+  EXPECT_EQ(d.terminate(), 0) << d.log();
+  a.join();
+  expect_error(filler, 503, "shut down");  // past --shutdown-timeout
 }
 
 TEST_F(Sandwichd, LogprobOffsetsCountTextHeldBackForAStopString) {

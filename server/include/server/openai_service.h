@@ -30,7 +30,7 @@ class OpenAiService {
 
   // The model is ready: from now on /health is 200 and the API answers.
   void attach(const Model& model, Scheduler& scheduler);
-  // Shutting down: new generation requests get 503.
+  // Draining: /health and every new model request get 503 "shutting down".
   void begin_shutdown();
   // Requests still producing output.
   int active_requests() const;
