@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -81,6 +82,7 @@ struct Scheduler::Impl {
   void prefill_step();
   void decode_step();
   void accept_token(Seq& s, float* row);
+  bool is_stop_token(const Seq& s, int32_t t) const;
   void finish(Seq& s, FinishReason reason);
   void abort(Seq& s, AbortReason why, const std::string& error);
   void remove_finished();
@@ -171,9 +173,15 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
           "this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
           " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
           std::to_string(r.max_tokens) + " more");
-    for (int32_t t : r.prompt)
-      if (t < 0 || t >= I.model.config.vocab_size)
-        throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
+    if (r.min_tokens < 0 || r.min_tokens > r.max_tokens)
+      throw std::invalid_argument("min_tokens (" + std::to_string(r.min_tokens) +
+                                  ") must be between 0 and max_tokens (" +
+                                  std::to_string(r.max_tokens) + ")");
+    for (const auto* ids : {&r.prompt, &r.stop_token_ids})
+      for (int32_t t : *ids)
+        if (t < 0 || t >= I.model.config.vocab_size)
+          throw std::invalid_argument("token id " + std::to_string(t) +
+                                      " is outside the vocabulary");
     auto s = std::make_unique<Seq>();
     uint64_t seed;
     {
@@ -185,7 +193,8 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
     s->tokens = r.prompt;
     s->n_prompt = static_cast<int32_t>(n);
     s->arrival = Clock::now();
-    s->decoder = std::make_unique<IncrementalDecoder>(*I.model.tokenizer, r.prompt.back());
+    s->decoder = std::make_unique<IncrementalDecoder>(*I.model.tokenizer, r.prompt.back(),
+                                                      !r.skip_special_tokens);
     s->stops = std::make_unique<StopStringMatcher>(r.stop);
     s->req = std::move(r);
     seqs.push_back(std::move(s));
@@ -302,8 +311,23 @@ void Scheduler::Impl::preempt(Seq& s) {
   running.erase(it);
 }
 
+bool Scheduler::Impl::is_stop_token(const Seq& s, int32_t t) const {
+  auto in = [t](const std::vector<int32_t>& ids) {
+    return std::find(ids.begin(), ids.end(), t) != ids.end();
+  };
+  return (!s.req.ignore_eos && in(stop_ids)) || in(s.req.stop_token_ids);
+}
+
 void Scheduler::Impl::accept_token(Seq& s, float* row) {
   const int32_t V = model.config.vocab_size;
+  const bool may_stop = s.generated() >= s.req.min_tokens;
+  // Before min_tokens a stop token cannot be sampled at all (as vLLM does), rather than being
+  // sampled and dropped.
+  if (!may_stop) {
+    if (!s.req.ignore_eos)
+      for (int32_t t : stop_ids) row[t] = -std::numeric_limits<float>::infinity();
+    for (int32_t t : s.req.stop_token_ids) row[t] = -std::numeric_limits<float>::infinity();
+  }
   RequestOutput out;
   std::vector<float> raw;
   if (s.req.logprobs >= 0) raw.assign(row, row + V);
@@ -316,7 +340,7 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
     itl.observe(secs(now - s.last_token));
   }
   s.last_token = now;
-  if (!s.req.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
+  if (is_stop_token(s, next)) {
     finish(s, FinishReason::Stop);
     return;
   }
@@ -331,7 +355,8 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
                             s.req.logprobs > 0
                                 ? Sampler::top_logprobs(raw.data(), V, s.req.logprobs)
                                 : std::vector<Sampler::TopLogprob>{}});
-  out.text = s.stops->push(s.decoder->push(next));
+  // min_tokens counts this token: the stop string may end in it.
+  out.text = s.stops->push(s.decoder->push(next), s.generated() >= s.req.min_tokens);
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
   if (s.req.on_output) s.req.on_output(out);

@@ -13,10 +13,10 @@ StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) {
     }
 }
 
-std::string StopStringMatcher::push(std::string_view text) {
+std::string StopStringMatcher::push(std::string_view text, bool may_stop) {
   if (stopped_) return {};
   held_.append(text);
-  if (stops_.empty()) return std::exchange(held_, {});
+  if (stops_.empty() || !may_stop) return std::exchange(held_, {});
   // Earliest complete match wins.
   size_t best = std::string::npos;
   for (const auto& s : stops_) {

@@ -125,7 +125,10 @@ Vocab vocab_from_tokenizer_file(const fs::path& path) {
 }
 
 std::string IncrementalDecoder::push(int32_t id) {
-  pending_ += tok_.piece(id, prev_);
+  if (keep_special_ && tok_.is_special(id))
+    pending_ += tok_.token_text(id);
+  else
+    pending_ += tok_.piece(id, prev_);
   prev_ = id;
   // Emit everything up to the last complete UTF-8 sequence; bytes that can never start or
   // continue a valid sequence become U+FFFD at once.

@@ -285,6 +285,9 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
       r.max_tokens = req.max_tokens < 0 ? max_len - static_cast<int32_t>(p.size()) : req.max_tokens;
       r.stop = req.stop;
       r.ignore_eos = req.ignore_eos;
+      r.stop_token_ids = req.stop_token_ids;
+      r.min_tokens = req.min_tokens;
+      r.skip_special_tokens = req.skip_special_tokens;
       r.logprobs = req.logprobs;
       r.deadline = deadline;
       r.on_output = [job, idx](const RequestOutput& o) { job->on_output(idx, o); };

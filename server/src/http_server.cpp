@@ -204,7 +204,9 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& f : req) {
       std::string name(f.name_string());
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request_.headers[name] = std::string(f.value());
+      auto [it, first] = request_.headers.try_emplace(name);
+      if (!first) request_.repeated_headers.push_back(name);
+      it->second = std::string(f.value());
     }
     std::string expect = request_.header("expect");
     for (auto& c : expect) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

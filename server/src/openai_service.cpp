@@ -35,6 +35,15 @@ int64_t unix_now() {
       .count();
 }
 
+// Time that depends on the key's length only, not on how much of it a guess got right.
+bool constant_time_equal(std::string_view guess, std::string_view key) {
+  unsigned diff = guess.size() != key.size();
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>(i < guess.size() ? guess[i] : 0) ^
+            static_cast<unsigned char>(key[i]);
+  return diff == 0;
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -64,15 +73,20 @@ struct OpenAiService::Impl {
   ChatFormat chat_format = ChatFormat::Llama2;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
 
+  // Checks the key of a request to `path`, before anything else about it: an unknown route or
+  // a wrong method without the key is a 401 too, so that routes cannot be probed.
   void authorize(const HttpRequest& r) const {
-    if (!opt.api_key) return;
+    // Two credentials: which one counts would depend on the proxy in between.
+    if (std::count(r.repeated_headers.begin(), r.repeated_headers.end(), "authorization"))
+      bad("the request has more than one Authorization header");
+    if (!opt.api_key || !needs_key(r.path)) return;
     // "<scheme> <token>", the scheme case-insensitive (RFC 9110 section 11.1).
     const std::string h = r.header("authorization");
     const size_t sp = h.find(' ');
     const size_t tok = sp == std::string::npos ? sp : h.find_first_not_of(' ', sp);
     const bool ok = tok != std::string::npos &&
                     iequals(std::string_view(h).substr(0, sp), "bearer") &&
-                    h.substr(tok) == *opt.api_key;
+                    constant_time_equal(std::string_view(h).substr(tok), *opt.api_key);
     if (!ok)
       throw ApiError{401,
                      "invalid or missing API key (send 'Authorization: Bearer <key>')",
@@ -81,8 +95,9 @@ struct OpenAiService::Impl {
                      "invalid_api_key"};
   }
 
-  static bool needs_key(const std::string& path) {
-    return path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
+  // Every path, known or not, but the probes a load balancer or Prometheus make.
+  bool needs_key(const std::string& path) const {
+    return path != "/health" && (path != "/metrics" || opt.metrics_need_key);
   }
 
   void require_ready() const {
@@ -105,7 +120,6 @@ struct OpenAiService::Impl {
   }
 
   void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
-    authorize(http);
     const json j = model_request(http);
     const GenerateRequest req = parse_generate_request(j, kind, parse_context());
     const WireFormat& format =
@@ -172,7 +186,7 @@ int OpenAiService::active_requests() const {
 
 std::optional<HttpResponse> OpenAiService::check_headers(const HttpRequest& req) const {
   try {
-    if (Impl::needs_key(req.path)) impl_->authorize(req);
+    impl_->authorize(req);
   } catch (const ApiError& e) {
     return to_response(e);
   }
@@ -184,6 +198,7 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
   ++I.http_requests;
   try {
     const std::string& p = req.path;
+    I.authorize(req);
     const char* method = route_method(p);
     if (!method) throw ApiError{404, "no route " + req.method + " " + p, "not_found_error", {}, {}};
     if (req.method != method)
@@ -207,7 +222,7 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
       return out->reply(r);
     }
     if (p == "/version") return out->reply(json_response({{"version", "0.1.0"}}));
-    if (Impl::needs_key(p)) I.authorize(req);
+    if (I.shutting_down) I.require_ready();  // draining: nothing new starts
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
     if (p == "/v1/completions") return I.generate(req, out, ApiKind::Completion);
     if (p == "/v1/chat/completions") return I.generate(req, out, ApiKind::Chat);

@@ -1,8 +1,10 @@
 #include "request_parsing.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "api_error.h"
 
@@ -51,33 +53,43 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseC
   return out;
 }
 
+// A string member of an object, or nullptr when absent or not a string. No copy: request JSON is
+// only ever read in place.
+const std::string* string_member(const json& o, const char* k) {
+  const auto it = o.find(k);
+  return it != o.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+}
+
 // messages, rendered with the chat template and tokenized.
 std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
-  const json* m = j.contains("messages") ? &j["messages"] : nullptr;
+  const json* m = Fields(j).get("messages");
   if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
   std::vector<ChatMessage> msgs;
-  for (auto& e : *m) {
+  for (const json& e : *m) {
     if (!e.is_object()) bad("each message must be an object with 'role' and 'content'", "messages");
-    if (!e.contains("role") || !e["role"].is_string())
-      bad("each message needs a string 'role'", "messages");
-    const std::string role = e["role"];
+    const std::string* role_p = string_member(e, "role");
+    if (!role_p) bad("each message needs a string 'role'", "messages");
+    const std::string& role = *role_p;
     if (role != "system" && role != "user" && role != "assistant" && role != "developer")
       bad("unsupported message role '" + role + "' (system, user, assistant)", "messages");
+    const Fields mf(e);
+    if (mf.get("name") && !mf.get("name")->is_string())
+      bad("message 'name' must be a string", "messages");
     std::string content;
-    const json c = e.value("content", json());
+    const json* c = mf.get("content");
     // Only an assistant turn may go without content (one that made tool calls).
-    if (c.is_null() && role != "assistant")
-      bad("a '" + role + "' message needs 'content'", "messages");
-    if (c.is_string()) {
-      content = c.get<std::string>();
-    } else if (c.is_array()) {  // [{"type":"text","text":...}]
-      for (auto& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
+    if (!c && role != "assistant") bad("a '" + role + "' message needs 'content'", "messages");
+    if (c && c->is_string()) {
+      content = c->get<std::string>();
+    } else if (c && c->is_array()) {  // [{"type":"text","text":...}]
+      for (const json& part : *c) {
+        const std::string* type = part.is_object() ? string_member(part, "type") : nullptr;
+        const std::string* text = part.is_object() ? string_member(part, "text") : nullptr;
+        if (!type || *type != "text" || !text)
           bad("only text content parts are supported", "messages");
-        content += part["text"].get<std::string>();
+        content += *text;
       }
-    } else if (!c.is_null()) {
+    } else if (c) {
       bad("message 'content' must be a string or a list of text parts", "messages");
     }
     msgs.push_back({role == "developer" ? "system" : role, content});
@@ -127,10 +139,28 @@ void parse_sampling(const Fields& f, const ParseContext& ctx, GenerateRequest& r
   const int32_t max_len = ctx.max_model_len;
   // Checked even when max_completion_tokens overrides it.
   int64_t max_tokens = f.integer("max_tokens", chat ? -1 : 16, 1, max_len);
-  if (chat && f.get("max_completion_tokens"))
+  if (f.get("max_completion_tokens"))
     max_tokens = f.integer("max_completion_tokens", 16, 1, max_len);
   r.max_tokens = static_cast<int32_t>(max_tokens);
   r.ignore_eos = f.boolean("ignore_eos", false);
+  r.min_tokens = static_cast<int32_t>(f.integer("min_tokens", 0, 0, max_len));
+  if (r.max_tokens >= 0 && r.min_tokens > r.max_tokens)
+    bad("'min_tokens' (" + std::to_string(r.min_tokens) + ") must not exceed 'max_tokens' (" +
+            std::to_string(r.max_tokens) + ")",
+        "min_tokens");
+  r.skip_special_tokens = f.boolean("skip_special_tokens", true);
+  if (const json* ids = f.get("stop_token_ids")) {
+    if (!ids->is_array()) bad("'stop_token_ids' must be a list of token ids", "stop_token_ids");
+    if (ids->size() > 1024) bad("at most 1024 'stop_token_ids'", "stop_token_ids");
+    for (const json& v : *ids) {
+      const auto t = v.is_number_integer() ? as_int64(v) : std::nullopt;
+      if (!t || *t < 0 || *t >= ctx.vocab_size)
+        bad("'stop_token_ids' entry " + (v.is_primitive() ? v.dump() : std::string("(a list)")) +
+                " is not a token id of this model (0.." + std::to_string(ctx.vocab_size - 1) + ")",
+            "stop_token_ids");
+      r.stop_token_ids.push_back(static_cast<int32_t>(*t));
+    }
+  }
   if (const json* st = f.get("stop")) {
     if (st->is_string())
       r.stop.push_back(st->get<std::string>());
@@ -144,7 +174,12 @@ void parse_sampling(const Fields& f, const ParseContext& ctx, GenerateRequest& r
       bad("'stop' must be a string or a list of strings", "stop");
     }
   }
-  f.string("user");  // type-checked, otherwise unused
+  // Type-checked, otherwise unused: they change nothing in the output.
+  f.string("user");
+  f.string("service_tier");
+  f.boolean("store", false);
+  if (const json* md = f.get("metadata"); md && !md->is_object())
+    bad("'metadata' must be an object", "metadata");
 }
 
 // Features a client may rely on that this server does not have: refused, never ignored.
@@ -153,9 +188,23 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   if (!chat && f.integer("best_of", 1, 1, max_n) > 1)
     bad("'best_of' > 1 is not supported by this server; use 'n'", "best_of");
   if (!chat && f.get("suffix")) bad("'suffix' is not supported by this server", "suffix");
+  // vLLM extras that would change the output.
+  if (f.boolean("use_beam_search", false))
+    bad("'use_beam_search' is not supported by this server", "use_beam_search");
+  if (f.boolean("include_stop_str_in_output", false))
+    bad("'include_stop_str_in_output' is not supported by this server",
+        "include_stop_str_in_output");
   if (chat) {
-    if (const json* t = f.get("tools"); t && !(t->is_array() && t->empty()))
-      bad("'tools' (function calling) is not supported by this server", "tools");
+    // Function calling, old and new: an empty list of tools, or choosing none, asks for nothing.
+    for (const char* k : {"tools", "functions"})
+      if (const json* t = f.get(k); t && !(t->is_array() && t->empty()))
+        bad(std::string("'") + k + "' (function calling) is not supported by this server", k);
+    for (const char* k : {"tool_choice", "function_call"})
+      if (const json* t = f.get(k); t && !(t->is_string() && *t == "none"))
+        bad(std::string("'") + k + "' (function calling) is not supported by this server", k);
+    if (f.get("parallel_tool_calls"))
+      bad("'parallel_tool_calls' (function calling) is not supported by this server",
+          "parallel_tool_calls");
     if (const json* rf = f.get("response_format")) {
       if (!rf->is_object() || rf->value("type", std::string()) != "text")
         bad("only 'response_format' {\"type\": \"text\"} is supported by this server",
@@ -164,9 +213,36 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   }
 }
 
+// Whether arrays and objects nest more than `limit` deep, counted on the raw text (brackets in
+// strings skipped) so that a deep body is refused before nlohmann::json builds its tree. Exact
+// for valid JSON; invalid JSON is refused by the parser anyway.
+bool json_deeper_than(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 json parse_json_body(const std::string& body) {
+  if (json_deeper_than(body, kMaxJsonDepth))
+    bad("the request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+        " levels deep");
   json j;
   try {
     j = json::parse(body);
@@ -214,7 +290,7 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
                    : completion_prompts(body, ctx);
   const int32_t max_len = ctx.max_model_len;
   for (auto& p : r.prompts) {
-    const int64_t want = r.max_tokens < 0 ? 1 : r.max_tokens;
+    const int64_t want = r.max_tokens < 0 ? std::max(1, r.min_tokens) : r.max_tokens;
     if (static_cast<int64_t>(p.size()) + want > max_len)
       bad("This model's maximum context length is " + std::to_string(max_len) +
               " tokens. However, you requested " + std::to_string(p.size() + want) + " tokens (" +

@@ -37,6 +37,10 @@ struct GenerateRequest {
   int32_t max_tokens = 16;  // -1: whatever the context leaves
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // vLLM's extras: EngineRequest's fields of the same names.
+  std::vector<int32_t> stop_token_ids;
+  int32_t min_tokens = 0;
+  bool skip_special_tokens = true;
   int32_t logprobs = -1;  // -1: none; else the top n (chat: top_logprobs, with logprobs = true)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -44,7 +48,11 @@ struct GenerateRequest {
   size_t sequences() const { return prompts.size() * static_cast<size_t>(n); }
 };
 
-// The body as a JSON object.
+// Deepest nesting of arrays and objects a request body may have: real requests need a handful
+// of levels; a deeper body is refused before any tree is built.
+inline constexpr int kMaxJsonDepth = 64;
+
+// The body as a JSON object (400 for invalid JSON, or nesting deeper than kMaxJsonDepth).
 nlohmann::json parse_json_body(const std::string& body);
 // A 'model' field other than the served one is a 404, as OpenAI answers it.
 void check_model(const Fields& f, const std::string& served_model_name);

@@ -1,6 +1,8 @@
 // sandwichd: the OpenAI-compatible server. The HTTP side comes up first (so /health reports 503
-// while the model loads); SIGTERM/SIGINT stop accepting, let running requests finish (up to
-// --shutdown-timeout, then abort them) and exit 0.
+// while the model loads); "listening on" is said once the model is loaded, so that a log never
+// shows a listening server that then fails to load. SIGTERM/SIGINT drain: running requests may
+// finish (up to --shutdown-timeout, then they are aborted) while /health and new requests get
+// 503 "shutting down"; then it exits 0.
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -64,7 +66,10 @@ int main(int argc, char** argv) {
       if (port < 0 || port > 65535) throw CliError("--port must be 0..65535");
       http.port = static_cast<uint16_t>(port);
     });
-    p.add("--api-key", &api_key, "require 'Authorization: Bearer KEY' on /v1 routes", "KEY");
+    p.add("--api-key", &api_key,
+          "require 'Authorization: Bearer KEY' on every route but /health and /metrics", "KEY");
+    p.add_flag("--metrics-need-key", &svc.metrics_need_key,
+               "with --api-key: /metrics needs the key too");
     p.add("--chat-template", &chat_template,
           "llama3, llama2, chatml, or a Jinja template file (default: the model's)", "T");
     p.add("--max-model-len", &sched.max_model_len,
@@ -93,6 +98,7 @@ int main(int argc, char** argv) {
         http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 ||
         shutdown_timeout < 0)
       throw CliError("thread counts, limits and timeouts must be positive");
+    if (svc.metrics_need_key && !api_key) throw CliError("--metrics-need-key needs --api-key");
     const Plan configs = resolve_plan(plan);
     sched.prefill_config = configs.prefill;
     sched.decode_config = configs.decode;
@@ -118,8 +124,7 @@ int main(int argc, char** argv) {
       cv.notify_all();
     });
     server.start();
-    std::fprintf(stderr, "sandwichd: listening on http://%s:%u (loading %s)\n", http.host.c_str(),
-                 server.port(), load.model.c_str());
+    std::fprintf(stderr, "sandwichd: loading %s\n", load.model.c_str());
 
     std::unique_ptr<Model> model;
     std::unique_ptr<Scheduler> scheduler;
@@ -132,6 +137,8 @@ int main(int argc, char** argv) {
       server.stop();
       throw;
     }
+    std::fprintf(stderr, "sandwichd: listening on http://%s:%u\n", http.host.c_str(),
+                 server.port());
     std::fprintf(stderr,
                  "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, "
                  "prefill %s, decode %s\n",
@@ -146,8 +153,9 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "sandwichd: shutting down: finishing %d running request(s)\n",
                  service.active_requests());
+    // Still accepting while draining: /health says 503 "shutting down" rather than a refused
+    // connection, and new requests get 503 too.
     service.begin_shutdown();
-    server.stop_accepting();
     scheduler->request_shutdown(true);
     std::thread waiter([&] { scheduler->shutdown(true); });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(shutdown_timeout);
@@ -159,6 +167,7 @@ int main(int argc, char** argv) {
     // Let the last responses reach their clients.
     for (int i = 0; i < 100 && service.active_requests() > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    server.stop_accepting();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server.stop();
     std::fprintf(stderr, "sandwichd: stopped\n");

@@ -760,6 +760,97 @@ TEST_F(SchedulerTest, AStopStringFinishesWithStopAndIsCutFromTheText) {
   EXPECT_EQ(whole.tokens(), script);
 }
 
+TEST_F(SchedulerTest, StopTokenIdsFinishWithStopEvenWhenEosIsIgnored) {
+  Scheduler& s = start(options());
+  const int32_t eos = model().tokenizer->stop_ids().at(0);
+  const auto p = prompt(300, 3);
+  const std::vector<int32_t> script = {400, eos, 401, 402, 403, 404};
+  fake.set_script([&](std::span<const int32_t> ctx) { return script.at(ctx.size() - p.size()); });
+  Collector& c = collector();
+  EngineRequest r = request(p, 5, c);
+  r.ignore_eos = true;
+  r.stop_token_ids = {402};
+  s.submit(std::move(r));
+  ASSERT_TRUE(c.wait_finished());
+  EXPECT_EQ(c.last().finish_reason, FinishReason::Stop);
+  EXPECT_EQ(c.tokens(), (std::vector<int32_t>{400, eos, 401}));  // 402 is not output
+  EXPECT_EQ(c.last().completion_tokens, 3);
+  EXPECT_EQ(c.text(), text_of(p, {400, eos, 401}));
+
+  EngineRequest outside = request(p, 5, collector());
+  outside.stop_token_ids = {vocab()};
+  EXPECT_THROW(s.submit(std::move(outside)), std::invalid_argument);
+}
+
+TEST_F(SchedulerTest, NoStopTokenCanEndASequenceBeforeMinTokens) {
+  Scheduler& s = start(options());
+  const int32_t eos = model().tokenizer->stop_ids().at(0);
+  const auto p = prompt(300, 3);
+  // The model wants to stop at once, every time.
+  fake.set_script([&](std::span<const int32_t>) { return eos; });
+  Collector& c = collector();
+  EngineRequest r = request(p, 10, c);
+  r.min_tokens = 3;
+  s.submit(std::move(r));
+  ASSERT_TRUE(c.wait_finished());
+  EXPECT_EQ(c.last().finish_reason, FinishReason::Stop);
+  EXPECT_EQ(c.last().completion_tokens, 3);
+  const auto t = c.tokens();
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(std::count(t.begin(), t.end(), eos), 0);
+
+  fake.set_script([&](std::span<const int32_t>) { return 402; });
+  Collector& ids = collector();
+  EngineRequest r2 = request(p, 10, ids);
+  r2.stop_token_ids = {402};
+  r2.min_tokens = 2;
+  s.submit(std::move(r2));
+  ASSERT_TRUE(ids.wait_finished());
+  EXPECT_EQ(ids.last().finish_reason, FinishReason::Stop);
+  EXPECT_EQ(ids.last().completion_tokens, 2);
+
+  EngineRequest too_many = request(p, 4, collector());
+  too_many.min_tokens = 5;
+  EXPECT_THROW(s.submit(std::move(too_many)), std::invalid_argument);
+}
+
+TEST_F(SchedulerTest, StopStringsDoNotMatchBeforeMinTokens) {
+  Scheduler& s = start(options());
+  const Tokenizer& tok = *model().tokenizer;
+  const std::vector<int32_t> p = {tok.bos_id()};
+  const auto script = tok.encode("Once upon a time there was a cat.", false);
+  fake.set_script([&](std::span<const int32_t> ctx) { return script.at(ctx.size() - 1); });
+  Collector& c = collector();
+  EngineRequest r = request(p, 30, c);
+  r.stop = {"Once", "there"};
+  r.min_tokens = 2;
+  s.submit(std::move(r));
+  ASSERT_TRUE(c.wait_finished());
+  EXPECT_EQ(c.last().finish_reason, FinishReason::Stop);
+  EXPECT_EQ(c.text(), "Once upon a time ");
+}
+
+TEST_F(SchedulerTest, SpecialTokensAreInTheTextOnlyWhenNotSkipped) {
+  Scheduler& s = start(options());
+  const int32_t eos = model().tokenizer->stop_ids().at(0);
+  const std::string eos_text(model().tokenizer->token_text(eos));
+  const auto p = prompt(300, 3);
+  const std::vector<int32_t> script = {400, eos, 401};
+  fake.set_script([&](std::span<const int32_t> ctx) { return script.at(ctx.size() - p.size()); });
+  Collector& skipped = collector();
+  Collector& kept = collector();
+  for (Collector* c : {&skipped, &kept}) {
+    EngineRequest r = request(p, 3, *c);
+    r.ignore_eos = true;
+    r.skip_special_tokens = c == &skipped;
+    s.submit(std::move(r));
+  }
+  ASSERT_TRUE(all_finish());
+  EXPECT_EQ(skipped.text().find(eos_text), std::string::npos) << skipped.text();
+  EXPECT_NE(kept.text().find(eos_text), std::string::npos) << kept.text();
+  EXPECT_EQ(kept.tokens(), skipped.tokens());
+}
+
 TEST_F(SchedulerTest, LogprobsComeWithEachToken) {
   Scheduler& s = start(options());
   Collector& c = collector();

@@ -237,6 +237,83 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
                         ApiKind::Chat));
 }
 
+TEST_F(RequestParsing, FunctionCallingFieldsAreRefusedNotIgnored) {
+  const std::string not_supported = "' (function calling) is not supported by this server";
+  for (const auto& [k, v] : std::vector<std::pair<std::string, json>>{
+           {"tool_choice", "auto"},
+           {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
+           {"functions", {{{"name", "f"}}}},
+           {"function_call", "auto"},
+           {"function_call", {{"name", "f"}}},
+           {"parallel_tool_calls", true},
+           {"parallel_tool_calls", false}})
+    expect_bad(chat({{k, v}}), k, "'" + k + not_supported, ApiKind::Chat);
+  // Asking for no function calling is what the server does anyway.
+  EXPECT_NO_THROW(parse(
+      chat({{"tool_choice", "none"}, {"functions", json::array()}, {"function_call", "none"}}),
+      ApiKind::Chat));
+  for (const char* k : {"use_beam_search", "include_stop_str_in_output"}) {
+    expect_bad({{"prompt", "x"}, {k, true}}, k,
+               std::string("'") + k + "' is not supported by this server");
+    EXPECT_NO_THROW(parse({{"prompt", "x"}, {k, false}}));
+  }
+}
+
+TEST_F(RequestParsing, EveryFieldIsTypeChecked) {
+  expect_bad(chat({{"user", 1}}), "user", "'user' must be a string, not number", ApiKind::Chat);
+  expect_bad({{"prompt", "x"}, {"store", "yes"}}, "store", "'store' must be a boolean, not string");
+  expect_bad({{"prompt", "x"}, {"metadata", 1}}, "metadata", "'metadata' must be an object");
+  expect_bad({{"prompt", "x"}, {"service_tier", 1}}, "service_tier",
+             "'service_tier' must be a string, not number");
+  json named = chat();
+  named["messages"][0]["name"] = 1;
+  expect_bad(named, "messages", "message 'name' must be a string", ApiKind::Chat);
+  named["messages"][0]["name"] = "bob";
+  EXPECT_NO_THROW(parse(named, ApiKind::Chat));
+}
+
+TEST_F(RequestParsing, VllmExtras) {
+  for (ApiKind kind : {ApiKind::Completion, ApiKind::Chat}) {
+    json body = kind == ApiKind::Chat ? chat() : json{{"prompt", "x"}};
+    const GenerateRequest d = parse(body, kind);
+    EXPECT_EQ(d.min_tokens, 0);
+    EXPECT_TRUE(d.stop_token_ids.empty());
+    EXPECT_TRUE(d.skip_special_tokens);
+    body["min_tokens"] = 3;
+    body["stop_token_ids"] = {5, 7};
+    body["skip_special_tokens"] = false;
+    body["max_tokens"] = 8;
+    const GenerateRequest r = parse(body, kind);
+    EXPECT_EQ(r.min_tokens, 3);
+    EXPECT_EQ(r.stop_token_ids, (std::vector<int32_t>{5, 7}));
+    EXPECT_FALSE(r.skip_special_tokens);
+    body["min_tokens"] = 9;
+    expect_bad(body, "min_tokens", "'min_tokens' (9) must not exceed 'max_tokens' (8)", kind);
+    body["min_tokens"] = -1;
+    expect_bad(body, "min_tokens", "'min_tokens' must be between 0 and 256, got -1", kind);
+    body["min_tokens"] = 0;
+    const std::string not_an_id = " is not a token id of this model (0..299)";
+    for (const auto& [ids, shown] : std::vector<std::pair<json, std::string>>{
+             {{300}, "300"}, {{-1}, "-1"}, {{1.5}, "1.5"}, {{"a"}, "\"a\""}, {{{1}}, "(a list)"}})
+      expect_bad({{"prompt", "x"}, {"stop_token_ids", ids}}, "stop_token_ids",
+                 "'stop_token_ids' entry " + shown + not_an_id);
+    expect_bad({{"prompt", "x"}, {"stop_token_ids", 5}}, "stop_token_ids",
+               "'stop_token_ids' must be a list of token ids");
+    expect_bad({{"prompt", "x"}, {"skip_special_tokens", "no"}}, "skip_special_tokens",
+               "'skip_special_tokens' must be a boolean, not string");
+  }
+}
+
+TEST_F(RequestParsing, MaxCompletionTokensCountsOnBothEndpoints) {
+  EXPECT_EQ(parse({{"prompt", "x"}, {"max_completion_tokens", 40}}).max_tokens, 40);
+  EXPECT_EQ(parse(chat({{"max_completion_tokens", 40}}), ApiKind::Chat).max_tokens, 40);
+  // The newer name wins, as in OpenAI's API.
+  EXPECT_EQ(parse({{"prompt", "x"}, {"max_tokens", 5}, {"max_completion_tokens", 40}}).max_tokens,
+            40);
+  expect_bad({{"prompt", "x"}, {"max_completion_tokens", 0}}, "max_completion_tokens",
+             "'max_completion_tokens' must be between 1 and 256, got 0");
+}
+
 TEST_F(RequestParsing, PromptAndCompletionMustFitTheContext) {
   const json ids = std::vector<int>(250, 5);
   EXPECT_NO_THROW(parse({{"prompt", ids}, {"max_tokens", 6}}));
@@ -315,6 +392,21 @@ TEST_F(RequestParsing, BodyAndModel) {
   EXPECT_EQ(e.status, 400);
   EXPECT_EQ(e.message.rfind("the request body is not valid JSON: ", 0), 0u) << e.message;
   EXPECT_EQ(error_of_body(R"({"temperature":1e400})").status, 400);
+
+  // Nesting: kMaxJsonDepth levels parse, one more is refused (before the tree is built).
+  auto nested = [](int depth) {
+    return R"({"a":)" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_NO_THROW(parse_json_body(nested(kMaxJsonDepth)));
+  const std::string too_deep = "the request body nests arrays and objects more than " +
+                               std::to_string(kMaxJsonDepth) + " levels deep";
+  EXPECT_EQ(error_of_body(nested(kMaxJsonDepth + 1)).message, too_deep);
+  EXPECT_EQ(error_of_body(nested(200000)).message, too_deep);
+  // Unclosed, too: refused on depth before the parser sees the missing end.
+  EXPECT_EQ(error_of_body(R"({"messages":)" + std::string(200000, '[')).message, too_deep);
+  // Brackets in strings (escaped quotes included) are text, not nesting.
+  EXPECT_NO_THROW(parse_json_body(R"({"a":")" + std::string(200000, '[') + R"("})"));
+  EXPECT_NO_THROW(parse_json_body(R"({"a":"\"[[[[[[[[","b":[1]})"));
 
   EXPECT_NO_THROW(check_model(Fields(json{{"model", "stories"}}), "stories"));
   EXPECT_NO_THROW(check_model(Fields(json::object()), "stories"));

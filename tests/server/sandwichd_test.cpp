@@ -341,6 +341,14 @@ TEST_F(Sandwichd, UnsupportedFeaturesAreRefusedNotIgnored) {
   chat["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
   expect_error(c.post("/v1/chat/completions", chat), 400, "tools");
   chat.erase("tools");
+  for (auto [k, v] : std::vector<std::pair<std::string, json>>{{"tool_choice", "auto"},
+                                                               {"functions", {{{"name", "f"}}}},
+                                                               {"function_call", "auto"},
+                                                               {"parallel_tool_calls", true}}) {
+    json body = chat;
+    body[k] = v;
+    expect_error(c.post("/v1/chat/completions", body), 400, k);
+  }
   chat["response_format"] = {{"type", "json_object"}};
   expect_error(c.post("/v1/chat/completions", chat), 400, "response_format");
   chat["response_format"] = {{"type", "text"}};
@@ -349,6 +357,94 @@ TEST_F(Sandwichd, UnsupportedFeaturesAreRefusedNotIgnored) {
   ok["echo"] = false;
   ok["best_of"] = 1;
   EXPECT_EQ(c.post("/v1/completions", ok).status, 200);
+}
+
+// vLLM's extras, made visible with logit_bias: a +100 bias forces a token.
+TEST_F(Sandwichd, MinTokensStopTokenIdsSkipSpecialTokensAndMaxCompletionTokens) {
+  auto c = client();
+  const int eos = 2;  // </s> of the stories vocabulary
+  json forced_eos = completion("Once upon a time", 6);
+  forced_eos["logit_bias"] = {{std::to_string(eos), 100}};
+  auto r = c.post("/v1/completions", forced_eos);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(r.j()["choices"][0]["finish_reason"], "stop");
+
+  // min_tokens: EOS cannot come before 4 tokens.
+  json at_least = forced_eos;
+  at_least["min_tokens"] = 4;
+  r = c.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                      {"max_tokens", 6},
+                                      {"min_tokens", 4},
+                                      {"logit_bias", forced_eos["logit_bias"]}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(r.j()["choices"][0]["finish_reason"], "stop");
+  r = c.post("/v1/completions", at_least);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["usage"]["completion_tokens"], 4);
+
+  // stop_token_ids: a forced token that is one ends the completion at once, out of the text.
+  const int tok =
+      c.post("/tokenize", {{"prompt", " cat"}, {"add_special_tokens", false}}).j()["tokens"].back();
+  json forced = completion("Once upon a time", 5);
+  forced["logit_bias"] = {{std::to_string(tok), 100}};
+  r = c.post("/v1/completions", forced);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(r.j()["choices"][0]["text"].get<std::string>().empty());
+  forced["stop_token_ids"] = {tok};
+  r = c.post("/v1/completions", forced);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r.j()["choices"][0]["text"], "");
+
+  // skip_special_tokens: a generated </s> (ignore_eos) shows only when false.
+  json eos_text = forced_eos;
+  eos_text["ignore_eos"] = true;
+  eos_text["max_tokens"] = 2;
+  r = c.post("/v1/completions", eos_text);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["choices"][0]["text"], "");
+  eos_text["skip_special_tokens"] = false;
+  r = c.post("/v1/completions", eos_text);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string kept = r.j()["choices"][0]["text"];
+  EXPECT_NE(kept.find("</s>"), std::string::npos) << kept;
+
+  // max_completion_tokens on /v1/completions (it used to fall back to 16).
+  json longer = completion("Once upon a time", 16);
+  longer.erase("max_tokens");
+  longer["max_completion_tokens"] = 30;
+  longer["ignore_eos"] = true;
+  r = c.post("/v1/completions", longer);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j()["usage"]["completion_tokens"], 30);
+
+  json typed = completion("hi", 2);
+  typed["user"] = 1;
+  expect_error(c.post("/v1/completions", typed), 400, "user");
+  expect_error(c.post("/v1/chat/completions",
+                      {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"user", 1}}),
+               400, "user");
+}
+
+// A 400 KB body of 200,000 nested '[' once crashed the server through a recursive copy.
+TEST(SandwichdHardening, DeeplyNestedBodiesAre400AndTheServerGoesOn) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args());
+  Client c(d.port());
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string chat = R"({"messages":[{"role":"user","content":)" + deep + "}]}";
+  for (const char* path : {"/v1/chat/completions", "/tokenize"}) {
+    auto r = c.request("POST", path, chat);
+    expect_error(r, 400, "levels deep");
+  }
+  expect_error(c.request("POST", "/v1/completions", R"({"prompt":)" + deep + "}"), 400,
+               "levels deep");
+  expect_error(c.request("POST", "/detokenize", R"({"tokens":)" + deep + "}"), 400, "levels deep");
+  EXPECT_EQ(c.post("/v1/completions", completion("hi", 2)).status, 200);
+  EXPECT_EQ(d.terminate(), 0) << d.log();
 }
 
 TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
@@ -380,7 +476,40 @@ TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
     ASSERT_TRUE(e.readable_within(5000));
     expect_error(e.read_response(), 401);
   }
-  EXPECT_EQ(c.get("/health").status, 200);  // health stays open, as in vLLM
+  EXPECT_EQ(c.get("/health").status, 200);   // health stays open, as in vLLM
+  EXPECT_EQ(c.get("/metrics").status, 200);  // and metrics, without --metrics-need-key
+  // Every other route needs the key, and without it nothing tells which routes exist.
+  expect_error(c.post("/tokenize", {{"prompt", "hi"}}), 401);
+  expect_error(c.post("/detokenize", {{"tokens", {1}}}), 401);
+  expect_error(c.get("/version"), 401);
+  expect_error(c.get("/v1/models"), 401);
+  expect_error(c.get("/no/such/route"), 401);
+  expect_error(c.get("/v1/completions"), 401);
+  const std::vector<std::pair<std::string, std::string>> key = {{"Authorization", "Bearer secret"}};
+  expect_error(c.request("GET", "/no/such/route", {}, key), 404);
+  expect_error(c.request("GET", "/v1/completions", {}, key), 405);
+  EXPECT_EQ(c.post("/tokenize", {{"prompt", "hi"}}, key).status, 200);
+  // Two Authorization headers: which one would count is ambiguous.
+  {
+    Client two(d.port());
+    const std::string body = completion("hi", 2).dump();
+    two.send_raw(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
+        "Authorization: Bearer other\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    expect_error(two.read_response(), 400, "Authorization");
+  }
+  EXPECT_EQ(d.terminate(), 0);
+}
+
+TEST(SandwichdAuth, MetricsNeedTheKeyWithMetricsNeedKey) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --api-key secret --metrics-need-key");
+  Client c(d.port());
+  expect_error(c.get("/metrics"), 401);
+  EXPECT_EQ(c.request("GET", "/metrics", {}, {{"Authorization", "Bearer secret"}}).status, 200);
+  EXPECT_EQ(c.get("/health").status, 200);
   EXPECT_EQ(d.terminate(), 0);
 }
 
@@ -411,6 +540,8 @@ TEST(SandwichdStartup, BadModelExitsWithOneLine) {
   std::ifstream in(dir / "e");
   std::string err{std::istreambuf_iterator<char>(in), {}};
   EXPECT_NE(err.find("sandwichd: error:"), std::string::npos) << err;
+  // Nothing said it was listening: it never served.
+  EXPECT_EQ(err.find("listening on"), std::string::npos) << err;
 }
 
 // Runs a shell command and returns its stdout (exit status in *rc).
@@ -618,6 +749,40 @@ TEST(SandwichdShutdown, RequestsAbortedAtShutdownGet503AndStreamsAnErrorEvent) {
   expect_error(whole, 503, "shut down");
   EXPECT_EQ(status, 200);
   expect_stream_error(events, "server_error");
+}
+
+TEST(SandwichdShutdown, DuringADrainHealthAndNewRequestsGet503) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 200 --shutdown-timeout 1");
+  HttpResult filler;
+  std::thread a([&] { filler = Client(d.port()).post("/v1/completions", queue_filler(32)); });
+  ASSERT_TRUE(wait_for_waiting(d.port(), 20));
+  d.begin_terminate();
+  // A refused connection (what a drain used to give) is status 0.
+  auto answer = [&](auto&& ask) {
+    try {
+      Client c(d.port());
+      return ask(c);
+    } catch (const std::exception&) {
+      return HttpResult{};
+    }
+  };
+  HttpResult health;
+  for (int i = 0; i < 200 && health.status != 503; ++i) {
+    health = answer([](Client& c) { return c.get("/health"); });
+    if (health.status != 503) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, R"({"status":"shutting down"})");
+  expect_error(answer([](Client& c) { return c.post("/v1/completions", completion("hi", 2)); }),
+               503, "shutting down");
+  expect_error(answer([](Client& c) {
+                 return c.post("/tokenize", {{"prompt", "hi"}});
+               }),
+               503, "shutting down");
+  EXPECT_EQ(d.terminate(), 0) << d.log();
+  a.join();
+  expect_error(filler, 503, "shut down");  // past --shutdown-timeout
 }
 
 TEST_F(Sandwichd, LogprobOffsetsCountTextHeldBackForAStopString) {

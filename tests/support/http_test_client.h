@@ -197,6 +197,8 @@ class Daemon {
     std::ifstream in(log_);
     return {std::istreambuf_iterator<char>(in), {}};
   }
+  // SIGTERM without waiting (terminate() then waits).
+  void begin_terminate() { kill(pid_, SIGTERM); }
   // SIGTERM and wait; returns the exit code (or 128 + signal).
   int terminate(int timeout_s = 60) {
     kill(pid_, SIGTERM);

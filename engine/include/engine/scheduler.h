@@ -79,6 +79,13 @@ struct EngineRequest {
   int32_t max_tokens = 16;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // More tokens that end the sequence with Stop (even with ignore_eos); like a stop token, the
+  // one produced is not output.
+  std::vector<int32_t> stop_token_ids;
+  // Stop tokens cannot be sampled, and stop strings do not match, before this many tokens.
+  int32_t min_tokens = 0;
+  // false: special tokens generated (e.g. EOS under ignore_eos) appear in the text as written.
+  bool skip_special_tokens = true;
   int32_t logprobs = -1;  // -1: none; n >= 0: the chosen token's logprob and the top n
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Called on the engine thread; must be quick and must not call back into the scheduler,
@@ -105,7 +112,8 @@ class Scheduler {
   ~Scheduler();  // aborts what is left and joins the engine thread
 
   // Queues a request and returns its id. Throws std::invalid_argument (empty prompt, prompt or
-  // prompt + max_tokens past max_model_len, bad sampling) or QueueFull.
+  // prompt + max_tokens past max_model_len, min_tokens past max_tokens, a stop token id outside
+  // the vocabulary, bad sampling) or QueueFull.
   uint64_t submit(EngineRequest r);
   // Queues all of them or none (the same errors), so a request of several sequences never half
   // runs. Throws std::invalid_argument when there are more than max_waiting() of them, as they

@@ -12,8 +12,9 @@ class StopStringMatcher {
   explicit StopStringMatcher(std::vector<std::string> stops);
 
   // Adds generated text. Returns the text that is now safe to emit; sets stopped() when a stop
-  // string completed (the text before it is emitted, the rest dropped).
-  std::string push(std::string_view text);
+  // string completed (the text before it is emitted, the rest dropped). With may_stop false
+  // (before min_tokens) nothing matches: everything held so far is emitted.
+  std::string push(std::string_view text, bool may_stop = true);
   // End of generation: what is still held back.
   std::string flush();
   bool stopped() const { return stopped_; }

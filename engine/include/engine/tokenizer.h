@@ -104,7 +104,9 @@ Vocab make_synthetic_vocab(Vocab::Kind kind, int32_t n_tokens);
 class IncrementalDecoder {
  public:
   // prev: the last token before the first one pushed (e.g. the prompt's last token), or -1.
-  IncrementalDecoder(const Tokenizer& tok, int32_t prev = -1) : tok_(tok), prev_(prev) {}
+  // keep_special: special tokens give their vocabulary text instead of nothing.
+  IncrementalDecoder(const Tokenizer& tok, int32_t prev = -1, bool keep_special = false)
+      : tok_(tok), prev_(prev), keep_special_(keep_special) {}
   // Returns the newly completed text (possibly empty).
   std::string push(int32_t id);
   // Returns what is still held back, with incomplete sequences replaced by U+FFFD.
@@ -113,6 +115,7 @@ class IncrementalDecoder {
  private:
   const Tokenizer& tok_;
   int32_t prev_;
+  bool keep_special_;
   std::string pending_;
 };
 

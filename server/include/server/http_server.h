@@ -20,7 +20,8 @@ struct HttpRequest {
   std::string method;                          // "GET", "POST", ...
   std::string target;                          // path and query
   std::string path;                            // target without the query
-  std::map<std::string, std::string> headers;  // lower-case names
+  std::map<std::string, std::string> headers;  // lower-case names; a repeated one keeps its last
+  std::vector<std::string> repeated_headers;   // lower-case names sent more than once
   std::string body;
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

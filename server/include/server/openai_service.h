@@ -13,8 +13,11 @@
 namespace sandwich::server {
 
 struct ServiceOptions {
-  std::string served_model_name;             // the id clients put in "model"
-  std::optional<std::string> api_key;        // Bearer key required on /v1/* when set
+  std::string served_model_name;  // the id clients put in "model"
+  // When set, every route but /health (and /metrics, unless metrics_need_key) needs
+  // 'Authorization: Bearer <key>'.
+  std::optional<std::string> api_key;
+  bool metrics_need_key = false;
   std::optional<std::string> chat_template;  // "llama3", "llama2", "chatml", or a template file
   int request_timeout_seconds = 600;
   int max_n = 16;  // largest "n" a request may ask for
@@ -27,14 +30,14 @@ class OpenAiService {
 
   // The model is ready: from now on /health is 200 and the API answers.
   void attach(const Model& model, Scheduler& scheduler);
-  // Shutting down: new generation requests get 503.
+  // Draining: /health and every new model request get 503 "shutting down".
   void begin_shutdown();
   // Requests still producing output.
   int active_requests() const;
 
   void handle(const HttpRequest& req, std::shared_ptr<Responder> out);
   // For HttpServer's HeaderCheck: refuses a request that sent 'Expect: 100-continue' on its
-  // header alone (a missing API key), so that its body is never sent.
+  // header alone (a missing API key, a repeated Authorization), so that its body is never sent.
   std::optional<HttpResponse> check_headers(const HttpRequest& req) const;
   std::string metrics_text() const;
 
