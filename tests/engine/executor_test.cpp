@@ -104,14 +104,6 @@ bool process_gone(int pid) {
   return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-// The state letter of /proc/PID/stat ('Z' for a zombie), or 0 when it cannot be read.
-char process_state(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat{std::istreambuf_iterator<char>(in), {}};
-  const size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : 0;
-}
-
 // A 2-rank executor over stories260K with room for one sequence, and greedy decoding on it.
 struct TwoRanks {
   std::unique_ptr<Model> m = stories();
@@ -205,7 +197,7 @@ TEST(Executor, ARankKilledBetweenStepsIsReplacedBeforeTheNextStep) {
   const std::vector<int32_t> before = g.greedy(20);
   const int pid = executor_rank_pids(*g.ex)[0];
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  while (!process_gone(pid) && process_state(pid) != 'Z')
+  while (!process_gone(pid) && test::proc_stat(pid).state != 'Z')
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   // No step was under way: none fails, the next one waits for the new group if need be.
   EXPECT_EQ(g.greedy(20), before);

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -744,21 +743,14 @@ TEST_F(Sandwichd, ErrorsHaveOpenAIShapes) {
       200);
 }
 
-// The processes whose parent is `pid` and whose name (/proc/PID/comm) starts with `name`.
+// The processes whose parent is `pid` and whose name starts with `name`.
 std::vector<int> children_named(int pid, const std::string& name) {
   std::vector<int> found;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string d = e.path().filename().string();
     if (d.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat{std::istreambuf_iterator<char>(in), {}};
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    int ppid = 0;
-    char state = 0;
-    std::istringstream(stat.substr(close + 1)) >> state >> ppid;
-    if (ppid == pid && stat.compare(open + 1, name.size(), name) == 0)
-      found.push_back(std::stoi(d));
+    const ProcStat p = proc_stat(std::stoi(d));
+    if (p.ppid == pid && p.name.rfind(name, 0) == 0) found.push_back(std::stoi(d));
   }
   return found;
 }
@@ -835,11 +827,7 @@ TEST(SandwichdRanks, LosingTheRankSpawnerExitsNonZeroWithTheReason) {
             std::string::npos)
       << d.log();
   // The ranks died with it (a zombie until whoever adopted it reaps it).
-  for (int r : p.ranks) {
-    std::ifstream in("/proc/" + std::to_string(r) + "/stat");
-    std::string stat{std::istreambuf_iterator<char>(in), {}};
-    EXPECT_TRUE(stat.empty() || stat.substr(stat.rfind(')') + 2, 1) == "Z") << stat;
-  }
+  for (int r : p.ranks) EXPECT_TRUE(proc_stat(r).state == 0 || proc_stat(r).state == 'Z') << r;
 }
 
 }  // namespace
