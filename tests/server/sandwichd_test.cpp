@@ -827,7 +827,13 @@ TEST(SandwichdRanks, LosingTheRankSpawnerExitsNonZeroWithTheReason) {
             std::string::npos)
       << d.log();
   // The ranks died with it (a zombie until whoever adopted it reaps it).
-  for (int r : p.ranks) EXPECT_TRUE(proc_stat(r).state == 0 || proc_stat(r).state == 'Z') << r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  auto ended = [](int pid) { return proc_stat(pid).state == 0 || proc_stat(pid).state == 'Z'; };
+  for (int r : p.ranks) {
+    while (!ended(r) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(ended(r)) << r;
+  }
 }
 
 }  // namespace
