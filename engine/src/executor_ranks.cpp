@@ -286,9 +286,19 @@ void RankGroupExecutor::spawner_main(int sock) {
   const unsigned s = static_cast<unsigned>(sock);
   if (s > 3) ::close_range(3, s - 1, 0);
   ::close_range(s + 1, ~0u, 0);
+  // The engine's handlers (which write to a pipe of its own) must not run here, and a Ctrl-C to
+  // the process group must not end the ranks under a server that drains: the engine stops us.
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGTERM, SIG_IGN);
   const pid_t self = getpid();
   std::vector<pid_t> children;
-  for (SpawnRequest q; ::recv(sock, &q, sizeof q, 0) == static_cast<ssize_t>(sizeof q);) {
+  auto receive = [&](SpawnRequest& q) {
+    ssize_t n;
+    while ((n = ::recv(sock, &q, sizeof q, 0)) < 0 && errno == EINTR) {
+    }
+    return n == static_cast<ssize_t>(sizeof q);
+  };
+  for (SpawnRequest q; receive(q);) {
     SpawnReply a{-1, 0, 0};
     if (q.op == SpawnRequest::Spawn) {
       a.pid = fork();
