@@ -27,4 +27,9 @@ std::vector<int> executor_rank_pids(const Executor& e) {
   return {};
 }
 
+int executor_spawner_pid(const Executor& e) {
+  if (auto* g = dynamic_cast<const RankGroupExecutor*>(&e)) return g->spawner_pid();
+  return -1;
+}
+
 }  // namespace sandwich

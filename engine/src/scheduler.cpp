@@ -117,8 +117,11 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
   limits.max_entries = I.opt.max_num_seqs;
   limits.batch_invariant = I.opt.batch_invariant;
+  limits.step_timeout_seconds = I.opt.rank_step_timeout_seconds;
   const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
+  limits.role = dc == pc ? "prefill and decode" : "prefill";
   I.prefill_ex = make(model, *I.kv, pc, limits);
+  limits.role = "decode";
   if (!(dc == pc)) I.decode_ex = make(model, *I.kv, dc, limits);
   I.stop_ids = model.tokenizer->stop_ids();
   I.st.kv_blocks_total = I.kv->num_blocks();
@@ -146,8 +149,28 @@ const Histogram& Scheduler::e2e() const {
 }
 
 SchedulerStats Scheduler::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->st;
+  SchedulerStats s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    s = impl_->st;
+  }
+  const ExecutorHealth h = executor_health();
+  s.rank_restarts = h.restarts;
+  s.rank_last_recovery_seconds = h.last_recovery_seconds;
+  return s;
+}
+
+ExecutorHealth Scheduler::executor_health() const {
+  ExecutorHealth h = impl_->prefill_ex->health();
+  if (impl_->decode_ex) {
+    const ExecutorHealth d = impl_->decode_ex->health();
+    if (d.failed || (d.restarting && !h.failed) || h.message.empty()) h.message = d.message;
+    h.restarting = h.restarting || d.restarting;
+    h.failed = h.failed || d.failed;
+    h.restarts += d.restarts;
+    h.last_recovery_seconds = std::max(h.last_recovery_seconds, d.last_recovery_seconds);
+  }
+  return h;
 }
 
 uint64_t Scheduler::submit(EngineRequest r) {

@@ -213,6 +213,13 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
       r.status = I.ready && !I.shutting_down ? 200 : 503;
       r.body = I.ready ? (I.shutting_down ? R"({"status":"shutting down"})" : "{}")
                        : R"({"status":"loading"})";
+      if (r.status == 200) {
+        // A rank died or hung: requests wait until its group is re-formed (or the server exits).
+        const ExecutorHealth h = I.scheduler->executor_health();
+        if (h.restarting || h.failed)
+          r = json_response(
+              {{"status", h.failed ? "failed" : "restarting"}, {"message", h.message}}, 503);
+      }
       return out->reply(r);
     }
     if (p == "/metrics") {

@@ -72,6 +72,12 @@ std::string metrics_text(const MetricsSnapshot& m) {
             static_cast<double>(st.decode_steps));
   p.counter("sandwich:prefill_step_seconds_total", "Time in prefill steps", st.prefill_seconds);
   p.counter("sandwich:decode_step_seconds_total", "Time in decode steps", st.decode_seconds);
+  p.counter("sandwich:rank_restarts_total",
+            "Rank groups re-formed after a rank process died, failed or hung",
+            static_cast<double>(st.rank_restarts));
+  p.gauge("sandwich:rank_last_recovery_seconds",
+          "Time from a rank failure's detection to serving again, last re-formation",
+          st.rank_last_recovery_seconds);
   p.counter("sandwich:requests_rejected_total", "Requests refused because the queue was full",
             static_cast<double>(m.engine->requests_rejected));
   p.histogram("sandwich:time_to_first_token_seconds", "Time to first token", m.engine->ttft);

@@ -83,6 +83,9 @@ int main(int argc, char** argv) {
     p.add("--max-waiting", &sched.max_waiting,
           "waiting-queue bound; beyond it requests get 429 (default 256)");
     add_plan_options(p, plan);
+    p.add("--rank-step-timeout", &sched.rank_step_timeout_seconds,
+          "seconds a step of a multi-rank plan may take before its ranks count as hung and are "
+          "replaced (default 300)");
     p.add("--io-threads", &http.io_threads, "HTTP I/O threads (default 1)");
     p.option("--max-body-bytes", "N", "request body limit (default 8 MiB)",
              [&](const std::string& v) { http.max_body_bytes = parse_bytes(v); });
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
         http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 ||
-        shutdown_timeout < 0)
+        !(sched.rank_step_timeout_seconds > 0) || shutdown_timeout < 0)
       throw CliError("thread counts, limits and timeouts must be positive");
     if (svc.metrics_need_key && !api_key) throw CliError("--metrics-need-key needs --api-key");
     const Plan configs = resolve_plan(plan);
@@ -147,9 +150,29 @@ int main(int argc, char** argv) {
                  sched.prefill_config->to_string().c_str(),
                  sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
 
+    // Serve until a signal, or until a rank group that lost a rank cannot be re-formed: then exit
+    // non-zero so that a supervisor restarts the server.
+    std::string fatal;
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return stop_requested; });
+      while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_requested; })) {
+        const ExecutorHealth h = scheduler->executor_health();
+        if (h.failed) {
+          fatal = h.message;
+          break;
+        }
+      }
+    }
+    if (!fatal.empty()) {
+      std::fprintf(stderr, "sandwichd: fatal: %s; exiting so that the server can be restarted\n",
+                   fatal.c_str());
+      service.begin_shutdown();
+      server.stop_accepting();
+      scheduler->shutdown(false);  // whatever is running or waiting gets its error
+      for (int i = 0; i < 50 && service.active_requests() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      server.stop();
+      return 1;
     }
     std::fprintf(stderr, "sandwichd: shutting down: finishing %d running request(s)\n",
                  service.active_requests());

@@ -104,49 +104,156 @@ bool process_gone(int pid) {
   return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-TEST(Executor, KillingARankFailsTheStepQuicklyAndStopsTheGroup) {
-  SANDWICH_REQUIRE_DATA();
-  auto m = stories();
-  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 512));
-  ExecutorLimits lim;
-  lim.max_tokens = 512;
-  lim.max_entries = 1;
-  auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
-  const std::vector<int> pids = executor_rank_pids(*ex);
-  ASSERT_EQ(pids.size(), 2u);
+// A 2-rank executor over stories260K with room for one sequence, and greedy decoding on it.
+struct TwoRanks {
+  std::unique_ptr<Model> m = stories();
+  KVCache kv{m->config, KVCache::bytes_for_tokens(m->config, 512)};
+  std::unique_ptr<Executor> ex;
   std::vector<int32_t> blocks;
-  ASSERT_TRUE(kv.reserve(blocks, 512));
-  std::vector<float> logits(m->config.vocab_size);
+  std::vector<float> logits = std::vector<float>(m->config.vocab_size);
+
+  explicit TwoRanks(double step_timeout_seconds = 300) {
+    ExecutorLimits lim;
+    lim.max_tokens = 512;
+    lim.max_entries = 1;
+    lim.step_timeout_seconds = step_timeout_seconds;
+    ex = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
+    EXPECT_TRUE(kv.reserve(blocks, 512));
+  }
+  int32_t step(int32_t tok, int32_t pos) {
+    BatchEntry e{std::span<const int32_t>(&tok, 1), pos, blocks, true};
+    ex->run({&e, 1}, logits.data());
+    return argmax(logits.data(), m->config.vocab_size);
+  }
+  std::vector<int32_t> greedy(int n) {
+    std::vector<int32_t> out{1};
+    for (int pos = 0; pos < n; ++pos) out.push_back(step(out.back(), pos));
+    return out;
+  }
+  // Waits (a few seconds at most) until the group has been re-formed `restarts` times in all.
+  ExecutorHealth wait_for_restarts(uint64_t restarts) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    ExecutorHealth h = ex->health();
+    while ((h.restarts < restarts || h.restarting) && !h.failed &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      h = ex->health();
+    }
+    return h;
+  }
+};
+
+TEST(Executor, KillingARankFailsTheStepQuicklyAndTheGroupIsReformed) {
+  SANDWICH_REQUIRE_DATA();
+  TwoRanks g;
+  const std::vector<int32_t> before = g.greedy(40);
+  const std::vector<int> pids = executor_rank_pids(*g.ex);
+  ASSERT_EQ(pids.size(), 2u);
   std::atomic<bool> started{false};
   std::chrono::steady_clock::time_point killed_at;
   std::string error;
   std::thread gen([&] {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     try {
-      for (int32_t pos = 0; pos < 512; ++pos) {
-        const int32_t tok = pos == 0 ? 1 : argmax(logits.data(), m->config.vocab_size);
-        BatchEntry e{std::span<const int32_t>(&tok, 1), pos % 500, blocks, true};
-        ex->run({&e, 1}, logits.data());
+      for (int32_t pos = 0, tok = 1; std::chrono::steady_clock::now() < give_up;
+           pos = (pos + 1) % 500) {
+        tok = g.step(tok, pos);
         started = true;
-        if (pos == 499) pos = 0;  // keep stepping until the failure
       }
     } catch (const std::runtime_error& e) {
       error = e.what();
     }
   });
   while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Stopped first, so that the kill lands in a step (a rank that dies between steps is replaced
+  // before the next one, which then does not fail).
+  ASSERT_EQ(kill(pids[1], SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(pids[1], SIGKILL), 0);
   gen.join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   EXPECT_LT(seconds, 1.0);
-  EXPECT_NE(error.find("rank 1"), std::string::npos) << error;
-  EXPECT_NE(error.find("signal 9"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 1 (pid " + std::to_string(pids[1]) + ")"), std::string::npos) << error;
+  EXPECT_NE(error.find("SIGKILL (signal 9)"), std::string::npos) << error;
+  // Re-formed from fresh processes (the other rank was stopped too), and it computes as before.
+  const ExecutorHealth h = g.wait_for_restarts(1);
+  EXPECT_EQ(h.restarts, 1u);
+  EXPECT_FALSE(h.restarting || h.failed) << h.message;
+  EXPECT_GT(h.last_recovery_seconds, 0);
+  EXPECT_LT(h.last_recovery_seconds, 2.0);
   EXPECT_TRUE(process_gone(pids[0]));
   EXPECT_TRUE(process_gone(pids[1]));
-  // The group stays stopped, with a clear reason.
-  BatchEntry e{std::span<const int32_t>(blocks.data(), 1), 0, blocks, true};
-  EXPECT_THROW(ex->run({&e, 1}, logits.data()), std::runtime_error);
+  const std::vector<int> now = executor_rank_pids(*g.ex);
+  ASSERT_EQ(now.size(), 2u);
+  EXPECT_NE(now[0], pids[0]);
+  EXPECT_EQ(g.greedy(40), before);
+}
+
+TEST(Executor, ARankKilledBetweenStepsIsReplacedBeforeTheNextStep) {
+  SANDWICH_REQUIRE_DATA();
+  TwoRanks g;
+  const std::vector<int32_t> before = g.greedy(20);
+  const int pid = executor_rank_pids(*g.ex)[0];
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  while (!process_gone(pid) && test::proc_stat(pid).state != 'Z')
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  // No step was under way: none fails, the next one waits for the new group if need be.
+  EXPECT_EQ(g.greedy(20), before);
+  EXPECT_EQ(g.wait_for_restarts(1).restarts, 1u);
+}
+
+TEST(Executor, AHungRankIsCaughtByTheStepTimeoutAndReplaced) {
+  SANDWICH_REQUIRE_DATA();
+  TwoRanks g(2.0);  // seconds: long enough for a loaded machine, short for a test
+  const std::vector<int32_t> before = g.greedy(20);
+  const int stopped = executor_rank_pids(*g.ex)[1];
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  try {
+    g.greedy(20);
+    FAIL() << "a step with a stopped rank finished";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 1 (pid " + std::to_string(stopped) +
+                        ") of the rank group 2x1 [0] [1] did not finish a step within 2 s"),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(g.wait_for_restarts(1).restarts, 1u);
+  EXPECT_TRUE(process_gone(stopped));
+  EXPECT_EQ(g.greedy(20), before);
+}
+
+TEST(Executor, RepeatedFailuresStopTheGroupForGood) {
+  SANDWICH_REQUIRE_DATA();
+  TwoRanks g;
+  for (uint64_t i = 1; i <= 6; ++i) {
+    ASSERT_EQ(kill(executor_rank_pids(*g.ex)[0], SIGKILL), 0);
+    if (i <= 5) {
+      ASSERT_EQ(g.wait_for_restarts(i).restarts, i);
+    }
+  }
+  const ExecutorHealth h = g.wait_for_restarts(6);
+  EXPECT_TRUE(h.failed);
+  EXPECT_NE(h.message.find("failed 6 times within 60 s"), std::string::npos) << h.message;
+  try {
+    g.step(1, 0);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is stopped"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Executor, LosingTheSpawnerStopsTheGroupForGood) {
+  SANDWICH_REQUIRE_DATA();
+  TwoRanks g;
+  const std::vector<int> pids = executor_rank_pids(*g.ex);
+  ASSERT_EQ(kill(executor_spawner_pid(*g.ex), SIGKILL), 0);
+  const ExecutorHealth h = g.wait_for_restarts(1);
+  EXPECT_TRUE(h.failed);
+  EXPECT_NE(h.message.find("the rank spawner"), std::string::npos) << h.message;
+  EXPECT_THROW(g.step(1, 0), std::runtime_error);
 }
 
 TEST(Executor, StoppingTheGroupLeavesNoProcessBehind) {
@@ -157,6 +264,7 @@ TEST(Executor, StoppingTheGroupLeavesNoProcessBehind) {
   {
     auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), ExecutorLimits{});
     pids = executor_rank_pids(*ex);
+    pids.push_back(executor_spawner_pid(*ex));
   }
   for (int p : pids) EXPECT_TRUE(process_gone(p));
 }

@@ -33,6 +33,8 @@ TEST(Prometheus, FullPage) {
   st.finished_stop = 7;
   st.finished_length = 18446744073709551615ull;
   st.finished_abort = 0;
+  st.rank_restarts = 2;
+  st.rank_last_recovery_seconds = 0.031;
   e.requests_rejected = 4;
   Histogram ttft({2.5, 0.001, 0.5});  // the engine sorts the bounds
   for (double v : {0.0005, 0.3, 0.3, 100.0}) ttft.observe(v);
@@ -86,6 +88,12 @@ sandwich:prefill_step_seconds_total 1.25
 # HELP sandwich:decode_step_seconds_total Time in decode steps
 # TYPE sandwich:decode_step_seconds_total counter
 sandwich:decode_step_seconds_total 1234.56789
+# HELP sandwich:rank_restarts_total Rank groups re-formed after a rank process died, failed or hung
+# TYPE sandwich:rank_restarts_total counter
+sandwich:rank_restarts_total 2
+# HELP sandwich:rank_last_recovery_seconds Time from a rank failure's detection to serving again, last re-formation
+# TYPE sandwich:rank_last_recovery_seconds gauge
+sandwich:rank_last_recovery_seconds 0.031
 # HELP sandwich:requests_rejected_total Requests refused because the queue was full
 # TYPE sandwich:requests_rejected_total counter
 sandwich:requests_rejected_total 4

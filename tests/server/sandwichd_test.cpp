@@ -1,6 +1,7 @@
 // sandwichd end to end on loopback with the real stories260K model.
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -905,6 +906,99 @@ TEST_F(Sandwichd, ErrorsHaveOpenAIShapes) {
   EXPECT_EQ(
       c.post("/v1/chat/completions", {{"messages", {user}}, {"max_completion_tokens", 3}}).status,
       200);
+}
+
+// The processes whose parent is `pid` and whose name starts with `name`.
+std::vector<int> children_named(int pid, const std::string& name) {
+  std::vector<int> found;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string d = e.path().filename().string();
+    if (d.find_first_not_of("0123456789") != std::string::npos) continue;
+    const ProcStat p = proc_stat(std::stoi(d));
+    if (p.ppid == pid && p.name.rfind(name, 0) == 0) found.push_back(std::stoi(d));
+  }
+  return found;
+}
+
+// The rank processes of a daemon serving a multi-rank plan, and the process that forks them.
+struct DaemonRanks {
+  int spawner = -1;
+  std::vector<int> ranks;
+  explicit DaemonRanks(const Daemon& d) {
+    const std::vector<int> s = children_named(d.pid(), "sandwich-spawn");
+    if (s.size() != 1) return;
+    spawner = s[0];
+    ranks = children_named(spawner, "sandwich-rank");
+  }
+};
+
+// /health until it answers `status` (a few seconds at most).
+HttpResult health_until(uint16_t port, int status) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  HttpResult r = Client(port).get("/health");
+  while (r.status != status && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    r = Client(port).get("/health");
+  }
+  return r;
+}
+
+TEST(SandwichdRanks, AKilledRankIsLoggedAndReplacedAndServingGoesOn) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --prefill-config 2x1 --decode-config 2x1");
+  const json body = completion("Once upon a time", 40);
+  const auto before = Client(d.port()).post("/v1/completions", body);
+  ASSERT_EQ(before.status, 200) << before.body;
+  DaemonRanks p(d);
+  ASSERT_EQ(p.ranks.size(), 2u) << "spawner " << p.spawner;
+  // A stopped spawner holds the re-formation back, so that /health can be seen saying so.
+  ASSERT_EQ(kill(p.spawner, SIGSTOP), 0);
+  ASSERT_EQ(kill(p.ranks[1], SIGKILL), 0);
+  const HttpResult down = health_until(d.port(), 503);
+  kill(p.spawner, SIGCONT);
+  ASSERT_EQ(down.status, 503) << down.body;
+  EXPECT_EQ(down.j()["status"], "restarting");
+  EXPECT_NE(down.j()["message"].get<std::string>().find(std::to_string(p.ranks[1])),
+            std::string::npos)
+      << down.body;
+  const auto killed_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(health_until(d.port(), 200).status, 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count(),
+            3.0);
+  EXPECT_EQ(metric_at(d.port(), "sandwich:rank_restarts_total"), 1);
+  EXPECT_GT(metric_at(d.port(), "sandwich:rank_last_recovery_seconds"), 0);
+  const auto after = Client(d.port()).post("/v1/completions", body);
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.j()["choices"][0]["text"], before.j()["choices"][0]["text"]);
+  const std::string log = d.log();
+  EXPECT_NE(log.find("(pid " + std::to_string(p.ranks[1]) +
+                     ") of the prefill and decode rank group 2x1 [0] [1] was killed by SIGKILL "
+                     "(signal 9); re-forming the group"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("is serving again: re-formed in"), std::string::npos) << log;
+  EXPECT_EQ(d.terminate(), 0) << d.log();
+}
+
+TEST(SandwichdRanks, LosingTheRankSpawnerExitsNonZeroWithTheReason) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --prefill-config 2x1 --decode-config 2x1");
+  DaemonRanks p(d);
+  ASSERT_GT(p.spawner, 0);
+  ASSERT_EQ(kill(p.spawner, SIGKILL), 0);
+  EXPECT_EQ(d.wait_exit(10), 1) << d.log();
+  EXPECT_NE(d.log().find("sandwichd: fatal: the rank spawner (pid " + std::to_string(p.spawner) +
+                         ") of the prefill and decode rank group 2x1 [0] [1] is gone"),
+            std::string::npos)
+      << d.log();
+  // The ranks died with it (a zombie until whoever adopted it reaps it).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  auto ended = [](int pid) { return proc_stat(pid).state == 0 || proc_stat(pid).state == 'Z'; };
+  for (int r : p.ranks) {
+    while (!ended(r) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(ended(r)) << r;
+  }
 }
 
 }  // namespace

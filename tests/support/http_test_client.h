@@ -199,9 +199,14 @@ class Daemon {
   }
   // SIGTERM without waiting (terminate() then waits).
   void begin_terminate() { kill(pid_, SIGTERM); }
+  pid_t pid() const { return pid_; }
   // SIGTERM and wait; returns the exit code (or 128 + signal).
   int terminate(int timeout_s = 60) {
     kill(pid_, SIGTERM);
+    return wait_exit(timeout_s);
+  }
+  // Waits for the daemon to exit; returns the exit code (or 128 + signal), -1 on the timeout.
+  int wait_exit(int timeout_s) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     while (std::chrono::steady_clock::now() < deadline) {
       int st;

@@ -26,7 +26,28 @@ inline std::filesystem::path bin_dir() {
 // A whole file's bytes ("" when it cannot be read).
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
+  try {
+    return {std::istreambuf_iterator<char>(in), {}};
+  } catch (const std::exception&) {  // a read error (a /proc file of a process that just left)
+    return {};
+  }
+}
+
+// What /proc/PID/stat says of a process: its name, state ('Z': a zombie; 0: gone) and parent.
+struct ProcStat {
+  std::string name;
+  char state = 0;
+  int ppid = 0;
+};
+inline ProcStat proc_stat(int pid) {
+  const std::string s = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t open = s.find('('), close = s.rfind(')');
+  ProcStat p;
+  if (open == std::string::npos || close == std::string::npos || close + 4 > s.size()) return p;
+  p.name = s.substr(open + 1, close - open - 1);
+  p.state = s[close + 2];
+  p.ppid = std::atoi(s.c_str() + close + 4);
+  return p;
 }
 
 // A fresh folder under the system temp dir, removed when the object dies.

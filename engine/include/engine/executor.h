@@ -4,8 +4,10 @@
 // this one, each pinned to its CPUs (and NUMA node) with hwloc, sharing the weights (read-only,
 // inherited), the KV cache and an all-reduce segment (shared memory). The engine publishes each
 // step in a shared control block and sleeps on a futex until the ranks are done; between steps
-// the ranks sleep too. A rank that dies fails the step with a clear error and the whole group is
-// stopped, so nothing hangs and no process is left behind.
+// the ranks sleep too. A rank that dies (or fails, or hangs past the step timeout) fails the step
+// under way with a clear error; the group is then re-formed from fresh rank processes over the
+// same shared weights and KV cache, and serves again. Should that fail, or happen too often, the
+// group stops for good and health() says so, so that the process can exit and be restarted.
 #include <memory>
 #include <span>
 #include <string>
@@ -17,6 +19,15 @@
 
 namespace sandwich {
 
+// What a multi-rank executor reports about its processes (one-rank executors are always fine).
+struct ExecutorHealth {
+  bool restarting = false;  // a rank died, failed or hung; the group is being re-formed
+  bool failed = false;      // it could not be re-formed: steps fail until the process restarts
+  std::string message;      // the last failure, for people
+  uint64_t restarts = 0;    // re-formations completed
+  double last_recovery_seconds = 0;  // from the failure's detection to serving again
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -25,6 +36,8 @@ class Executor {
   // the context or block tables that do not cover the chunk, std::runtime_error if the step fails.
   virtual void run(std::span<const BatchEntry> batch, float* logits) = 0;
   virtual const topo::ServiceConfig& config() const = 0;
+  // Safe to call from any thread.
+  virtual ExecutorHealth health() const { return {}; }
 };
 
 struct ExecutorLimits {
@@ -34,15 +47,21 @@ struct ExecutorLimits {
   // Sum every reduction in an order independent of the batch, so that a sequence's logits are
   // bitwise the same whatever runs beside it (kernels::GemmArgs::batch_invariant); slower.
   bool batch_invariant = false;
+  // A step that a rank has not finished by then counts as a hung rank: the group is re-formed.
+  double step_timeout_seconds = 300;
+  std::string role;  // what the group runs, for the log: "decode" names "the decode rank group"
 };
 
-// Creates the executor of a configuration. Must be called before this process starts threads
-// that a forked rank could trip over (it forks for multi-rank configurations).
+// Creates the executor of a configuration. Best called before this process starts threads that
+// a forked child could trip over: for multi-rank configurations it forks the process that forks
+// the ranks (then and whenever the group is re-formed).
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
                                         const topo::ServiceConfig& config,
                                         const ExecutorLimits& limits);
 
-// Test hook: the pids of a multi-rank executor's processes (empty for one rank).
+// Test hooks: the pids of a multi-rank executor's rank processes (empty for one rank) and of
+// the process that forks them (-1 for one rank).
 std::vector<int> executor_rank_pids(const Executor& e);
+int executor_spawner_pid(const Executor& e);
 
 }  // namespace sandwich

@@ -39,6 +39,9 @@ struct SchedulerOptions {
   std::optional<topo::ServiceConfig> prefill_config, decode_config;
   // Greedy outputs and logprobs independent of the batch (ExecutorLimits::batch_invariant).
   bool batch_invariant = false;
+  // A step of a multi-rank group not finished by then counts as a hung rank (the group is
+  // re-formed and the step's requests fail).
+  double rank_step_timeout_seconds = 300;
   // A seam for tests (a fake executor that records the steps) and for other executors. Called
   // once per distinct configuration, prefill's first; null = make_executor.
   ExecutorFactory executor_factory;
@@ -104,6 +107,8 @@ struct SchedulerStats {
   double prefill_seconds = 0, decode_seconds = 0;
   uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
   uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
+  uint64_t rank_restarts = 0;             // rank groups re-formed after a rank died or hung
+  double rank_last_recovery_seconds = 0;  // the slowest phase's last re-formation
 };
 
 class Scheduler {
@@ -128,6 +133,8 @@ class Scheduler {
   void shutdown(bool finish);
 
   SchedulerStats stats() const;
+  // The rank groups' state, both phases together: restarting or failed if either is.
+  ExecutorHealth executor_health() const;
   int32_t max_model_len() const;
   int32_t max_waiting() const;
   const Histogram& ttft() const;
