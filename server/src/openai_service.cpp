@@ -63,6 +63,7 @@ struct OpenAiService::Impl {
   std::atomic<int> active{0};
   ChatFormat chat_format = ChatFormat::Llama2;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
+  std::function<HttpServerStats()> http_stats;
 
   void authorize(const HttpRequest& r) const {
     if (!opt.api_key) return;
@@ -220,10 +221,15 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
   }
 }
 
+void OpenAiService::report_http_stats(std::function<HttpServerStats()> stats) {
+  impl_->http_stats = std::move(stats);
+}
+
 std::string OpenAiService::metrics_text() const {
   const Impl& I = *impl_;
   MetricsSnapshot m;
   m.model_ready = I.ready;
+  if (I.http_stats) m.http = I.http_stats();
   if (I.scheduler)
     m.engine = MetricsSnapshot::Engine{
         I.scheduler->stats(), I.rejected.load(), I.scheduler->ttft().snapshot(),
