@@ -368,13 +368,13 @@ class Session : public std::enable_shared_from_this<Session> {
     res.set(http::field::server, "sandwichd");
     res.set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res.set(k, v);
-    res.body() = std::move(r.body);
     res.keep_alive(keep_alive_);
-    res.prepare_payload();
-    std::ostringstream os;
-    os << res;
+    res.content_length(r.body.size());
+    std::ostringstream head;
+    head << res.base();
     state_ = State::Closed;  // no more answers for this request
-    enqueue(std::move(os).str());
+    enqueue(std::move(head).str());
+    if (!r.body.empty()) enqueue(std::move(r.body));
     respond_after_flush_ = true;
     flush();
   }
