@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
           "S");
     p.option("--max-send-buffer", "BYTES",
              "answer bytes one connection may have waiting to be written before its request is "
-             "aborted (default 4MiB)",
+             "aborted (default 1MiB)",
              [&](const std::string& v) {
                http.max_send_buffer_bytes = parse_bytes("--max-send-buffer", v);
              });

@@ -81,7 +81,7 @@ struct HttpServerOptions {
   // Clients that do not read: a write that makes no progress for write_timeout, or more than
   // max_send_buffer_bytes of a stream waiting to be written, aborts the request as a disconnect.
   double write_timeout_seconds = 30;
-  size_t max_send_buffer_bytes = 4u << 20;
+  size_t max_send_buffer_bytes = 1u << 20;
 };
 
 // Counts since the start, for /metrics.
