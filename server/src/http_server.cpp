@@ -598,15 +598,9 @@ int HttpServer::open_connections() const {
 
 HttpServerStats HttpServer::stats() const {
   const Counters& c = impl_->counters;
-  HttpServerStats s;
-  s.open_connections = impl_->limits.open();
-  s.refused_max_connections = c.refused_max_connections;
-  s.refused_per_client = c.refused_per_client;
-  s.header_timeouts = c.header_timeouts;
-  s.body_timeouts = c.body_timeouts;
-  s.aborted_send_buffer_full = c.aborted_send_buffer_full;
-  s.aborted_write_timeout = c.aborted_write_timeout;
-  return s;
+  return {impl_->limits.open(),   c.refused_max_connections, c.refused_per_client,
+          c.header_timeouts,      c.body_timeouts,           c.aborted_send_buffer_full,
+          c.aborted_write_timeout};
 }
 
 void HttpServer::start() {

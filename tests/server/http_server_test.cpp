@@ -133,13 +133,19 @@ TEST(HttpServerSlowClients, AnIdleKeepAliveConnectionClosesAfterTheKeepAliveTime
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5);
 }
 
-TEST(HttpServerConnectionLimits, OneAddressGetsAtMostItsShareAndIsRefusedAtOnce) {
+// Connections that stay open (a long header deadline) against small limits.
+HttpServerOptions pool_options(int max_connections, int per_client, int reserved) {
   HttpServerOptions o = quick_options();
   o.header_timeout_seconds = 30;
-  o.max_connections = 8;
-  o.max_connections_per_client = 2;
-  o.reserved_connections = 0;
-  ToyServer s(o);
+  o.max_connections = max_connections;
+  o.max_connections_per_client = per_client;
+  o.reserved_connections = reserved;
+  return o;
+}
+
+TEST(HttpServerConnectionLimits, OneAddressGetsAtMostItsShareAndIsRefusedAtOnce) {
+  HttpServerOptions o = quick_options();
+  ToyServer s(pool_options(8, 2, 0));
   RawConnection a(s.port()), b(s.port());
   RawConnection c(s.port());  // the third from 127.0.0.1
   bool closed = false;
@@ -153,11 +159,7 @@ TEST(HttpServerConnectionLimits, OneAddressGetsAtMostItsShareAndIsRefusedAtOnce)
 }
 
 TEST(HttpServerConnectionLimits, AFullPoolStillAnswersTheReservedPaths) {
-  HttpServerOptions o = quick_options();
-  o.header_timeout_seconds = 30;
-  o.max_connections = 2;
-  o.max_connections_per_client = 16;
-  o.reserved_connections = 2;
+  HttpServerOptions o = pool_options(2, 16, 2);
   o.reserved_paths = {"/health"};
   ToyServer s(o);
   RawConnection a(s.port()), b(s.port());  // the pool is full of idle connections
