@@ -4,15 +4,21 @@
 
 #include <utility>  // Boost 1.74 asio needs it under C++20 before its own headers
 
+#include <algorithm>
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string_view>
+
+#include "connection_limits.h"
 
 namespace sandwich::server {
 
@@ -85,25 +91,35 @@ class SessionResponder : public Responder {
   std::function<void()> on_gone_;
 };
 
+// What the server counts for /metrics; shared by its sessions.
+struct Counters {
+  std::atomic<uint64_t> refused_max_connections{0}, refused_per_client{0}, header_timeouts{0},
+      body_timeouts{0}, aborted_send_buffer_full{0}, aborted_write_timeout{0};
+};
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler,
-          const HeaderCheck& check, std::atomic<int>& open)
-      : stream_(std::move(socket)), opt_(opt), handler_(handler), check_(check), open_(open) {
-    ++open_;
-  }
-  ~Session() { --open_; }
+          const HeaderCheck& check, ConnectionLimits::Ticket ticket, Counters& counters)
+      : stream_(std::move(socket)),
+        opt_(opt),
+        handler_(handler),
+        check_(check),
+        ticket_(std::move(ticket)),
+        counters_(counters) {}
 
   void start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
-  }
-
-  // Refuses a connection over the cap with a 503 and closes it.
-  void refuse() {
-    auto self = shared_from_this();
-    net::dispatch(stream_.get_executor(), [self] {
-      self->keep_alive_ = false;
-      self->write_full(json_error(503, "too many open connections; retry later", "server_error"));
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->ticket_.kind() == ConnectionLimits::Kind::Normal ||
+          self->ticket_.kind() == ConnectionLimits::Kind::Reserved)
+        return self->read();
+      // Refused at once, without reading: cheap.
+      self->refuse_over_limit(self->ticket_.kind() == ConnectionLimits::Kind::TooManyFromClient);
     });
   }
 
@@ -118,38 +134,46 @@ class Session : public std::enable_shared_from_this<Session> {
     net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct)] {
       if (self->state_ != State::Handling) return;
       self->state_ = State::Streaming;
-      auto res = std::make_shared<http::response<http::empty_body>>(
-          static_cast<http::status>(status), self->response_version());
-      res->set(http::field::server, "sandwichd");
-      res->set(http::field::content_type, ct);
-      res->set(http::field::cache_control, "no-cache");
+      http::response<http::empty_body> res(static_cast<http::status>(status),
+                                           self->response_version());
+      res.set(http::field::server, "sandwichd");
+      res.set(http::field::content_type, ct);
+      res.set(http::field::cache_control, "no-cache");
       // HTTP/1.0 has no chunked encoding: the body runs until the connection closes.
       self->chunked_ = self->version_ >= 11;
       if (!self->chunked_) self->keep_alive_ = false;
-      res->keep_alive(self->keep_alive_);
-      res->chunked(self->chunked_);
-      auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
-      self->stream_.expires_never();
-      self->writing_ = true;
-      http::async_write_header(self->stream_, *sr, [self, res, sr](beast::error_code ec, size_t) {
-        self->writing_ = false;
-        if (ec) return self->fail();
-        self->pump();
-      });
+      res.keep_alive(self->keep_alive_);
+      res.chunked(self->chunked_);
+      std::ostringstream head;
+      head << res.base();
+      self->enqueue(head.str());
+      self->flush();
     });
   }
   void post_send(std::string piece) {
     net::post(stream_.get_executor(), [self = shared_from_this(), p = std::move(piece)]() mutable {
       if (self->state_ != State::Streaming || p.empty()) return;
-      self->pending_.push_back(std::move(p));
-      self->pump();
+      // A client that does not read: the stream would pile up here.
+      if (self->out_bytes_ > 0 && self->out_bytes_ + p.size() > self->opt_.max_send_buffer_bytes)
+        return self->abort_slow_reader(self->counters_.aborted_send_buffer_full);
+      if (self->chunked_) {
+        char size[24];
+        std::snprintf(size, sizeof size, "%zx\r\n", p.size());
+        self->enqueue(size + std::move(p) + "\r\n");
+      } else {
+        self->enqueue(std::move(p));
+      }
+      self->flush();
     });
   }
   void post_end() {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       if (self->state_ != State::Streaming) return;
-      self->end_pending_ = true;
-      self->pump();
+      if (self->responder_) self->responder_->mark_complete();
+      self->state_ = State::Closed;
+      if (self->chunked_) self->enqueue("0\r\n\r\n");  // without it, the close ends the body
+      self->respond_after_flush_ = true;
+      self->flush();
     });
   }
 
@@ -157,15 +181,44 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class State { Reading, Handling, Streaming, Closed };
 
   unsigned response_version() const { return version_ == 10 ? 10 : 11; }
+  bool reserved() const { return ticket_.kind() == ConnectionLimits::Kind::Reserved; }
+
+  void refuse_over_limit(bool per_client) {
+    ++(per_client ? counters_.refused_per_client : counters_.refused_max_connections);
+    keep_alive_ = false;
+    state_ = State::Handling;
+    write_full(json_error(503,
+                          per_client ? "too many open connections from your address; retry later"
+                                     : "too many open connections; retry later",
+                          "server_error"));
+  }
+
+  // A later request on a kept-alive connection: the idle wait for its first byte has its own
+  // (short) deadline, the header's starts with that byte.
+  void read_next() {
+    state_ = State::Reading;
+    if (buffer_.size() > 0) return read();
+    stream_.expires_after(seconds(opt_.keep_alive_timeout_seconds));
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->close();
+                              self->buffer_.commit(n);
+                              self->read();
+                            });
+  }
 
   // The header first, so that a request can be refused (and 'Expect: 100-continue' answered)
   // before its body is read.
   void read() {
     state_ = State::Reading;
+    reading_body_ = false;
     parser_.emplace();
     parser_->body_limit(opt_.max_body_bytes);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
+    // A reserved slot is for a health check, which sends its request at once.
+    const double limit =
+        reserved() ? std::min(opt_.header_timeout_seconds, 2.0) : opt_.header_timeout_seconds;
+    stream_.expires_after(seconds(limit));
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
@@ -174,6 +227,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Answers a failed read; false when there was no error.
   bool read_failed(beast::error_code ec) {
     if (!ec) return false;
+    if (ec == beast::error::timeout)
+      ++(reading_body_ ? counters_.body_timeouts : counters_.header_timeouts);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::operation_aborted || ec == net::error::connection_reset ||
         ec == net::error::eof) {
@@ -208,6 +263,14 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!first) request_.repeated_headers.push_back(name);
       it->second = std::string(f.value());
     }
+    if (reserved()) {
+      const auto& paths = opt_.reserved_paths;
+      if (request_.method != "GET" ||
+          std::find(paths.begin(), paths.end(), request_.path) == paths.end()) {
+        return refuse_over_limit(ticket_.client_at_limit());
+      }
+      keep_alive_ = false;  // give the slot back at once
+    }
     std::string expect = request_.header("expect");
     for (auto& c : expect) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const bool body_waits = !expect.empty() && version_ >= 11 && !parser_->is_done();
@@ -235,6 +298,7 @@ class Session : public std::enable_shared_from_this<Session> {
         return write_full(std::move(*refusal));
       }
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      stream_.expires_after(seconds(opt_.write_timeout_seconds));
       net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                        [self = shared_from_this()](beast::error_code ec, size_t) {
                          if (ec) return self->close();
@@ -247,7 +311,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_body() {
     if (parser_->is_done()) return on_read({});
-    stream_.expires_after(std::chrono::seconds(opt_.idle_timeout_seconds));
+    reading_body_ = true;
+    stream_.expires_after(seconds(opt_.body_timeout_seconds));
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
@@ -294,67 +359,72 @@ class Session : public std::enable_shared_from_this<Session> {
           }
           if (self->state_ == State::Reading && self->read_after_watch_) {
             self->read_after_watch_ = false;
-            self->read();
+            self->read_next();
           }
         });
   }
 
   void write_full(HttpResponse r) {
     if (responder_) responder_->mark_complete();
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(r.status), response_version());
-    res->set(http::field::server, "sandwichd");
-    res->set(http::field::content_type, r.content_type);
-    for (auto& [k, v] : r.headers) res->set(k, v);
-    res->body() = std::move(r.body);
-    res->keep_alive(keep_alive_);
-    res->prepare_payload();
-    writing_ = true;
+    http::response<http::string_body> res(static_cast<http::status>(r.status), response_version());
+    res.set(http::field::server, "sandwichd");
+    res.set(http::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res.set(k, v);
+    res.keep_alive(keep_alive_);
+    res.content_length(r.body.size());
+    std::ostringstream head;
+    head << res.base();
     state_ = State::Closed;  // no more answers for this request
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res](beast::error_code ec, size_t) {
-                        self->writing_ = false;
-                        if (ec) return self->fail();
-                        self->after_response();
-                      });
+    enqueue(std::move(head).str());
+    if (!r.body.empty()) enqueue(std::move(r.body));
+    respond_after_flush_ = true;
+    flush();
   }
 
-  void pump() {
-    if (writing_ || state_ != State::Streaming) return;
-    if (!pending_.empty()) {
-      auto piece = std::make_shared<std::string>(std::move(pending_.front()));
-      pending_.pop_front();
-      writing_ = true;
-      auto done = [self = shared_from_this(), piece](beast::error_code ec, size_t) {
-        self->writing_ = false;
-        if (ec) return self->fail();
-        self->pump();
-      };
-      if (chunked_)
-        net::async_write(stream_, http::make_chunk(net::buffer(*piece)), std::move(done));
-      else
-        net::async_write(stream_, net::buffer(*piece), std::move(done));
-      return;
+  void enqueue(std::string bytes) {
+    out_bytes_ += bytes.size();
+    out_.push_back(std::move(bytes));
+  }
+
+  // Writes what is queued, one write at a time, each with the write deadline: a client that
+  // reads slowly but steadily is fine, one that stops reading is cut off.
+  void flush() {
+    if (writing_) return;
+    if (out_.empty()) {
+      if (!std::exchange(respond_after_flush_, false)) return;
+      return after_response();
     }
-    if (end_pending_) {
-      end_pending_ = false;
-      if (responder_) responder_->mark_complete();
-      state_ = State::Closed;
-      if (!chunked_) return after_response();  // the close ends the body
-      writing_ = true;
-      net::async_write(stream_, http::make_chunk_last(),
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                         self->writing_ = false;
-                         if (ec) return self->fail();
-                         self->after_response();
-                       });
-    }
+    writing_ = true;
+    const std::string& front = out_.front();
+    stream_.expires_after(seconds(opt_.write_timeout_seconds));
+    stream_.async_write_some(
+        net::buffer(front.data() + out_offset_, front.size() - out_offset_),
+        [self = shared_from_this()](beast::error_code ec, size_t n) {
+          self->writing_ = false;
+          if (ec == beast::error::timeout)
+            return self->abort_slow_reader(self->counters_.aborted_write_timeout);
+          if (ec) return self->fail();
+          self->stream_.expires_never();
+          self->out_bytes_ -= n;
+          self->out_offset_ += n;
+          if (self->out_offset_ == self->out_.front().size()) {
+            self->out_.pop_front();
+            self->out_offset_ = 0;
+          }
+          self->flush();
+        });
+  }
+
+  // The client does not take its answer: the request ends as if it had disconnected (the
+  // handler hears of it and stops), and what was queued for it is dropped.
+  void abort_slow_reader(std::atomic<uint64_t>& counter) {
+    ++counter;
+    fail();
   }
 
   void after_response() {
     auto self = std::move(hold_);
     responder_.reset();
-    pending_.clear();
     if (!keep_alive_) return close_gracefully();
     state_ = State::Reading;
     if (watching_) {
@@ -363,7 +433,7 @@ class Session : public std::enable_shared_from_this<Session> {
       stream_.socket().cancel(ignored);
       return;
     }
-    read();
+    read_next();
   }
 
   // Closing a socket with unread input resets the connection, and a reset can destroy the answer
@@ -371,6 +441,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // and drop whatever still comes until the client closes, for a short while.
   void close_gracefully() {
     state_ = State::Closed;
+    // A reserved slot is free as soon as its answer is out (before the client sees the end).
+    if (reserved()) ticket_ = {};
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.expires_after(std::chrono::seconds(2));
@@ -397,6 +469,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     auto self = std::move(hold_);
+    out_.clear();
+    out_bytes_ = out_offset_ = 0;
     if (state_ == State::Closed && !stream_.socket().is_open()) return;
     state_ = State::Closed;
     if (responder_) responder_->mark_gone();
@@ -409,7 +483,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpServerOptions& opt_;
   const Handler& handler_;
   const HeaderCheck& check_;
-  std::atomic<int>& open_;
+  ConnectionLimits::Ticket ticket_;
+  Counters& counters_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;  // the header of the request being read
@@ -417,12 +492,16 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Session> hold_;  // itself, while a request is being answered
   State state_ = State::Reading;
   unsigned version_ = 11;
-  bool keep_alive_ = true, writing_ = false, watching_ = false, read_after_watch_ = false,
-       end_pending_ = false;
-  bool chunked_ = true, draining_ = false;
+  bool keep_alive_ = true, writing_ = false, watching_ = false, read_after_watch_ = false;
+  bool chunked_ = true, draining_ = false, reading_body_ = false;
+  // Once the queue is written, the answer is complete.
+  bool respond_after_flush_ = false;
   char watch_byte_[1];
   std::array<char, 4096> drain_buf_;
-  std::deque<std::string> pending_;
+  // Bytes to send, in order; the first is written from out_offset_ on. out_bytes_ counts
+  // what is not yet written.
+  std::deque<std::string> out_;
+  size_t out_offset_ = 0, out_bytes_ = 0;
 };
 
 void SessionResponder::reply(HttpResponse r) {
@@ -441,34 +520,57 @@ void SessionResponder::end() {
 }  // namespace
 
 struct HttpServer::Impl {
+  explicit Impl(const HttpServerOptions& o)
+      : opt(o),
+        limits(o.max_connections,
+               o.max_connections_per_client > 0 ? o.max_connections_per_client
+                                                : std::max(1, o.max_connections / 2),
+               o.reserved_connections) {}
+
   HttpServerOptions opt;
   Handler handler;
   HeaderCheck check;
+  // Before the io_context: sessions still queued in it are destroyed with it and give their
+  // places back.
+  ConnectionLimits limits;
+  Counters counters;
+  std::function<void(int)> signal_handler;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
   std::vector<std::thread> threads;
-  std::atomic<int> open{0};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
-        auto s = std::make_shared<Session>(std::move(socket), opt, handler, check, open);
-        if (open.load() > opt.max_connections)
-          s->refuse();
+        beast::error_code ignored;
+        const auto peer = socket.remote_endpoint(ignored);
+        auto ticket = limits.admit(ignored ? std::string() : peer.address().to_string());
+        if (ticket.kind() == ConnectionLimits::Kind::Dropped)
+          socket.close(ignored);
         else
-          s->start();
+          std::make_shared<Session>(std::move(socket), opt, handler, check, std::move(ticket),
+                                    counters)
+              ->start();
       }
       accept();
+    });
+  }
+
+  // Re-armed after each signal; the handler lives here, so nothing refers to itself.
+  void wait_for_signal() {
+    signals.async_wait([this](beast::error_code ec, int sig) {
+      if (ec) return;
+      if (signal_handler) signal_handler(sig);
+      wait_for_signal();
     });
   }
 };
 
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler, HeaderCheck check)
-    : impl_(new Impl) {
-  impl_->opt = options;
+    : impl_(new Impl(options)) {
   impl_->handler = std::move(handler);
   impl_->check = std::move(check);
   beast::error_code ec;
@@ -493,7 +595,14 @@ uint16_t HttpServer::port() const {
   return impl_->acceptor.local_endpoint().port();
 }
 int HttpServer::open_connections() const {
-  return impl_->open.load();
+  return impl_->limits.open();
+}
+
+HttpServerStats HttpServer::stats() const {
+  const Counters& c = impl_->counters;
+  return {impl_->limits.open(),   c.refused_max_connections, c.refused_per_client,
+          c.header_timeouts,      c.body_timeouts,           c.aborted_send_buffer_full,
+          c.aborted_write_timeout};
 }
 
 void HttpServer::start() {
@@ -517,16 +626,11 @@ void HttpServer::post(std::function<void()> fn) {
 }
 
 void HttpServer::on_signal(std::function<void(int)> fn) {
-  auto shared = std::make_shared<std::function<void(int)>>(std::move(fn));
-  auto again = std::make_shared<std::function<void()>>();
-  *again = [this, shared, again] {
-    impl_->signals.async_wait([this, shared, again](beast::error_code ec, int sig) {
-      if (ec) return;
-      (*shared)(sig);
-      (*again)();
-    });
-  };
-  (*again)();
+  net::post(impl_->ioc, [this, fn = std::move(fn)]() mutable {
+    const bool waiting = static_cast<bool>(impl_->signal_handler);
+    impl_->signal_handler = std::move(fn);
+    if (!waiting) impl_->wait_for_signal();
+  });
 }
 
 void HttpServer::stop_accepting() {

@@ -72,6 +72,7 @@ struct OpenAiService::Impl {
   std::atomic<int> active{0};
   ChatFormat chat_format = ChatFormat::Llama2;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
+  std::function<HttpServerStats()> http_stats;
 
   // Checks the key of a request to `path`, before anything else about it: an unknown route or
   // a wrong method without the key is a 401 too, so that routes cannot be probed.
@@ -242,10 +243,15 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
   }
 }
 
+void OpenAiService::report_http_stats(std::function<HttpServerStats()> stats) {
+  impl_->http_stats = std::move(stats);
+}
+
 std::string OpenAiService::metrics_text() const {
   const Impl& I = *impl_;
   MetricsSnapshot m;
   m.model_ready = I.ready;
+  if (I.http_stats) m.http = I.http_stats();
   if (I.scheduler)
     m.engine = MetricsSnapshot::Engine{
         I.scheduler->stats(), I.rejected.load(), I.scheduler->ttft().snapshot(),

@@ -49,6 +49,21 @@ void PrometheusText::histogram(const std::string& name, const std::string& help,
 std::string metrics_text(const MetricsSnapshot& m) {
   PrometheusText p;
   p.gauge("sandwich:model_ready", "1 once the model is loaded", m.model_ready ? 1 : 0);
+  if (m.http) {
+    const HttpServerStats& h = *m.http;
+    p.gauge("sandwich:http_open_connections", "Open HTTP connections", h.open_connections);
+    p.labelled_counter(
+        "sandwich:http_connections_refused_total",
+        "Connections refused with 503 by the connection limits", "reason",
+        {{"max_connections", h.refused_max_connections}, {"per_client", h.refused_per_client}});
+    p.labelled_counter("sandwich:http_read_timeouts_total",
+                       "Connections closed because a request's head or body came too slowly",
+                       "phase", {{"header", h.header_timeouts}, {"body", h.body_timeouts}});
+    p.labelled_counter("sandwich:requests_aborted_total",
+                       "Requests aborted because the client did not read its answer", "reason",
+                       {{"send_buffer_full", h.aborted_send_buffer_full},
+                        {"write_timeout", h.aborted_write_timeout}});
+  }
   if (!m.engine) return p.text();
   const SchedulerStats& st = m.engine->stats;
   p.gauge("sandwich:num_requests_running", "Requests in the running batch", st.running);

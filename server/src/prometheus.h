@@ -9,6 +9,7 @@
 
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
+#include "server/http_server.h"
 
 namespace sandwich::server {
 
@@ -37,6 +38,7 @@ struct MetricsSnapshot {
     Histogram::Snapshot ttft, inter_token, e2e;
   };
   std::optional<Engine> engine;  // once a scheduler is attached
+  std::optional<HttpServerStats> http;
 };
 
 std::string metrics_text(const MetricsSnapshot& m);

@@ -20,7 +20,7 @@ using namespace sandwich;
 
 namespace {
 
-size_t parse_bytes(const std::string& v) {
+size_t parse_bytes(const std::string& flag, const std::string& v) {
   size_t mult = 1;
   std::string num = v;
   auto ends = [&](const char* s) {
@@ -38,8 +38,8 @@ size_t parse_bytes(const std::string& v) {
       mult = m;
       break;
     }
-  const double d = ArgParser::parse_double("--kv-cache-memory", num);
-  if (d <= 0) throw CliError("--kv-cache-memory must be positive");
+  const double d = ArgParser::parse_double(flag, num);
+  if (d <= 0) throw CliError(flag + " must be positive");
   return static_cast<size_t>(d * static_cast<double>(mult));
 }
 
@@ -77,9 +77,10 @@ int main(int argc, char** argv) {
     p.add("--max-num-seqs", &sched.max_num_seqs, "running sequences at most (default 64)");
     p.add("--max-num-batched-tokens", &sched.max_batched_tokens,
           "prompt tokens per prefill step (default 512)");
-    p.option("--kv-cache-memory", "BYTES",
-             "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
-             [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes(v); });
+    p.option(
+        "--kv-cache-memory", "BYTES",
+        "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
+        [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes("--kv-cache-memory", v); });
     p.add("--max-waiting", &sched.max_waiting,
           "waiting-queue bound; beyond it requests get 429 (default 256)");
     add_plan_options(p, plan);
@@ -87,9 +88,30 @@ int main(int argc, char** argv) {
           "seconds a step of a multi-rank plan may take before its ranks count as hung and are "
           "replaced (default 300)");
     p.add("--io-threads", &http.io_threads, "HTTP I/O threads (default 1)");
-    p.option("--max-body-bytes", "N", "request body limit (default 8 MiB)",
-             [&](const std::string& v) { http.max_body_bytes = parse_bytes(v); });
-    p.add("--max-connections", &http.max_connections, "open connections at most (default 256)");
+    p.option(
+        "--max-body-bytes", "N", "request body limit (default 8 MiB)",
+        [&](const std::string& v) { http.max_body_bytes = parse_bytes("--max-body-bytes", v); });
+    p.add("--max-connections", &http.max_connections,
+          "open connections at most (default 256); a few more are kept for /health and /metrics");
+    p.add("--max-connections-per-client", &http.max_connections_per_client,
+          "open connections one client address may hold (default: half of --max-connections; "
+          "raise it behind a reverse proxy)");
+    p.add("--header-timeout", &http.header_timeout_seconds,
+          "seconds a request's whole head may take to arrive (default 10)", "S");
+    p.add("--body-timeout", &http.body_timeout_seconds,
+          "seconds a request's whole body may take after its head (default 30)", "S");
+    p.add("--keep-alive-timeout", &http.keep_alive_timeout_seconds,
+          "seconds an idle keep-alive connection stays open (default 5, as vLLM's)", "S");
+    p.add("--write-timeout", &http.write_timeout_seconds,
+          "seconds a write to a client may make no progress before its request is aborted "
+          "(default 30)",
+          "S");
+    p.option("--max-send-buffer", "BYTES",
+             "answer bytes one connection may have waiting to be written before its request is "
+             "aborted (default 1MiB)",
+             [&](const std::string& v) {
+               http.max_send_buffer_bytes = parse_bytes("--max-send-buffer", v);
+             });
     p.add("--request-timeout", &svc.request_timeout_seconds,
           "seconds a request may run (default 600)");
     p.add("--shutdown-timeout", &shutdown_timeout,
@@ -98,8 +120,11 @@ int main(int argc, char** argv) {
     if (!p.positional().empty()) throw CliError("unexpected argument '" + p.positional()[0] + "'");
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
-        http.io_threads < 1 || http.max_connections < 1 || svc.request_timeout_seconds < 1 ||
-        !(sched.rank_step_timeout_seconds > 0) || shutdown_timeout < 0)
+        http.io_threads < 1 || http.max_connections < 1 || http.max_connections_per_client < 0 ||
+        svc.request_timeout_seconds < 1 || shutdown_timeout < 0 ||
+        !(sched.rank_step_timeout_seconds > 0) || !(http.header_timeout_seconds > 0) ||
+        !(http.body_timeout_seconds > 0) || !(http.keep_alive_timeout_seconds > 0) ||
+        !(http.write_timeout_seconds > 0))
       throw CliError("thread counts, limits and timeouts must be positive");
     if (svc.metrics_need_key && !api_key) throw CliError("--metrics-need-key needs --api-key");
     const Plan configs = resolve_plan(plan);
@@ -111,6 +136,7 @@ int main(int argc, char** argv) {
     svc.api_key = api_key;
     svc.chat_template = chat_template;
 
+    http.reserved_paths = {"/health", "/metrics"};
     server::OpenAiService service(svc);
     server::HttpServer server(
         http,
@@ -118,6 +144,7 @@ int main(int argc, char** argv) {
           service.handle(r, std::move(out));
         },
         [&service](const server::HttpRequest& r) { return service.check_headers(r); });
+    service.report_http_stats([&server] { return server.stats(); });
     std::mutex mu;
     std::condition_variable cv;
     bool stop_requested = false;

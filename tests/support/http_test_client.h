@@ -155,6 +155,50 @@ class Client {
   beast::tcp_stream stream_;
 };
 
+// A plain TCP connection for clients that misbehave: ones that send a byte at a time, or that
+// never read (a small receive buffer, set before connecting, keeps the kernel from reading for
+// them).
+class RawConnection {
+ public:
+  explicit RawConnection(uint16_t port, int receive_buffer = 0) : socket_(ioc_) {
+    socket_.open(tcp::v4());
+    if (receive_buffer > 0)
+      socket_.set_option(net::socket_base::receive_buffer_size(receive_buffer));
+    socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  }
+  // False once the server has closed the connection.
+  bool send(const std::string& bytes) {
+    beast::error_code ec;
+    net::write(socket_, net::buffer(bytes), ec);
+    return !ec;
+  }
+  // What arrives until the server closes, or until ms milliseconds pass; `closed` tells which.
+  std::string read_until_close(int ms, bool* closed = nullptr) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    char tmp[4096];
+    if (closed) *closed = false;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      pollfd p{socket_.native_handle(), POLLIN, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return out;
+      beast::error_code ec;
+      const size_t n = socket_.read_some(net::buffer(tmp), ec);
+      out.append(tmp, n);
+      if (ec) {
+        if (closed) *closed = true;
+        return out;
+      }
+    }
+  }
+
+ private:
+  net::io_context ioc_;
+  tcp::socket socket_;
+};
+
 // sandwichd in a child process, on a port it picks; stopped with SIGTERM.
 class Daemon {
  public:

@@ -1,6 +1,7 @@
 #pragma once
-// A small HTTP/1.1 server on Boost.Beast: keep-alive, a body size limit, a cap on open
-// connections, responses that may be completed later from any thread, chunked streaming (for
+// A small HTTP/1.1 server on Boost.Beast: keep-alive, a body size limit, caps on open
+// connections (in all and per client address), deadlines for slow clients, a bounded send
+// buffer, responses that may be completed later from any thread, chunked streaming (for
 // server-sent events; HTTP/1.0 clients get the raw body ended by closing the connection),
 // 'Expect: 100-continue', and notice of clients that disconnect while their request runs (a
 // failed write or a reset; a half-close is not a disconnect).
@@ -64,9 +65,32 @@ struct HttpServerOptions {
   uint16_t port = 8000;
   size_t max_body_bytes = 8u << 20;
   int max_connections = 256;
+  // Connections one client address may hold at once; 0 means half of max_connections.
+  int max_connections_per_client = 0;
+  // Beyond max_connections, this many more connections may ask for reserved_paths (GET) only,
+  // so that a full pool still answers health checks and scrapes; others get 503.
+  int reserved_connections = 8;
+  std::vector<std::string> reserved_paths;
   int io_threads = 1;
   std::vector<int> io_cpus;  // pin I/O threads here when given
-  int idle_timeout_seconds = 120;
+  // Slow clients: the whole request head must arrive within header_timeout (from the connection's
+  // start, or from the first byte of a later request), the body within body_timeout after it; an
+  // idle keep-alive connection closes after keep_alive_timeout.
+  double header_timeout_seconds = 10;
+  double body_timeout_seconds = 30;
+  double keep_alive_timeout_seconds = 5;
+  // Clients that do not read: a write that makes no progress for write_timeout, or more than
+  // max_send_buffer_bytes of a stream waiting to be written, aborts the request as a disconnect.
+  double write_timeout_seconds = 30;
+  size_t max_send_buffer_bytes = 1u << 20;
+};
+
+// Counts since the start, for /metrics.
+struct HttpServerStats {
+  int open_connections = 0;
+  uint64_t refused_max_connections = 0, refused_per_client = 0;
+  uint64_t header_timeouts = 0, body_timeouts = 0;
+  uint64_t aborted_send_buffer_full = 0, aborted_write_timeout = 0;
 };
 
 class HttpServer {
@@ -82,6 +106,7 @@ class HttpServer {
   // Stops everything and joins the I/O threads.
   void stop();
   int open_connections() const;
+  HttpServerStats stats() const;
   // Runs fn on the I/O threads' executor (for signal handling and timers).
   void post(std::function<void()> fn);
   // Calls fn on SIGINT/SIGTERM (on an I/O thread).

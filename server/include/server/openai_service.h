@@ -2,6 +2,7 @@
 // The OpenAI-compatible API over the engine: /v1/completions, /v1/chat/completions (both with
 // SSE streaming), /v1/models, /tokenize, /detokenize, /health, /metrics.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,8 @@ class OpenAiService {
   // header alone (a missing API key, a repeated Authorization), so that its body is never sent.
   std::optional<HttpResponse> check_headers(const HttpRequest& req) const;
   std::string metrics_text() const;
+  // /metrics reports the HTTP server's counts too (set before the server starts).
+  void report_http_stats(std::function<HttpServerStats()> stats);
 
  private:
   struct Impl;
