@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs Sandwich's Debian dependencies and builds it (Release) into build/.
-# Usage: scripts/setup.sh [--no-deps] [extra cmake args...]
+# Installs Sandwich's Debian dependencies and builds it (Release) into build/, and the tests
+# again with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ (no benchmarks).
+# Usage: scripts/setup.sh [--no-deps] [--quick] [extra cmake args...]
+#   --quick (or SANDWICH_QUICK=1): skip the sanitizer build (scripts/test.sh --quick skips its suite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +46,16 @@ install_node() {
     echo "setup: could not install nodejs/npm; the OpenAI SDK test will be skipped" >&2
 }
 
-if [ "${1:-}" = "--no-deps" ]; then shift; else install_deps; install_node; fi
+deps=1 quick=${SANDWICH_QUICK:-0}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-deps) deps=0 ;;
+    --quick) quick=1 ;;
+    *) break ;;
+  esac
+  shift
+done
+if [ "$deps" = 1 ]; then install_deps; install_node; fi
 
 # The OpenAI SDK the server tests drive sandwichd with, pinned by its package-lock.json. A
 # machine without the npm registry still builds; that one test then says how to get it.
@@ -62,3 +73,7 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build build -j "$jobs"
 echo "setup: built into build/bin"
+if [ "$quick" != 1 ]; then
+  scripts/asan_build.sh "$@"
+  echo "setup: built the ASan/UBSan tests into build-asan/"
+fi

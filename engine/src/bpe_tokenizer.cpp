@@ -5,6 +5,7 @@
 #include <pcre2.h>
 
 #include <algorithm>
+#include <memory>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -45,7 +46,10 @@ class Regex {
   // Calls fn(piece) for each match; text between matches (none for these patterns) too.
   template <class F>
   void split(std::string_view text, F&& fn) const {
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
+    // Owned, so that fn throwing (a vocabulary that cannot encode a piece) does not leak it.
+    const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> owned(
+        pcre2_match_data_create_from_pattern(code_, nullptr), &pcre2_match_data_free);
+    pcre2_match_data* md = owned.get();
     size_t pos = 0;
     while (pos < text.size()) {
       const int rc = jit_ ? pcre2_jit_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()),
@@ -68,7 +72,6 @@ class Regex {
       fn(text.substr(ov[0], ov[1] - ov[0]));
       pos = ov[1];
     }
-    pcre2_match_data_free(md);
   }
 
  private:

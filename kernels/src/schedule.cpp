@@ -62,7 +62,9 @@ void validate_schedule(const GemmShape& s, const Schedule& c) {
   for (int um = 1; um < c.um; ++um)
     if (!find_microkernel(c.isa, s.weights, um, c.un))
       bad("missing tail kernel " + std::to_string(um) + "x" + std::to_string(c.un));
-  if (c.tm < 1 || c.tn < 1 || c.tk < 1 || c.tm * c.tn * c.tk != s.threads)
+  // Each factor at most the team first, so that a corrupt grid cannot overflow the product.
+  if (c.tm < 1 || c.tn < 1 || c.tk < 1 || c.tm > s.threads || c.tn > s.threads ||
+      c.tk > s.threads || int64_t{c.tm} * c.tn * c.tk != s.threads)
     bad("the thread grid must multiply to the team's " + std::to_string(s.threads) + " threads");
   if (c.bm < c.um || c.bm % c.um != 0)
     bad("bm must be a positive multiple of the tile's " + std::to_string(c.um) + " rows");

@@ -1,5 +1,7 @@
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -154,6 +156,23 @@ TEST(Gguf, HugeOrNestedArraysAreClearErrors) {
   expect_error(dir / "nested.gguf", "metadata 'general.nested': nested arrays are not supported");
   spit(dir / "elem_type.gguf", array_header("x", 77, 1, std::vector<uint8_t>(8, 0)));
   expect_error(dir / "elem_type.gguf", "unknown type 77");
+}
+
+// Floats beyond int64 (and NaN) have no integer view; converting them was undefined behaviour
+// (found by the gguf fuzz target under UBSan's float-cast-overflow check).
+TEST(Gguf, FloatsBeyondInt64ReadAsFloats) {
+  TempDir dir;
+  Writer w;
+  w.set("big", Value::of_f32(1e30f));
+  w.set("nan", Value::of_f32(std::numeric_limits<float>::quiet_NaN()));
+  w.set("floats", Value::of_f32s({-1e30f, std::numeric_limits<float>::infinity()}));
+  w.write(dir / "floats.gguf");
+  Reader r(dir / "floats.gguf");
+  EXPECT_EQ(r.get_float("big"), double{1e30f});
+  EXPECT_EQ(r.find("big")->i, 0);
+  EXPECT_TRUE(std::isnan(r.get_float("nan")));
+  EXPECT_EQ(r.get_numbers("floats")[0], double{-1e30f});
+  EXPECT_EQ(Value::of_f32(-1e30f).i, 0);
 }
 
 TEST(Gguf, ReportsMistypedMetadata) {

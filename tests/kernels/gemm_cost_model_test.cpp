@@ -72,5 +72,14 @@ TEST(Schedule, TextRoundTrips) {
                std::invalid_argument);
 }
 
+// A thread grid whose int product overflows (and wraps to the team's size: 3 x 1431655766 =
+// 2^32 + 2) is refused like any other wrong grid; UBSan flagged the multiplication.
+TEST(GemmCostModel, AThreadGridThatOverflowsIsRefused) {
+  for (const char* grid : {"3x1431655766x1", "65536x65536x1"}) {
+    const Schedule s = parse_schedule(std::string("scalar 1x64 slice 1x64x256 threads ") + grid);
+    EXPECT_THROW(validate_schedule({1, 64, 256, DType::F32, 2}, s), std::invalid_argument) << grid;
+  }
+}
+
 }  // namespace
 }  // namespace sandwich::kernels

@@ -1,0 +1,22 @@
+// GGUF files: the reader, the model reader on top of it, the embedded vocabulary and, for a
+// small enough model, the whole load.
+#include <exception>
+
+#include "engine/gguf.h"
+#include "model_fuzz_load.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace sandwich;
+  const auto path = fuzz::write_input("model.gguf", data, size);
+  try {
+    const gguf::Reader r(path);
+    for (const auto& t : r.tensors()) (void)t.elements();
+    try {
+      fuzz::exercise_tokenizer(*make_tokenizer(vocab_from_gguf(r)));
+    } catch (const std::exception&) {
+    }
+    fuzz::load_if_small(read_gguf(path), path);
+  } catch (const std::exception&) {
+  }
+  return 0;
+}

@@ -1,0 +1,50 @@
+// Request bodies as sandwichd receives them: the JSON body, the model check, and each route's
+// parser and validator (completions, chat, /tokenize, /detokenize). A client error is an
+// ApiError; nothing else may come out.
+#include <exception>
+
+#include "api_error.h"
+#include "fuzz_support.h"
+#include "request_parsing.h"
+
+namespace {
+
+using namespace sandwich;
+
+// A byte-level BPE vocabulary with Llama-3's special tokens, as a served model would have.
+const Tokenizer& tokenizer() {
+  static const auto t = make_tokenizer(make_synthetic_vocab(Vocab::Kind::ByteLevelBPE, 600));
+  return *t;
+}
+
+template <class F>
+void expect_client_error_at_most(F&& f) {
+  try {
+    f();
+  } catch (const server::ApiError&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const Tokenizer& tok = tokenizer();
+  // The chat format varies with the input, so each format's renderer sees every request.
+  const auto format = static_cast<ChatFormat>(size % 3);
+  const server::ParseContext ctx{.tokenizer = tok,
+                                 .chat_format = format,
+                                 .vocab_size = tok.vocab_size(),
+                                 .max_model_len = 256,
+                                 .max_waiting = 64,
+                                 .max_n = 8};
+  expect_client_error_at_most([&] {
+    const nlohmann::json body = server::parse_json_body(std::string(fuzz::as_text(data, size)));
+    server::check_model(server::Fields(body), "fuzz-model");
+    for (auto kind : {server::ApiKind::Completion, server::ApiKind::Chat})
+      expect_client_error_at_most([&] { (void)server::parse_generate_request(body, kind, ctx); });
+    expect_client_error_at_most([&] { (void)server::parse_tokenize_request(body, ctx); });
+    expect_client_error_at_most(
+        [&] { (void)tok.decode(server::parse_detokenize_request(body, tok)); });
+  });
+  return 0;
+}

@@ -1,0 +1,21 @@
+// SentencePiece .model files: through libsentencepiece (as load_tokenizer runs them) and as the
+// vocabulary that sandwich-model embeds in a GGUF.
+#include <exception>
+
+#include "fuzz_support.h"
+#include "spm_tokenizer.h"
+#include "vocab_files.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace sandwich;
+  const auto path = fuzz::write_input("tokenizer.model", data, size);
+  try {
+    fuzz::exercise_tokenizer(*make_sentencepiece_tokenizer(path));
+  } catch (const std::exception&) {
+  }
+  try {
+    fuzz::exercise_tokenizer(*make_tokenizer(vocab_from_sentencepiece(path)));
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
