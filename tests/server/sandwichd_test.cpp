@@ -1001,61 +1001,61 @@ TEST(SandwichdRanks, LosingTheRankSpawnerExitsNonZeroWithTheReason) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_TRUE(ended(r)) << r;
   }
+}
 
-  // Issue 14's lock-out in miniature: connections that send their header a byte at a time fill
-  // the pool; /health and /metrics are still answered, and the header deadline frees the pool.
-  TEST(SandwichdSlowClients, SlowHeadersCannotLockOutHealthChecksOrOtherClientsForLong) {
-    SANDWICH_REQUIRE_DATA();
-    Daemon d(model_args() +
-             " --max-connections 4 --max-connections-per-client 4 --header-timeout 1");
-    std::vector<std::unique_ptr<RawConnection>> slow;
-    for (int i = 0; i < 4; ++i) {
-      slow.push_back(std::make_unique<RawConnection>(d.port()));
-      ASSERT_TRUE(slow.back()->send("GET /v1/models HTTP/1.1\r\nHo"));
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(Client(d.port()).get("/health").status, 200);
-    EXPECT_EQ(Client(d.port()).get("/metrics").status, 200);
-    EXPECT_EQ(Client(d.port()).get("/v1/models").status, 503);
-    int status = 0;
-    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5) &&
-           (status = Client(d.port()).get("/v1/models").status) != 200)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    EXPECT_EQ(status, 200);
-    EXPECT_GE(metric_at(d.port(), "sandwich:http_read_timeouts_total{phase=\"header\"}"), 4);
+// Issue 14's lock-out in miniature: connections that send their header a byte at a time fill
+// the pool; /health and /metrics are still answered, and the header deadline frees the pool.
+TEST(SandwichdSlowClients, SlowHeadersCannotLockOutHealthChecksOrOtherClientsForLong) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-connections 4 --max-connections-per-client 4 --header-timeout 1");
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 4; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(d.port()));
+    ASSERT_TRUE(slow.back()->send("GET /v1/models HTTP/1.1\r\nHo"));
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Client(d.port()).get("/health").status, 200);
+  EXPECT_EQ(Client(d.port()).get("/metrics").status, 200);
+  EXPECT_EQ(Client(d.port()).get("/v1/models").status, 503);
+  int status = 0;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5) &&
+         (status = Client(d.port()).get("/v1/models").status) != 200)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(status, 200);
+  EXPECT_GE(metric_at(d.port(), "sandwich:http_read_timeouts_total{phase=\"header\"}"), 4);
+}
 
-  // A client that asks for a big stream (n=16, 500 tokens, 20 log-probs each) and never reads:
-  // the request is aborted once its send buffer is full, its KV freed, and it is counted.
-  TEST(SandwichdSlowClients, AStreamNobodyReadsIsAbortedAndItsKVFreed) {
-    SANDWICH_REQUIRE_DATA();
-    Daemon d(model_args() + " --max-num-seqs 16 --max-send-buffer 64KiB --write-timeout 2");
-    const std::string body = json{{"prompt", "Once"}, {"max_tokens", 500}, {"ignore_eos", true},
-                                  {"n", 16},          {"logprobs", 20},    {"stream", true}}
-                                 .dump();
-    RawConnection c(d.port(), 4096);
-    ASSERT_TRUE(
-        c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-               "application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n" + body));
-    Client m(d.port());
-    auto aborted = [&] {
-      return metric(m, "sandwich:requests_aborted_total{reason=\"send_buffer_full\"}") +
-             metric(m, "sandwich:requests_aborted_total{reason=\"write_timeout\"}");
-    };
-    const auto t0 = std::chrono::steady_clock::now();
-    while (aborted() < 1 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_EQ(aborted(), 1);
-    double used = -1;
-    for (int i = 0; i < 200 && (used = metric(m, "sandwich:kv_cache_blocks_used")) != 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(used, 0);
-    // Cut off while generating, not after: its sequences were aborted, none ran to the end.
-    EXPECT_EQ(metric(m, kAborts), 16);
-    EXPECT_EQ(metric(m, "sandwich:request_success_total{finished_reason=\"length\"}"), 0);
-    EXPECT_EQ(m.post("/v1/completions", completion("The cat", 5)).status, 200);
-  }
+// A client that asks for a big stream (n=16, 500 tokens, 20 log-probs each) and never reads:
+// the request is aborted once its send buffer is full, its KV freed, and it is counted.
+TEST(SandwichdSlowClients, AStreamNobodyReadsIsAbortedAndItsKVFreed) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(model_args() + " --max-num-seqs 16 --max-send-buffer 64KiB --write-timeout 2");
+  const std::string body = json{{"prompt", "Once"}, {"max_tokens", 500}, {"ignore_eos", true},
+                                {"n", 16},          {"logprobs", 20},    {"stream", true}}
+                               .dump();
+  RawConnection c(d.port(), 4096);
+  ASSERT_TRUE(
+      c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+             "application/json\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body));
+  Client m(d.port());
+  auto aborted = [&] {
+    return metric(m, "sandwich:requests_aborted_total{reason=\"send_buffer_full\"}") +
+           metric(m, "sandwich:requests_aborted_total{reason=\"write_timeout\"}");
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  while (aborted() < 1 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(aborted(), 1);
+  double used = -1;
+  for (int i = 0; i < 200 && (used = metric(m, "sandwich:kv_cache_blocks_used")) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(used, 0);
+  // Cut off while generating, not after: its sequences were aborted, none ran to the end.
+  EXPECT_EQ(metric(m, kAborts), 16);
+  EXPECT_EQ(metric(m, "sandwich:request_success_total{finished_reason=\"length\"}"), 0);
+  EXPECT_EQ(m.post("/v1/completions", completion("The cat", 5)).status, 200);
+}
 
 }  // namespace
 }  // namespace sandwich::test
