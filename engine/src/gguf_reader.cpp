@@ -73,12 +73,6 @@ class Cursor {
   [[maybe_unused]] const Reader* r_;
 };
 
-// The integer view of a float value; 0 where it has none (NaN, infinite or beyond int64, whose
-// conversion would be undefined).
-int64_t integer_view(double v) {
-  return v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : 0;
-}
-
 // Bytes one element of a metadata array takes at least (a string: its 8-byte length).
 uint64_t min_element_bytes(ValueType t) {
   if (t == ValueType::STRING) return 8;
@@ -94,7 +88,7 @@ double read_number(Cursor& c, ValueType t, int64_t* as_int) {
     const auto v = c.read<typename S::stored>("value");
     if constexpr (S::is_float) {
       value = v;
-      *as_int = integer_view(value);
+      *as_int = detail::integer_view(value);
     } else {
       *as_int = S::is_bool ? v != 0 : static_cast<int64_t>(v);
       value = static_cast<double>(*as_int);
@@ -201,7 +195,7 @@ Value Value::of_u64(uint64_t v) {
   return number(ValueType::U64, static_cast<int64_t>(v), static_cast<double>(v));
 }
 Value Value::of_f32(float v) {
-  return number(ValueType::F32, integer_view(v), v);
+  return number(ValueType::F32, detail::integer_view(v), v);
 }
 Value Value::of_bool(bool v) {
   return number(ValueType::BOOL, v, v);

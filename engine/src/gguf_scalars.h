@@ -9,6 +9,12 @@
 
 namespace sandwich::gguf::detail {
 
+// The integer view of a float value; 0 where it has none (NaN, infinite or beyond int64, whose
+// conversion would be undefined).
+inline int64_t integer_view(double v) {
+  return v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : 0;
+}
+
 template <ValueType T, class Stored>
 struct Scalar {
   static constexpr ValueType type = T;

@@ -98,7 +98,7 @@ void Writer::write(const std::filesystem::path& path, uint32_t alignment) const 
         for (auto& s : v.strings) o.str(s);
       } else {
         o.pod<uint64_t>(v.numbers.size());
-        for (double d : v.numbers) write_number(o, v.array_type, d, static_cast<int64_t>(d));
+        for (double d : v.numbers) write_number(o, v.array_type, d, detail::integer_view(d));
       }
     } else {
       write_number(o, v.type, v.f, v.i);
