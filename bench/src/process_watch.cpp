@@ -8,11 +8,13 @@
 
 namespace sandwich::bench {
 
-uint64_t resident_bytes(pid_t pid) {
+uint64_t status_bytes(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
+  const std::string key = field + ":";
   while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+    if (line.rfind(key, 0) == 0)
+      return std::strtoull(line.c_str() + key.size(), nullptr, 10) * 1024;
   return 0;
 }
 

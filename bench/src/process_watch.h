@@ -9,8 +9,8 @@
 
 namespace sandwich::bench {
 
-// VmRSS of pid in bytes; 0 if the process is gone.
-uint64_t resident_bytes(pid_t pid);
+// A field of /proc/pid/status in bytes ("VmRSS", "RssAnon", ...); 0 if the process is gone.
+uint64_t status_bytes(pid_t pid, const std::string& field);
 
 // Whether pid runs (a zombie, killed but not yet reaped, does not).
 bool alive(pid_t pid);

@@ -47,7 +47,9 @@ struct SoakReport {
   std::vector<std::string> samples;  // first few unexpected answers, for the log
   std::vector<RankKill> kills;
   uint64_t greedy_text_mismatches = 0, greedy_logprob_mismatches = 0;
-  uint64_t rss_launch = 0, rss_start = 0, rss_peak = 0, rss_end = 0;  // bytes, server process
+  // Bytes of the server process: private resident memory (RssAnon), and VmRSS beside it.
+  uint64_t rss_launch = 0, rss_start = 0, rss_peak = 0, rss_end = 0;
+  uint64_t vm_rss_start = 0, vm_rss_end = 0;
   double kv_blocks_end = -1;
   double seconds = 0;
   std::vector<std::string> failures;  // empty: the server passed
