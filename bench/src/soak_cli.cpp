@@ -25,8 +25,9 @@ void print_summary(const SoakReport& r, std::ostream& out) {
   }
   out << "  greedy mismatches: text " << r.greedy_text_mismatches << ", log-probs "
       << r.greedy_logprob_mismatches << "\n";
-  out << "  server RSS: launch " << mib(r.rss_launch) << ", start " << mib(r.rss_start) << ", peak "
-      << mib(r.rss_peak) << ", end " << mib(r.rss_end) << "\n";
+  out << "  server private RSS: launch " << mib(r.rss_launch) << ", start " << mib(r.rss_start)
+      << ", peak " << mib(r.rss_peak) << ", end " << mib(r.rss_end) << " (VmRSS "
+      << mib(r.vm_rss_start) << " -> " << mib(r.vm_rss_end) << ")\n";
   out << "  KV blocks in use at the end: " << r.kv_blocks_end << "\n";
   for (const RankKill& k : r.kills)
     out << "  rank kill: pid " << k.pid << " at " << k.at_s << " s, "
@@ -55,7 +56,7 @@ int bench_soak_main(int argc, char** argv, int first_arg) {
   p.add("--api-key", &o.bearer, "API key to send as a bearer token", "KEY");
   p.add("--seconds", &o.seconds, "length of the mixed load (default 60)", "S");
   p.add("--minutes", &minutes, "length of the mixed load in minutes (overrides --seconds)", "MIN");
-  p.add("--warmup-seconds", &o.warmup_seconds, "mixed load before memory is measured (default 10)",
+  p.add("--warmup-seconds", &o.warmup_seconds, "mixed load before memory is measured (default 30)",
         "S");
   p.add("--concurrency", &o.concurrency, "concurrent clients (default 8)", "N");
   p.add("--server-pid", &pid, "the server's pid: memory figures and rank kills need it", "PID");

@@ -20,7 +20,8 @@ struct SoakOptions {
   std::string model;   // "" asks /v1/models
   std::string bearer;  // API key, if the server wants one
   double seconds = 60;
-  double warmup_seconds = 10;  // mixed load before memory is measured; no kills
+  double warmup_seconds =
+      30;  // mixed load before memory is measured (allocator pools grow); no kills
   int concurrency = 8;
   pid_t server_pid = 0;        // needed for memory figures and rank kills
   double kill_rank_every = 0;  // seconds between SIGKILLs of a rank; 0: none
