@@ -404,6 +404,7 @@ class Session : public std::enable_shared_from_this<Session> {
           if (ec == beast::error::timeout)
             return self->abort_slow_reader(self->counters_.aborted_write_timeout);
           if (ec) return self->fail();
+          if (!self->stream_.socket().is_open()) return self->drop_output();  // closed meanwhile
           self->stream_.expires_never();
           self->out_bytes_ -= n;
           self->out_offset_ += n;
@@ -467,10 +468,16 @@ class Session : public std::enable_shared_from_this<Session> {
     close();
   }
 
-  void close() {
-    auto self = std::move(hold_);
+  // An in-flight write still reads the front buffer: its handler drops the output instead.
+  void drop_output() {
+    if (writing_) return;
     out_.clear();
     out_bytes_ = out_offset_ = 0;
+  }
+
+  void close() {
+    auto self = std::move(hold_);
+    drop_output();
     if (state_ == State::Closed && !stream_.socket().is_open()) return;
     state_ = State::Closed;
     if (responder_) responder_->mark_gone();
