@@ -29,7 +29,9 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DSANDWICH_FUZZ=ON "${launcher[@]}" >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_seeds "${targets[@]/#/fuzz_}"
+# Model and tokenizer seeds come from the reference data, not from the repository.
+build-fuzz/fuzz/fuzz_seeds "${SANDWICH_SHARED:-../shared}/data" build-fuzz/seeds "${targets[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -44,7 +46,8 @@ for t in "${targets[@]}"; do
   # that makes a loader allocate gigabytes is a bug too.
   if build-fuzz/fuzz/fuzz_"$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" \
-    "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+    "$corpus" build-fuzz/seeds/"$t" $([ -d "tests/fuzz/corpus/$t" ] && echo "tests/fuzz/corpus/$t") \
+    >"$log" 2>&1; then
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     units=$(find "$corpus" -type f | wc -l)
     summary+=("$(printf '%-20s %10s execs  %5s inputs found' "$t" "${execs:-?}" "$units")")

@@ -1,15 +1,17 @@
-// Every fuzz target as a unit test: each file of its seed corpus (tests/fuzz/corpus/<target>/)
-// runs through the target's entry point, so the plain build keeps the corpus passing and a
-// crash the fuzzer once found stays fixed. (scripts/fuzz.sh runs the same targets under
-// libFuzzer with ASan and UBSan.)
+// Every fuzz target as a unit test: each file of its seed corpus (tests/fuzz/corpus/<target>/,
+// and the model and tokenizer seeds generated_seeds.h derives from the reference data) runs through
+// the target's entry point, so the plain build keeps the corpus passing and a crash the fuzzer once
+// found stays fixed. (scripts/fuzz.sh runs the same targets under libFuzzer with ASan and UBSan.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "generated_seeds.h"
 #include "test_data.h"
 
 // The targets' entry points, renamed by CMake from LLVMFuzzerTestOneInput.
@@ -37,15 +39,15 @@ class FuzzCorpus : public testing::TestWithParam<Target> {};
 
 TEST_P(FuzzCorpus, EveryFileRunsThroughTheTarget) {
   const fs::path dir = test::source_dir() / "tests/fuzz/corpus" / GetParam().name;
-  ASSERT_TRUE(fs::is_directory(dir)) << dir << ": every fuzz target needs a seed corpus";
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  ASSERT_FALSE(files.empty()) << dir;
-  for (const auto& f : files) {
-    SCOPED_TRACE(f.string());
-    const std::string bytes = test::slurp(f);
+  std::map<std::string, std::string> seeds =
+      fuzz::generated_seeds(GetParam().name, test::data_dir());
+  if (!seeds.empty()) SANDWICH_REQUIRE_DATA();
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file()) seeds[e.path().string()] = test::slurp(e.path());
+  ASSERT_FALSE(seeds.empty()) << dir << ": every fuzz target needs a seed corpus";
+  for (const auto& [name, bytes] : seeds) {
+    SCOPED_TRACE(name);
     EXPECT_EQ(GetParam().run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), 0);
   }
 }

@@ -1,0 +1,138 @@
+#pragma once
+// Seeds of the fuzz targets that read models and tokenizers. Such files are not kept in the
+// repository: they are derived when the corpus is replayed (or scripts/fuzz.sh runs) from the
+// reference data in $SANDWICH_SHARED/data (prefixes, header fields overwritten) or built here.
+// Returns name -> bytes; empty for a target whose seeds are all text in tests/fuzz/corpus/.
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace sandwich::fuzz {
+
+inline std::string read_prefix(const std::filesystem::path& p, size_t n = std::string::npos) {
+  std::ifstream in(p, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return s.substr(0, std::min(n, s.size()));
+}
+
+template <typename T>
+std::string with_field(std::string s, size_t offset, T v) {
+  if (offset + sizeof v <= s.size()) std::memcpy(s.data() + offset, &v, sizeof v);
+  return s;
+}
+
+// A safetensors file of a one-layer Llama of width 8 (the fuzz target's fixed config.json).
+inline std::string tiny_safetensors(bool drop_down_proj, const std::string& dtype = "BF16") {
+  struct T {
+    const char* name;
+    int rows, cols;
+  };
+  const T tensors[] = {{"model.embed_tokens.weight", 16, 8},
+                       {"model.norm.weight", 8, 0},
+                       {"model.layers.0.input_layernorm.weight", 8, 0},
+                       {"model.layers.0.post_attention_layernorm.weight", 8, 0},
+                       {"model.layers.0.self_attn.q_proj.weight", 8, 8},
+                       {"model.layers.0.self_attn.k_proj.weight", 4, 8},
+                       {"model.layers.0.self_attn.v_proj.weight", 4, 8},
+                       {"model.layers.0.self_attn.o_proj.weight", 8, 8},
+                       {"model.layers.0.mlp.gate_proj.weight", 16, 8},
+                       {"model.layers.0.mlp.up_proj.weight", 16, 8},
+                       {"model.layers.0.mlp.down_proj.weight", 8, 16}};
+  nlohmann::json h = {{"__metadata__", {{"format", "pt"}}}};
+  size_t off = 0;
+  for (const T& t : tensors) {
+    if (drop_down_proj && std::string(t.name).find("down_proj") != std::string::npos) continue;
+    const size_t n = static_cast<size_t>(t.rows) * (t.cols ? t.cols : 1) * 2;
+    h[t.name] = {{"dtype", dtype},
+                 {"shape", t.cols ? nlohmann::json{t.rows, t.cols} : nlohmann::json{t.rows}},
+                 {"data_offsets", {off, off + n}}};
+    off += n;
+  }
+  const std::string header = h.dump();
+  std::string out(8, '\0');
+  const uint64_t len = header.size();
+  std::memcpy(out.data(), &len, 8);
+  out += header;
+  for (size_t i = 0; i < off; ++i) out += static_cast<char>(i % 2 ? 0x3f : static_cast<char>(i));
+  return out;
+}
+
+// A byte-level BPE tokenizer.json: 256 byte tokens, a few merges, one special token.
+inline nlohmann::json tiny_tokenizer_json() {
+  nlohmann::json vocab = nlohmann::json::object();
+  int id = 0;
+  for (int b = 33; b < 127; ++b) vocab[std::string(1, static_cast<char>(b))] = id++;
+  for (const char* m : {"th", "the", "in", "an", "Ġt", "Ġthe"}) vocab[m] = id++;
+  vocab["Ġ"] = id++;
+  return {{"version", "1.0"},
+          {"added_tokens", {{{"id", id}, {"content", "<|end|>"}, {"special", true}}}},
+          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+          {"decoder", {{"type", "ByteLevel"}}},
+          {"model",
+           {{"type", "BPE"},
+            {"vocab", vocab},
+            {"merges", {"t h", "th e", "i n", "a n", "Ġ t", "Ġt he"}}}}};
+}
+
+inline std::map<std::string, std::string> generated_seeds(const std::string& target,
+                                                          const std::filesystem::path& data) {
+  std::map<std::string, std::string> s;
+  if (target == "gguf") {
+    const std::string g = read_prefix(data / "tokenizers/vocab-gguf/ggml-vocab-llama-spm.gguf");
+    s["vocab_spm.gguf"] = g;
+    s["truncated.gguf"] = g.substr(0, std::min<size_t>(g.size(), 1712));
+    s["version1.gguf"] = with_field<uint32_t>(g, 4, 1);
+    s["huge_tensor_count.gguf"] = with_field<uint64_t>(g, 8, uint64_t{1} << 60);
+    s["huge_kv_count.gguf"] = with_field<uint64_t>(g, 16, uint64_t{1} << 60);
+  } else if (target == "llama2c_checkpoint") {
+    const std::string c = read_prefix(data / "models/stories260K/stories260K.bin", 3072);
+    s["stories260K_3k.bin"] = c;
+    s["stories260K_truncated.bin"] = c.substr(0, std::min<size_t>(c.size(), 200));
+    s["zero_heads.bin"] = with_field<int32_t>(c, 12, 0);
+    s["negative_vocab.bin"] = with_field<int32_t>(c, 20, -512);
+    s["versioned_magic.bin"] = with_field<uint32_t>(c, 0, 0x616b3432);
+  } else if (target == "llama2c_tokenizer") {
+    const std::string t = read_prefix(data / "models/stories260K/tok512.bin");
+    s["tok512.bin"] = t;
+    s["truncated.bin"] = t.substr(0, std::min<size_t>(t.size(), 1000));
+    s["negative_length.bin"] = with_field<int32_t>(t, 8, -5);
+  } else if (target == "sentencepiece") {
+    const std::string m = read_prefix(data / "tokenizers/llama2/tokenizer.model", 200000);
+    s["llama2_prefix.model"] = m;
+    s["truncated.model"] = m.substr(0, std::min<size_t>(m.size(), 500));
+  } else if (target == "safetensors") {
+    const std::string ok = tiny_safetensors(false);
+    s["tiny_bf16.safetensors"] = ok;
+    s["tiny_f32_dtype.safetensors"] = tiny_safetensors(false, "F32");
+    s["bad_dtype.safetensors"] = tiny_safetensors(false, "Q4");
+    s["missing_tensor.safetensors"] = tiny_safetensors(true);
+    s["truncated.safetensors"] = ok.substr(0, 700);
+    s["huge_header_len.safetensors"] = with_field<uint64_t>(ok.substr(0, 10), 0, ~uint64_t{0});
+  } else if (target == "tokenizer_json") {
+    nlohmann::json t = tiny_tokenizer_json();
+    s["byte_level_bpe.json"] = t.dump();
+    s["truncated.json"] = t.dump().substr(0, 300);
+    nlohmann::json pairs = t;
+    pairs["model"]["merges"] = {{"t", "h"}, {"th", "e"}};
+    s["pair_merges.json"] = pairs.dump();
+    nlohmann::json bad = t;
+    bad["model"]["merges"] = {1, 2};
+    s["bad_merge_type.json"] = bad.dump();
+    nlohmann::json huge = t;
+    huge["added_tokens"][0]["id"] = 1LL << 40;
+    s["huge_id.json"] = huge.dump();
+    nlohmann::json uni = t;
+    uni["model"] = {{"type", "Unigram"}, {"vocab", {{"a", -1.0}, {"b", -2.0}}}};
+    s["unigram.json"] = uni.dump();
+    nlohmann::json gap = t;  // encoding text with a byte that has no token throws mid-encode
+    gap["model"]["vocab"].erase("a");
+    s["missing_byte_token.json"] = gap.dump();
+  }
+  return s;
+}
+
+}  // namespace sandwich::fuzz
