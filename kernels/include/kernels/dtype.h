@@ -83,14 +83,21 @@ inline f16_t f32_to_f16(float f) {
 }
 
 // Reads element i of a row stored as t, widened to f32.
+// Rows of a mapped file need not be aligned (a safetensors header may be any length), so the
+// element is copied out; memcpy compiles to the same single load.
 inline float load_as_f32(const void* row, size_t i, DType t) {
+  auto load = [&]<typename T>(T*) {
+    T v;
+    std::memcpy(&v, static_cast<const char*>(row) + i * sizeof(T), sizeof(T));
+    return v;
+  };
   switch (t) {
     case DType::F32:
-      return static_cast<const float*>(row)[i];
+      return load(static_cast<float*>(nullptr));
     case DType::F16:
-      return f16_to_f32(static_cast<const f16_t*>(row)[i]);
+      return f16_to_f32(load(static_cast<f16_t*>(nullptr)));
     case DType::BF16:
-      return bf16_to_f32(static_cast<const bf16_t*>(row)[i]);
+      return bf16_to_f32(load(static_cast<bf16_t*>(nullptr)));
   }
   return 0.0f;
 }
