@@ -52,7 +52,8 @@ inline std::string tiny_safetensors(bool drop_down_proj, const std::string& dtyp
                  {"data_offsets", {off, off + n}}};
     off += n;
   }
-  const std::string header = h.dump();
+  std::string header = h.dump();
+  header.resize((header.size() + 7) / 8 * 8, ' ');  // padded as Hugging Face's writer does
   std::string out(8, '\0');
   const uint64_t len = header.size();
   std::memcpy(out.data(), &len, 8);
