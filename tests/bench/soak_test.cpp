@@ -26,6 +26,11 @@ TEST(Soak, ShortHostileMixWithARankKillPasses) {
   o.greedy_prompts = 3;
   o.max_tokens = 16;
   o.rss_tolerance = 1.0;  // seconds of load say nothing about leaks; scripts/soak.sh checks 10 %
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's quarantine keeps freed memory resident (RSS doubled in 4 s on CI); its own leak
+  // check covers this build.
+  o.rss_tolerance = 1e9;
+#endif
   std::ostringstream log;
   const bench::SoakReport r = bench::run_soak(o, log);
   EXPECT_TRUE(r.failures.empty()) << r.json() << "\n" << log.str() << d.log();

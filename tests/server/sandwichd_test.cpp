@@ -756,9 +756,13 @@ TEST(SandwichdShutdown, RequestsAbortedAtShutdownGet503AndStreamsAnErrorEvent) {
 
 TEST(SandwichdShutdown, DuringADrainHealthAndNewRequestsGet503) {
   SANDWICH_REQUIRE_DATA();
-  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 200 --shutdown-timeout 1");
+  // The drain lasts 5 s so that a loaded machine still asks its questions inside it; 192 x 500
+  // tokens one at a time outlast it on any machine.
+  Daemon d(model_args() + " --max-num-seqs 1 --max-waiting 200 --shutdown-timeout 5");
   HttpResult filler;
-  std::thread a([&] { filler = Client(d.port()).post("/v1/completions", queue_filler(32)); });
+  std::thread a([&] {
+    filler = Client(d.port()).post("/v1/completions", queue_filler(64, false, 3));
+  });
   ASSERT_TRUE(wait_for_waiting(d.port(), 20));
   d.begin_terminate();
   // A refused connection (what a drain used to give) is status 0.
