@@ -1,0 +1,96 @@
+#pragma once
+// The GEMM tuner: builds each schedule from the micro-kernels by measuring on the machine, for
+// every M from 1 to the longest prefill (the paper's tensor program generation).
+//
+// Per micro-kernel, fast start grows the per-thread slice by 2^t x tile along each dimension
+// while GFLOPS gain, never past what the thread split leaves a thread; finetune enumerates the
+// thread polymerizations (tm x tn x tk, split-k included) and grows the slice along the
+// dimension that gains most under each. Shapes sharing N and K are tuned together in increasing
+// M: the first `window` M try every micro-kernel, later ones only those that won in the last
+// `window`; once the winner's slice and polymerization stay within `reuse_threshold` of their
+// running average they are fixed and the larger M derive their schedules without search.
+// Measured schedules are cached across groups.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/schedule.h"
+#include "kernels/tuned_schedules.h"
+
+namespace sandwich::tuner {
+
+// Measures one schedule on one shape: seconds per call (the median of its repetitions).
+class GemmProfiler {
+ public:
+  virtual ~GemmProfiler() = default;
+  virtual double seconds(const kernels::GemmShape& shape, const kernels::Schedule& schedule) = 0;
+};
+
+// The real one: weights packed as the engine packs them (rotating over enough copies that the
+// last-level cache cannot hold them), activations as the engine lays them out, run on a thread
+// team pinned to `cpus` (one rank's cores); warm-up, then repetitions until `min_seconds` and
+// at least `min_reps`, median.
+struct ProfilerOptions {
+  std::vector<int> cpus;  // empty: the first `threads` CPUs
+  int warmup = 1;
+  int min_reps = 3;
+  double min_seconds = 0.01;
+};
+std::unique_ptr<GemmProfiler> make_machine_profiler(const ProfilerOptions& o);
+
+struct GemmTunerOptions {
+  int window = 16;  // sigma: shapes that try every micro-kernel
+  double reuse_threshold =
+      0.05;  // relative spread around the running average that counts as stable
+  int64_t max_m = 2048;
+};
+
+struct TunedPoint {
+  int64_t m = 0;
+  kernels::Schedule schedule;
+  double seconds = 0;  // measured (0 when derived)
+  std::string how;     // "searched" (all micro-kernels), "window", "reused", "derived"
+};
+
+struct GemmGroupResult {
+  kernels::GemmKey key;            // from kernels/tuned_schedules.h
+  std::vector<TunedPoint> points;  // one per M, 1..max_m, increasing
+};
+
+struct TunerStats {
+  int64_t profiled = 0;       // schedules measured
+  int64_t cache_hits = 0;     // measurements answered by the cache
+  int64_t window_saved = 0;   // micro-kernels not tried thanks to the sliding window
+  int64_t reuse_saved_m = 0;  // M values derived without search
+  double seconds = 0;
+};
+
+struct TunerProgress {
+  std::string group;  // GemmKey::to_string
+  int group_index = 0, groups = 0;
+  int64_t m = 0, max_m = 0;
+  double best_gflops = 0;
+  double elapsed_s = 0, remaining_s = 0;  // remaining: an estimate
+};
+
+class GemmTuner {
+ public:
+  GemmTuner(GemmProfiler& profiler, GemmTunerOptions o);
+  ~GemmTuner();
+  // Tunes one group (all M for the key). `resume_from` continues a group stopped at that M
+  // with its earlier points; `stop` is polled between measurements (Ctrl-C): when it returns
+  // true the result so far is returned (points up to the last finished M).
+  GemmGroupResult tune(const kernels::GemmKey& key, const GemmGroupResult* resume_from = nullptr,
+                       const std::function<bool()>& stop = {},
+                       const std::function<void(const TunerProgress&)>& progress = {});
+  const TunerStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sandwich::tuner
