@@ -7,6 +7,7 @@
 // taller than M, every thread grid, a few K blocks; slices are sized to the caches by rule.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -19,7 +20,14 @@
 namespace sandwich::kernels {
 
 MachineModel& machine_model() {
-  static MachineModel m;
+  static MachineModel m = [] {
+    MachineModel d;
+    // SANDWICH_SKINNY_HW_PREFETCH=0|1 forces the vendor correction either way: what the tuner
+    // must recover by measuring when the hand correction is wrong.
+    if (const char* v = std::getenv("SANDWICH_SKINNY_HW_PREFETCH"); v && (*v == '0' || *v == '1'))
+      d.skinny_hw_prefetch = *v == '1';
+    return d;
+  }();
   return m;
 }
 

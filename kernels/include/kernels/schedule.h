@@ -62,7 +62,8 @@ struct MachineModel {
   // One- and two-row GEMMs (decode) stream their weights fastest with software prefetch and
   // short K blocks on Intel Xeon (Sapphire/Emerald Rapids, 2 threads: 30.4 against 25.7 GB/s
   // at M = 1, 57 against 42 GFLOPS at M = 2), but with long unprefetched K blocks left to the
-  // hardware prefetcher on AMD Zen 5 (75-87 against 57-77 GB/s). Defaults by vendor.
+  // hardware prefetcher on AMD Zen 5 (75-87 against 57-77 GB/s). Defaults by vendor
+  // (SANDWICH_SKINNY_HW_PREFETCH=0/1 overrides it; the GEMM tuner measures instead).
   bool skinny_hw_prefetch = cpu_is_amd();
 };
 MachineModel& machine_model();
