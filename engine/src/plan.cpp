@@ -64,7 +64,13 @@ Plan load_plan(const std::filesystem::path& file) {
       return topo::service_config_from_json(c.is_object() && c.contains("config") ? c["config"]
                                                                                   : c);
     };
-    return {config_of(j["prefill"]), config_of(j["decode"])};
+    Plan plan{config_of(j["prefill"]), config_of(j["decode"])};
+    if (j.contains("schedules")) {
+      if (!j["schedules"].is_string() || j["schedules"].get<std::string>().empty())
+        throw std::invalid_argument("\"schedules\" must be the path of a schedule table");
+      plan.schedules = file.parent_path() / j["schedules"].get<std::string>();
+    }
+    return plan;
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(file.string() + ": " + e.what());
   }

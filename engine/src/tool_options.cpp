@@ -40,6 +40,12 @@ void add_plan_options(ArgParser& p, PlanOptions& o) {
   p.add_flag("--batch-invariant", &o.batch_invariant,
              "sum in an order independent of the batch: a request's greedy output and logprobs "
              "do not depend on what runs beside it (slower; see the README)");
+  p.option("--schedules", "F",
+           "tuned GEMM schedules (sandwich-tune kernels); the cost model's for what it lacks",
+           [&o](const std::string& v) {
+             if (v.empty()) throw CliError("--schedules needs a file");
+             o.schedules = v;
+           });
 }
 
 Plan resolve_plan(const PlanOptions& o) {
@@ -57,6 +63,7 @@ Plan resolve_plan(const PlanOptions& o) {
   p.decode = o.decode_config ? topo::parse_service_config(*o.decode_config)
              : file          ? file->decode
                              : p.prefill;
+  p.schedules = o.schedules ? o.schedules : file ? file->schedules : std::nullopt;
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "engine/executor.h"
 #include "engine/plan.h"
 #include "engine/sampler.h"
+#include "engine/schedule_table.h"
 #include "engine/tool_options.h"
 
 namespace sandwich {
@@ -78,6 +80,7 @@ int bench_engine(int argc, char** argv) {
   // Each item: RxT for both phases, or PREFILL/DECODE.
   std::vector<std::string> items;
   std::vector<std::pair<topo::ServiceConfig, topo::ServiceConfig>> configs;
+  std::optional<std::filesystem::path> schedules = plan.schedules;
   if (configs_text) {
     std::stringstream ss(*configs_text);
     for (std::string item; std::getline(ss, item, ',');) {
@@ -109,6 +112,7 @@ int bench_engine(int argc, char** argv) {
                         ? one.prefill.to_string(2)
                         : one.prefill.to_string(2) + "/" + one.decode.to_string(2));
     configs.emplace_back(one.prefill, one.decode);
+    schedules = one.schedules;
   }
   std::optional<std::ofstream> json_out;
   if (json_path) {
@@ -122,6 +126,8 @@ int bench_engine(int argc, char** argv) {
     throw CliError("the test lengths exceed the model's context of " +
                    std::to_string(c.max_seq_len));
   for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
+  // Before any executor: rank processes inherit the installed table.
+  const size_t schedule_ranges = schedules ? install_schedule_table(*schedules, std::cerr) : 0;
 
   // Every configuration's executors start before any measurement (rank processes fork here).
   struct Setup {
@@ -202,12 +208,18 @@ int bench_engine(int argc, char** argv) {
     report("pp", prompt_tokens, run_pp);
     report("tg", gen_tokens, run_tg);
   }
-  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB%s\n", model->load_seconds,
+  const std::string tuned = schedules ? ", schedules " + schedules->string() + " (" +
+                                            std::to_string(schedule_ranges) + " ranges)"
+                                      : "";
+  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB%s%s\n", model->load_seconds,
                static_cast<double>(model->weight_bytes()) / (1 << 30),
-               plan.batch_invariant ? ", batch-invariant" : "");
-  nlohmann::json doc = {{"load_seconds", model->load_seconds},
-                        {"batch_invariant", plan.batch_invariant},
-                        {"results", results}};
+               plan.batch_invariant ? ", batch-invariant" : "", tuned.c_str());
+  nlohmann::json doc = {
+      {"load_seconds", model->load_seconds},
+      {"batch_invariant", plan.batch_invariant},
+      {"schedules", schedules ? nlohmann::json(schedules->string()) : nlohmann::json(nullptr)},
+      {"schedule_ranges", schedule_ranges},
+      {"results", results}};
   if (json_out) {
     *json_out << doc.dump(2) << "\n";
     if (!json_out->flush()) throw CliError("cannot write --json file " + *json_path);

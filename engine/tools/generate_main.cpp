@@ -7,6 +7,7 @@
 
 #include "common/tool.h"
 #include "engine/generator.h"
+#include "engine/schedule_table.h"
 #include "engine/tool_options.h"
 
 using namespace sandwich;
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
 
     auto model = load_model(load);
     for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
+    // Before the generator makes its executors: rank processes inherit the installed table.
+    if (configs.schedules) install_schedule_table(*configs.schedules, std::cerr);
     const Tokenizer& tok = *model->tokenizer;
     req.prompt = tok.encode(prompt.value_or(""), tok.add_bos_default());
     if (req.prompt.empty())

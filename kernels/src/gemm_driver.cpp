@@ -23,6 +23,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "kernels/tuned_schedules.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -258,7 +259,7 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
     validate_schedule(shape, *schedule);
     j.s = *schedule;
   } else {
-    j.s = default_schedule(shape);
+    j.s = planned_schedule(shape);
   }
   // The fused epilogue needs whole sums, and a batch-invariant sum one order: no split-k.
   if ((up || args.batch_invariant) && j.s.tk > 1) {

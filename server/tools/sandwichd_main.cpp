@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/tool.h"
+#include "engine/schedule_table.h"
 #include "engine/scheduler.h"
 #include "engine/tool_options.h"
 #include "server/http_server.h"
@@ -161,6 +162,8 @@ int main(int argc, char** argv) {
     try {
       model = load_model(load);
       for (const auto& n : model->notes) std::fprintf(stderr, "sandwichd: note: %s\n", n.c_str());
+      // Before the scheduler makes its executors: rank processes inherit the installed table.
+      if (configs.schedules) install_schedule_table(*configs.schedules, std::cerr);
       scheduler = std::make_unique<Scheduler>(*model, sched);
       service.attach(*model, *scheduler);
     } catch (...) {

@@ -1,7 +1,12 @@
 // sandwich-bench-engine (`sandwich-bench engine`) as a user runs it.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "command.h"
+#include "covering_schedule_table.h"
 #include "test_data.h"
 
 namespace sandwich {
@@ -32,6 +37,31 @@ TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
       error_of("--json /nonexistent/x.json").find("cannot write --json file /nonexistent/x.json"),
       std::string::npos);
   EXPECT_NE(error_of("").find("/nonexistent/m.gguf"), std::string::npos);  // and then the model
+}
+
+// The JSON says which table ran and how many ranges it installed; none: null and 0.
+TEST(BenchEngineCli, JsonSaysWhetherATunedScheduleTableWasUsed) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
+  const std::string bench = (test::bin_dir() / "sandwich-bench-engine").string() + " --model " +
+                            stories + " -t 2 --prompt-tokens 8 --gen-tokens 4 -r 1 --warmup 0";
+  const int keys = test::write_covering_schedule_table(bench, dir / "t.json");
+  ASSERT_GT(keys, 0);
+  const auto run = [&](const std::string& extra) {
+    const test::CommandResult r =
+        test::run_command(bench + " --json " + (dir / "r.json").string() + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err.find("sandwich: schedules:"), std::string::npos) << r.err;
+    std::ifstream in(dir / "r.json");
+    return nlohmann::json::parse(in);
+  };
+  nlohmann::json j = run(" --schedules " + (dir / "t.json").string());
+  EXPECT_EQ(j["schedules"], (dir / "t.json").string());
+  EXPECT_EQ(j["schedule_ranges"], 3 * keys);
+  j = run("");
+  EXPECT_TRUE(j["schedules"].is_null());
+  EXPECT_EQ(j["schedule_ranges"], 0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "command.h"
+#include "covering_schedule_table.h"
 #include "dummy_llama.h"
 #include "test_data.h"
 
@@ -77,6 +78,56 @@ TEST(Cli, PromptContinuesLikeTheReferenceImplementation) {
       generate() + " -n 189 --temperature 0 --prompt 'Once upon a time, there was a big dog'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, std::string(kRunCContinuation));
+}
+
+// A tuned-schedule table whose (non-default, valid) schedules cover every GEMM: the same text,
+// on one rank of two threads and on two forked ranks (which inherit the table).
+TEST(Cli, GenerateWithATunedScheduleTableGivesTheSameText) {
+  SANDWICH_REQUIRE_DATA();
+  for (const std::string config : {"-t 2", "--prefill-config 2x1 --decode-config 2x1"}) {
+    test::TempDir dir;
+    const std::string prompted = generate() + " " + config +
+                                 " -n 189 --temperature 0 --prompt 'Once upon a time, there was "
+                                 "a big dog'";
+    ASSERT_GT(test::write_covering_schedule_table(prompted, dir / "t.json"), 0) << config;
+    CommandResult r = run_cmd(prompted + " --schedules " + (dir / "t.json").string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, std::string(kRunCContinuation)) << config;
+    EXPECT_EQ(r.err.find("sandwich: schedules:"), std::string::npos) << config << "\n" << r.err;
+    r = run_cmd(generate() + " " + config + " -n 200 --temperature 0 --schedules " +
+                (dir / "t.json").string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, expected_greedy()) << config;
+    EXPECT_EQ(r.err.find("sandwich: schedules:"), std::string::npos) << config << "\n" << r.err;
+    // Through a plan file naming the table relative to its folder.
+    std::ofstream(dir / "plan.json")
+        << R"({"prefill": "1x2", "decode": "1x2", "schedules": "t.json"})";
+    if (config == "-t 2") {
+      r = run_cmd(generate() + " -n 200 --temperature 0 --plan " + (dir / "plan.json").string());
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_EQ(r.out, expected_greedy());
+      EXPECT_EQ(r.err.find("sandwich: schedules:"), std::string::npos) << r.err;
+    }
+  }
+}
+
+// A bad table is one warning, never an error: the cost model's schedules, the same text.
+TEST(Cli, GenerateWithABadScheduleTableWarnsAndGivesTheSameText) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  std::ofstream(dir / "corrupt.json") << "{\"format\": ";
+  ScheduleTable foreign = test::empty_schedule_table();
+  foreign.machine.cpu = "Some Other CPU";
+  write_schedule_table(foreign, dir / "foreign.json");
+  for (const std::string name : {"missing.json", "corrupt.json", "foreign.json"}) {
+    CommandResult r =
+        run_cmd(generate() + " -q -n 200 --temperature 0 --schedules " + (dir / name).string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, expected_greedy()) << name;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("sandwich: schedules: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+  }
 }
 
 TEST(Cli, OutputIdsPrintsTokenIds) {

@@ -2,6 +2,7 @@
 // A plan: the service configuration of each phase (topotree's ServiceConfig), and how a thread
 // count given on the command line becomes a configuration of one rank.
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "topotree/service_config.h"
@@ -10,10 +11,12 @@ namespace sandwich {
 
 struct Plan {
   topo::ServiceConfig prefill, decode;
+  std::optional<std::filesystem::path> schedules;  // a tuned-schedule table (schedule_table.h)
 };
-// {"prefill": <config>, "decode": <config>}: each a JSON configuration, its short form ("2x1")
-// or {"config": ..., ...} (a tuner's plan may hold more; the rest is ignored). Throws
-// std::invalid_argument naming the file.
+// {"prefill": <config>, "decode": <config>, "schedules": "table.json"}: each configuration a
+// JSON configuration, its short form ("2x1") or {"config": ..., ...} (a tuner's plan may hold
+// more; the rest is ignored); "schedules", optional, a path relative to the plan file's folder.
+// Throws std::invalid_argument naming the file.
 Plan load_plan(const std::filesystem::path& file);
 
 // The most compute threads a rank may run: 4 x this machine's CPUs. More than that only

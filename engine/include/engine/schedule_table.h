@@ -82,7 +82,8 @@ void write_schedule_table(const ScheduleTable& table, const std::filesystem::pat
 // is valid as the process's tuned schedules (and tunable-kernel parameters). Never throws:
 // a missing or corrupt file, another machine's table or a bad entry is one warning line on
 // `warn` and the cost model for what it would have covered. GEMMs the table lacks warn once
-// each, when first run. Returns the number of GEMM ranges installed.
+// each per process, on stderr, when first run (from a rank's own process). A table that fails
+// to load replaces whatever was installed before. Returns the number of GEMM ranges installed.
 size_t install_schedule_table(const std::filesystem::path& file, std::ostream& warn);
 
 }  // namespace sandwich

@@ -1,7 +1,8 @@
 #pragma once
 // The options every tool that runs a model shares: which model and how to load it (--model,
 // --tokenizer, --load-format, --dtype, --weights-seed), and how to run it (--threads, --plan,
-// --prefill-config, --decode-config, --batch-invariant).
+// --prefill-config, --decode-config, --batch-invariant, --schedules).
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -17,10 +18,12 @@ struct PlanOptions {
   int threads = 0;  // one rank of this many cores when no configuration is given (0: all)
   std::optional<std::string> plan, prefill_config, decode_config;
   bool batch_invariant = false;  // --batch-invariant: ExecutorLimits::batch_invariant
+  std::optional<std::filesystem::path> schedules;  // --schedules: a tuned-schedule table
 };
 void add_plan_options(ArgParser& p, PlanOptions& o);
 // The configurations the options name: a phase's own option over the plan file over one rank
-// of --threads cores; decode defaults to prefill's. Throws CliError for a bad thread count and
+// of --threads cores; decode defaults to prefill's. The schedule table: --schedules over the
+// plan file's. Throws CliError for a bad thread count and
 // std::invalid_argument (naming the file or text) for a bad plan or configuration.
 Plan resolve_plan(const PlanOptions& o);
 

@@ -1,0 +1,191 @@
+// The tuned-schedule table and the process's installed one. gemm() asks planned_schedule() on
+// every call, so the lookup takes no lock: an atomic pointer to what install published, a hash
+// lookup and a binary search. Only a miss (which then asks the cost model, itself behind a
+// mutex) takes a lock, to report each missing key once.
+#include "kernels/tuned_schedules.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <iterator>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "kernels/microkernel.h"
+
+namespace sandwich::kernels {
+namespace {
+
+// Bump when the GEMM driver's loop order, packing or prefetching changes: a schedule measured
+// against the old driver no longer says what is fastest, so tables tuned with it must be
+// re-tuned (kernels_version() changes and the engine treats them as another machine's).
+constexpr int kDriverVersion = 1;
+
+struct KeyHash {
+  size_t operator()(const GemmKey& k) const noexcept {
+    uint64_t h = static_cast<uint64_t>(k.n) * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<uint64_t>(k.k) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+    h ^= (static_cast<uint64_t>(k.weights) << 40) ^ (static_cast<uint64_t>(k.threads) << 8) ^
+         static_cast<uint64_t>(k.pair);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+std::string range_text(const GemmKey& key, int64_t m_lo, int64_t m_hi) {
+  return key.to_string() + " M " + std::to_string(m_lo) + ".." + std::to_string(m_hi);
+}
+
+struct Installed {
+  std::shared_ptr<const TunedSchedules> table;
+  std::function<void(const GemmKey&)> on_miss;
+  std::mutex reported_mutex;
+  std::unordered_set<GemmKey, KeyHash> reported;
+};
+
+// The atomic pointer is what gemm() reads; the shared_ptr owns it.
+std::atomic<Installed*> g_installed{nullptr};
+std::shared_ptr<Installed> g_owner;
+
+void report_miss(Installed& in, const GemmKey& key) {
+  if (!in.on_miss) return;
+  {
+    std::lock_guard lock(in.reported_mutex);
+    if (!in.reported.insert(key).second) return;
+  }
+  in.on_miss(key);
+}
+
+}  // namespace
+
+std::string GemmKey::to_string() const {
+  std::string s = "N=" + std::to_string(n) + " K=" + std::to_string(k) + " " +
+                  std::string(dtype_name(weights)) + " threads=" + std::to_string(threads);
+  if (pair) s += " pair";
+  return s;
+}
+
+GemmKey key_of(const GemmShape& s) {
+  return GemmKey{s.n, s.k, s.weights, s.threads, s.pair};
+}
+
+struct TunedSchedules::Impl {
+  std::unordered_map<GemmKey, std::vector<TunedRange>, KeyHash> by_key;  // sorted by m_lo
+  size_t ranges = 0;
+};
+
+TunedSchedules::TunedSchedules() : impl_(std::make_unique<Impl>()) {}
+TunedSchedules::~TunedSchedules() = default;
+TunedSchedules::TunedSchedules(TunedSchedules&&) noexcept = default;
+TunedSchedules& TunedSchedules::operator=(TunedSchedules&&) noexcept = default;
+
+void TunedSchedules::add(const GemmKey& key, int64_t m_lo, int64_t m_hi, const Schedule& schedule) {
+  const auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("tuned schedule for " + range_text(key, m_lo, m_hi) + ": " + why);
+  };
+  if (m_lo < 1 || m_lo > m_hi) bad("not a range of M >= 1");
+  if (key.n < 1 || key.k < 1 || key.threads < 1) bad("N, K and threads must be positive");
+  try {
+    validate_schedule(GemmShape{m_lo, key.n, key.k, key.weights, key.threads, key.pair}, schedule);
+  } catch (const std::invalid_argument& e) {
+    bad(e.what());
+  }
+  auto& ranges = impl_->by_key[key];
+  const auto at = std::upper_bound(ranges.begin(), ranges.end(), m_lo,
+                                   [](int64_t m, const TunedRange& r) { return m < r.m_lo; });
+  // Sorted and disjoint: only the neighbours can overlap.
+  if (at != ranges.end() && at->m_lo <= m_hi)
+    bad("overlaps M " + std::to_string(at->m_lo) + ".." + std::to_string(at->m_hi));
+  if (at != ranges.begin() && std::prev(at)->m_hi >= m_lo)
+    bad("overlaps M " + std::to_string(std::prev(at)->m_lo) + ".." +
+        std::to_string(std::prev(at)->m_hi));
+  ranges.insert(at, TunedRange{m_lo, m_hi, schedule});
+  ++impl_->ranges;
+}
+
+const Schedule* TunedSchedules::find(const GemmShape& s) const {
+  if (s.batch_invariant) return nullptr;
+  const auto it = impl_->by_key.find(key_of(s));
+  if (it == impl_->by_key.end()) return nullptr;
+  const auto& ranges = it->second;
+  auto r = std::upper_bound(ranges.begin(), ranges.end(), s.m,
+                            [](int64_t m, const TunedRange& x) { return m < x.m_lo; });
+  if (r == ranges.begin()) return nullptr;
+  --r;
+  return s.m <= r->m_hi ? &r->schedule : nullptr;
+}
+
+bool TunedSchedules::has_key(const GemmKey& key) const {
+  return impl_->by_key.count(key) != 0;
+}
+size_t TunedSchedules::keys() const {
+  return impl_->by_key.size();
+}
+size_t TunedSchedules::ranges() const {
+  return impl_->ranges;
+}
+std::vector<GemmKey> TunedSchedules::all_keys() const {
+  std::vector<GemmKey> keys;
+  keys.reserve(impl_->by_key.size());
+  for (const auto& [key, ranges] : impl_->by_key) keys.push_back(key);
+  std::sort(keys.begin(), keys.end(), [](const GemmKey& a, const GemmKey& b) {
+    return std::tie(a.n, a.k, a.weights, a.threads, a.pair) <
+           std::tie(b.n, b.k, b.weights, b.threads, b.pair);
+  });
+  return keys;
+}
+const std::vector<TunedRange>* TunedSchedules::ranges_of(const GemmKey& key) const {
+  const auto it = impl_->by_key.find(key);
+  return it == impl_->by_key.end() ? nullptr : &it->second;
+}
+
+void install_tuned_schedules(std::shared_ptr<const TunedSchedules> table,
+                             std::function<void(const GemmKey&)> on_miss) {
+  std::shared_ptr<Installed> next;
+  if (table) {
+    next = std::make_shared<Installed>();
+    next->table = std::move(table);
+    next->on_miss = std::move(on_miss);
+  }
+  g_installed.store(next.get(), std::memory_order_release);
+  g_owner = std::move(next);
+}
+
+const TunedSchedules* installed_tuned_schedules() {
+  const Installed* in = g_installed.load(std::memory_order_acquire);
+  return in ? in->table.get() : nullptr;
+}
+
+Schedule planned_schedule(const GemmShape& s) {
+  Installed* in = g_installed.load(std::memory_order_acquire);
+  if (in) {
+    if (const Schedule* tuned = in->table->find(s)) return *tuned;
+    if (!s.batch_invariant) report_miss(*in, key_of(s));
+  }
+  return default_schedule(s);
+}
+
+std::string kernels_version() {
+  // FNV-1a over the driver version and every compiled micro-kernel's name and register use.
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&](const std::string& text) {
+    for (unsigned char c : text) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0xff;
+    h *= 0x100000001b3ull;
+  };
+  mix("driver " + std::to_string(kDriverVersion));
+  for (const MicroKernel& mk : microkernel_table())
+    mix(mk.name() + " " + std::to_string(mk.registers) + " " + std::to_string(mk.acc_sets));
+  char text[32];
+  std::snprintf(text, sizeof text, "d%d-%012llx", kDriverVersion,
+                static_cast<unsigned long long>(h >> 16));
+  return text;
+}
+
+}  // namespace sandwich::kernels
