@@ -6,6 +6,11 @@
 //
 //   build/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build/bin/bench_kernels --benchmark_filter='/M:1/|dram|peak'      (a subset)
+//   build/bin/bench_kernels --schedules=table.json                     (tuned vs cost model)
+//
+// --schedules=FILE (a `sandwich-tune kernels` table) replaces the shapes by the table's GEMMs at
+// M = 1, 2, 4, ..., 128, 512, 2048: each with the cost model's schedule, the table's and oneDNN
+// (a gate/up pair as one matmul of twice the columns), and a summary of tuned over cost model.
 //
 // Weights that fit in the last-level cache would flatter the memory-bound shapes, so every peer
 // rotates over enough copies of its weights to read at least kRotateBytes per round.
@@ -17,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,9 +30,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include "engine/schedule_table.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 #include "kernels/peak_probes.h"
+#include "kernels/tuned_schedules.h"
 
 #ifdef SANDWICH_BENCH_ONEDNN
 #include <omp.h>
@@ -164,6 +172,61 @@ void bench_ours_invariant(benchmark::State& st, int64_t m, int64_t n, int64_t k,
   bench_sandwich(st, m, n, k, threads, true);
 }
 
+// Tuned mode: a gate/up pair's copies are (gate, up) in turn.
+struct PairWeights : OurWeights {};
+
+enum class Pick { CostModel, Tuned };
+std::map<std::string, std::string>& schedule_labels() {
+  static std::map<std::string, std::string> l;
+  return l;
+}
+
+// Our GEMM under an explicit schedule: the cost model's or the installed table's.
+void bench_picked(benchmark::State& st, const std::string& name, int64_t m, int64_t n, int64_t k,
+                  int threads, bool pair, Pick pick) {
+  auto build = [&](OurWeights& o) {
+    const sk::PackedWeight plan = sk::plan_packed_weight(n, k, sk::DType::BF16);
+    const auto& src = source_weights(n, k);
+    const int mats = pair ? 2 : 1;
+    for (int c = 0; c < copies_for(plan.bytes * mats) * mats; ++c) {
+      o.bufs.push_back(std::make_unique<Buffer>(plan.bytes));
+      o.w.push_back(plan);
+      o.w.back().data = o.bufs.back()->get();
+      sk::pack_weight(o.w.back(), src.data(), sk::DType::F32, k, nullptr, &team(2));
+    }
+  };
+  OurWeights& ow = pair ? static_cast<OurWeights&>(
+                              current_shape<PairWeights>(n, k, [&](PairWeights& p) { build(p); }))
+                        : current_shape<OurWeights>(n, k, build);
+  const sk::GemmShape shape{m, n, k, sk::DType::BF16, threads, pair};
+  sk::Schedule sched = sk::default_schedule(shape);
+  if (pick == Pick::Tuned) {
+    const sk::TunedSchedules* table = sk::installed_tuned_schedules();
+    const sk::Schedule* found = table ? table->find(shape) : nullptr;
+    if (!found) {
+      st.SkipWithError("the table has no schedule for this shape");
+      return;
+    }
+    sched = *found;
+  }
+  schedule_labels()[name] = sched.to_string();
+  st.SetLabel(sched.to_string());
+  auto x = random_floats(static_cast<size_t>(m * k), 2);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  const sk::GemmArgs a{x.data(), k, m, y.data(), n};
+  sk::ThreadTeam& t = team(threads);
+  size_t i = 0;
+  const size_t sets = ow.w.size() / (pair ? 2 : 1);
+  for (auto _ : st) {
+    const size_t c = i++ % sets;
+    if (pair)
+      sk::gemm_silu_mul(ow.w[2 * c], ow.w[2 * c + 1], a, t, &sched);
+    else
+      sk::gemm(ow.w[c], a, t, &sched);
+  }
+  set_counters(st, m, n * (pair ? 2 : 1), k, 2.0 * n * k * (pair ? 2 : 1), static_cast<int>(sets));
+}
+
 #ifdef SANDWICH_BENCH_ONEDNN
 struct DnnlWeights {
   std::unique_ptr<Buffer> plain;  // k x n BF16 in "ba" order (W row-major), reordered per M
@@ -281,6 +344,7 @@ struct Key {
   std::string peer;
   int64_t m, n, k;
   int threads;
+  bool pair = false;  // tuned mode: a gate/up pair, n columns each
   auto operator<=>(const Key&) const = default;
 };
 
@@ -401,6 +465,94 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     }
   }
 
+  // Tuned mode: the table's schedules over the cost model's, and both against oneDNN.
+  void print_tuned_summary() const {
+    std::map<Key, double> t;
+    for (const auto& [name, key] : keys())
+      if (auto it = seconds_.find(name); it != seconds_.end()) t[key] = it->second;
+    if (t.empty()) return;
+    auto find = [&](const char* peer, const Key& k) {
+      auto it = t.find(Key{peer, k.m, k.n, k.k, k.threads, k.pair});
+      return it == t.end() ? 0.0 : it->second;
+    };
+    auto label = [&](const char* peer, const Key& k) {
+      for (const auto& [name, key] : keys())
+        if (key == Key{peer, k.m, k.n, k.k, k.threads, k.pair})
+          if (auto it = schedule_labels().find(name); it != schedule_labels().end())
+            return it->second;
+      return std::string();
+    };
+    std::printf("\n== tuned schedules (medians of this run) ==\n");
+    std::printf("%5s %6s %6s %4s %2s | %8s %8s %8s | %6s %6s %6s | %s\n", "M", "N", "K", "pair",
+                "t", "cost GF", "tuned GF", "dnnl GF", "t/cost", "t/dnnl", "c/dnnl", "tuned");
+    double worst = 1e30, log_diff = 0;
+    std::string worst_at;
+    size_t n_diff = 0;
+    std::map<int, std::vector<double>> skinny, big, skinny_cost;
+    for (const auto& [key, cost] : t) {
+      if (key.peer != "cost_model") continue;
+      const double tuned = find("tuned", key), dnnl = find("onednn", key);
+      if (tuned <= 0) continue;
+      const double flops = 2.0 * key.m * key.n * key.k * (key.pair ? 2 : 1);
+      const std::string ts = label("tuned", key), cs = label("cost_model", key);
+      std::printf("%5lld %6lld %6lld %4s %2d | %8.1f %8.1f %8.1f | %6.3f %6.2f %6.2f | %s%s\n",
+                  static_cast<long long>(key.m), static_cast<long long>(key.n),
+                  static_cast<long long>(key.k), key.pair ? "yes" : "", key.threads,
+                  flops / cost / 1e9, flops / tuned / 1e9, dnnl > 0 ? flops / dnnl / 1e9 : 0.0,
+                  cost / tuned, dnnl > 0 ? dnnl / tuned : 0.0, dnnl > 0 ? dnnl / cost : 0.0,
+                  ts.c_str(), ts == cs ? " (= cost model)" : "");
+      const double r = cost / tuned;
+      if (r < worst) {
+        worst = r;
+        worst_at = "M " + std::to_string(key.m) + " N " + std::to_string(key.n) + " K " +
+                   std::to_string(key.k) + (key.pair ? " pair" : "");
+      }
+      if (ts != cs) log_diff += std::log(r), ++n_diff;
+      if (dnnl > 0 && key.m >= 2 && key.m <= 64) {
+        skinny[key.threads].push_back(dnnl / tuned);
+        skinny_cost[key.threads].push_back(dnnl / cost);
+      }
+      if (dnnl > 0 && key.m >= 128) big[key.threads].push_back(dnnl / tuned);
+    }
+    auto geo = [](const std::vector<double>& v) {
+      double l = 0;
+      for (double x : v) l += std::log(x);
+      return v.empty() ? 0.0 : std::exp(l / v.size());
+    };
+    std::printf("\n-- tuned over the cost model --\n");
+    std::printf(
+        "worst ratio %.3fx (at %s); geometric mean %.3fx over the %zu points whose "
+        "schedules differ\n",
+        worst, worst_at.c_str(), n_diff ? std::exp(log_diff / n_diff) : 1.0, n_diff);
+    std::printf("\n-- against oneDNN BF16 matmul --\n");
+    for (const auto& [threads, v] : skinny)
+      std::printf("threads %d: skinny M 2..64 geometric mean %.2fx (cost model %.2fx) over %zu\n",
+                  threads, geo(v), geo(skinny_cost.at(threads)), v.size());
+    for (const auto& [threads, v] : big)
+      std::printf("threads %d: M >= 128 geometric mean %.2fx, worst %.2fx over %zu\n", threads,
+                  geo(v), *std::min_element(v.begin(), v.end()), v.size());
+    std::printf("\n-- M = 1: weight bytes per second vs the DRAM stream measured beside it --\n");
+    for (const auto& [key, tuned] : t) {
+      if (key.peer != "tuned" || key.m != 1) continue;
+      const double gbs = 2.0 * key.n * key.k * (key.pair ? 2 : 1) / tuned / 1e9;
+      double stream = 0;
+      if (auto s = tuned_streams().find(Key{"", 1, key.n, key.k, key.threads, key.pair});
+          s != tuned_streams().end())
+        if (auto it = seconds_.find(s->second); it != seconds_.end())
+          stream = kStreamBytes / it->second / 1e9;
+      std::printf("N %5lld K %5lld%s t %d: %5.1f GB/s = %5.1f%% of the stream's %5.1f GB/s\n",
+                  static_cast<long long>(key.n), static_cast<long long>(key.k),
+                  key.pair ? " pair" : "", key.threads, gbs, stream > 0 ? 100 * gbs / stream : 0.0,
+                  stream);
+    }
+    for (const auto& [threads, name] : peaks())
+      std::printf("BF16 peak, %d threads: %.1f GFLOPS\n", threads, peak_gflops(threads));
+  }
+  static std::map<Key, std::string>& tuned_streams() {
+    static std::map<Key, std::string> s;
+    return s;
+  }
+
  private:
   // The BF16 peak measured for this thread count in this run (0 if it did not run).
   double peak_gflops(int threads) const {
@@ -497,6 +649,60 @@ void register_all() {
   }
 }
 
+// Tuned mode: the installed table's GEMMs, peers cost model / tuned / oneDNN side by side.
+void register_tuned() {
+  const sk::TunedSchedules* table = sk::installed_tuned_schedules();
+  if (!table) return;
+  std::vector<sk::GemmKey> gemms = table->all_keys();
+  std::sort(gemms.begin(), gemms.end(), [](const sk::GemmKey& a, const sk::GemmKey& b) {
+    return std::tie(a.threads, a.n, a.k, a.pair) < std::tie(b.threads, b.n, b.k, b.pair);
+  });
+  std::map<int, bool> peaks_done;
+  for (const sk::GemmKey& g : gemms) {
+    if (g.weights != sk::DType::BF16) continue;
+    const std::string ts = "/threads:" + std::to_string(g.threads);
+    if (!peaks_done[g.threads]) {
+      peaks_done[g.threads] = true;
+      const std::string peak = "peak/bf16" + ts;
+      benchmark::RegisterBenchmark(peak.c_str(), bench_bf16_peak, g.threads)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+      SummaryReporter::add_peak(g.threads, peak);
+    }
+    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
+      const std::string shape = "/M:" + std::to_string(m) + "/N:" + std::to_string(g.n) +
+                                "/K:" + std::to_string(g.k) + (g.pair ? "/pair" : "") + ts;
+      if (m == 1) {
+        const std::string stream = "dram_read/before" + shape;
+        benchmark::RegisterBenchmark(stream.c_str(), bench_dram_read, g.threads)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        SummaryReporter::tuned_streams()[Key{"", 1, g.n, g.k, g.threads, g.pair}] = stream;
+      }
+      auto add = [&](const std::string& peer, auto fn) {
+        const std::string name = "gemm/" + peer + shape;
+        benchmark::RegisterBenchmark(name.c_str(), fn)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        SummaryReporter::add(name, Key{peer, m, g.n, g.k, g.threads, g.pair});
+      };
+      const int64_t n = g.n, k = g.k;
+      const int threads = g.threads;
+      const bool pair = g.pair;
+      add("cost_model", [=](benchmark::State& st) {
+        bench_picked(st, "gemm/cost_model" + shape, m, n, k, threads, pair, Pick::CostModel);
+      });
+      add("tuned", [=](benchmark::State& st) {
+        bench_picked(st, "gemm/tuned" + shape, m, n, k, threads, pair, Pick::Tuned);
+      });
+#ifdef SANDWICH_BENCH_ONEDNN
+      add("onednn",
+          [=](benchmark::State& st) { bench_onednn(st, m, n * (pair ? 2 : 1), k, threads); });
+#endif
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -507,12 +713,35 @@ int main(int argc, char** argv) {
     setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
     execv("/proc/self/exe", argv);
   }
+  // --schedules=FILE is ours; Google Benchmark sees the rest.
+  std::string schedules;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--schedules=", 0) == 0)
+      schedules = a.substr(12);
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all();
+  if (!schedules.empty()) {
+    if (sandwich::install_schedule_table(schedules, std::cerr) == 0) {
+      std::fprintf(stderr, "bench_kernels: no tuned schedule could be used from %s\n",
+                   schedules.c_str());
+      return 1;
+    }
+    register_tuned();
+  } else {
+    register_all();
+  }
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_summary();
+  if (schedules.empty())
+    reporter.print_summary();
+  else
+    reporter.print_tuned_summary();
   benchmark::Shutdown();
   return 0;
 }
