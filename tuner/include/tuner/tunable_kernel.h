@@ -5,7 +5,8 @@
 //
 // Per M, the search starts every parameter at its lower bound and doubles one parameter at a
 // time while the kernel gets faster by at least `min_gain`, rolling the last step back when it
-// does not; the kernel's defaults win unless the result beats them by `min_gain`. M grows in
+// does not; the kernel's defaults win unless the result, timed again beside them, beats them by
+// `min_gain`. M grows in
 // powers of two up to max_m; once the winner stays the same for `reuse_after` M values the
 // larger M take it without search.
 #include <cstdint>
