@@ -7,6 +7,7 @@
 
 #include "forward.h"
 #include "kernels/attention.h"
+#include "kernels/attention_tunables.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
@@ -15,10 +16,6 @@
 namespace sandwich {
 
 namespace {
-
-// Query tokens per attention work item: small enough to balance long prefill chunks over the
-// team, large enough that each item amortises its pass over the KV blocks.
-constexpr int32_t kAttentionChunk = 32;
 
 // The GEMM of a column-parallel projection: y = x W[cols]^T, the output columns `cols` of W (a
 // rank's heads, FFN or vocabulary columns) for the m rows of x.
@@ -87,6 +84,7 @@ struct ForwardPass::Step {
   struct Item {
     int32_t entry, head, t0, n;
     int64_t row;  // first token's row in the batch
+    bool decode;  // its sequence decodes one token (attention_decode's block sizes)
   };
 
   std::span<const BatchEntry> batch;
@@ -94,7 +92,9 @@ struct ForwardPass::Step {
   int64_t n_logits = 0;
   std::vector<int32_t> entry, pos, id;
   std::vector<Item> items;  // longest context first
-  float* x = nullptr;       // the residual stream, tokens x dim
+  // The installed attention block sizes for this step's prompt tokens and decoding sequences.
+  kernels::AttentionPlan prefill, decode;
+  float* x = nullptr;  // the residual stream, tokens x dim
 };
 
 ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view,
@@ -123,6 +123,8 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
     const IndexRange panels = partition((n + kernels::kPanel - 1) / kernels::kPanel, r, R);
     return {panels.begin * kernels::kPanel, std::min(n, panels.end * kernels::kPanel)};
   };
+  attention_key_ = kernels::attention_key(c.head_dim, static_cast<int32_t>(group),
+                                          static_cast<int32_t>(kv_heads_.size()), team.size());
   ffn_cols_ = panel_split(c.ffn_dim);
   vocab_cols_ = panel_split(c.vocab_size);
   if (ffn_cols_.size() == 0 || vocab_cols_.size() == 0)
@@ -184,14 +186,24 @@ ForwardPass::Step ForwardPass::plan_step(std::span<const BatchEntry> batch) cons
       s.id[i] = batch[b].tokens[j];
     }
 
+  // Attention block sizes, looked up once per step: M is the prompt tokens for prefill, the
+  // sequences for decode.
+  int64_t prompt_tokens = 0, decoding = 0;
+  for (const BatchEntry& e : batch)
+    (e.tokens.size() == 1 ? decoding : prompt_tokens) += static_cast<int64_t>(e.tokens.size());
+  if (prompt_tokens > 0) s.prefill = kernels::attention_prefill_plan(attention_key_, prompt_tokens);
+  if (decoding > 0) s.decode = kernels::attention_decode_plan(attention_key_, decoding);
+
   // Attention work items: (entry, KV head, chunk of query tokens).
   int64_t row = 0;
   for (size_t b = 0; b < batch.size(); ++b) {
     const int32_t n = static_cast<int32_t>(batch[b].tokens.size());
-    for (int32_t t0 = 0; t0 < n; t0 += kAttentionChunk)
+    const bool decode = n == 1;
+    const int32_t chunk = decode ? 1 : s.prefill.q_chunk;
+    for (int32_t t0 = 0; t0 < n; t0 += chunk)
       for (int64_t h = kv_heads_.begin; h < kv_heads_.end; ++h)
         s.items.push_back({static_cast<int32_t>(b), static_cast<int32_t>(h), t0,
-                           std::min(kAttentionChunk, n - t0), row + t0});
+                           std::min(chunk, n - t0), row + t0, decode});
     row += n;
   }
   // Longest items first (they see the most context) for a better dynamic balance.
@@ -343,7 +355,8 @@ void ForwardPass::attend(const kernels::PagedKV& kv, const Step& s) {
       const int64_t off = (w.head - kv_heads_.begin) * group * hd;
       kernels::attention(kv, be.block_table.data(), w.head, q_.data() + w.row * q_local + off,
                          q_local, w.n, static_cast<int32_t>(group), be.start_pos + w.t0, scale,
-                         att_.data() + w.row * q_local + off, q_local);
+                         att_.data() + w.row * q_local + off, q_local,
+                         w.decode ? s.decode.kernel : s.prefill.kernel);
     }
   });
 }

@@ -4,7 +4,9 @@
 // during prefill, one token during decode). All tokens of the batch go through each GEMM
 // together; attention runs per sequence over its pages of the KV cache.
 #include <cstdint>
+#include <map>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/partition.h"
@@ -78,6 +80,7 @@ class ForwardPass {
   bool batch_invariant_;
   // This rank's share: KV heads, their query and KV columns, FFN and vocabulary columns.
   IndexRange kv_heads_, q_cols_, kv_cols_, ffn_cols_, vocab_cols_;
+  std::map<std::string, int64_t> attention_key_;  // kernels::attention_key of this rank
   int64_t capacity_ = 0;
   std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_, shard_scratch_;
 };

@@ -28,10 +28,10 @@ Isa attention_isa(int32_t head_dim) {
 
 void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
                int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
-               float* out, int64_t ldo) {
+               float* out, int64_t ldo, const AttentionParams& params) {
   if (attention_isa(kv.head_dim) == Isa::Avx512)
     return attention_avx512(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out,
-                            ldo);
+                            ldo, params);
   attention_ref(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
 }
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <barrier>
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -10,6 +11,8 @@
 #include "dummy_llama.h"
 #include "engine/generator.h"
 #include "forward.h"
+#include "kernels/attention_tunables.h"
+#include "kernels/kernel_tunables.h"
 #include "test_data.h"
 
 namespace sandwich {
@@ -135,6 +138,43 @@ TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
   fp.run(one, l2.data());
   expect_logits_close(lboth.data(), l1, 1e-5, "decode a");
   expect_logits_close(lboth.data() + V, l2, 1e-5, "decode b");
+}
+
+// Installed attention block sizes (kernel_tunables) change the work split and the kernel's loop,
+// never a logit's bits.
+TEST(Forward, TunedAttentionParamsKeepTheBits) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  const ModelConfig& c = m->config;
+  const int V = c.vocab_size;
+  KVCache kv(c, KVCache::bytes_for_tokens(c, 64) * 4);
+  kernels::ThreadTeam team(2);
+  const auto tokens = some_tokens(37, V, 4);
+  const auto run = [&] {
+    ForwardPass fp(*m, kv, team);
+    std::vector<int32_t> table;
+    EXPECT_TRUE(kv.reserve(table, 40));
+    std::vector<float> logits(2 * V);
+    BatchEntry e{tokens, 0, table, true};
+    fp.run({&e, 1}, logits.data());
+    const int32_t next = argmax(logits.data(), V);
+    BatchEntry d{std::span<const int32_t>(&next, 1), 37, table, true};
+    fp.run({&d, 1}, logits.data() + V);
+    kv.release(table);
+    return logits;
+  };
+  kernels::clear_kernel_params();
+  const std::vector<float> want = run();
+  const auto key = kernels::attention_key(c.head_dim, c.n_heads / c.n_kv_heads, c.n_kv_heads, 2);
+  kernels::install_kernel_params(kernels::kAttentionPrefill, key, 1, 1000,
+                                 {{"q_chunk", 5}, {"pass_rows", 12}, {"kv_blocks", 3}});
+  kernels::install_kernel_params(kernels::kAttentionDecode, key, 1, 1000, {{"kv_blocks", 2}});
+  ASSERT_EQ(kernels::attention_prefill_plan(key, 37).q_chunk, 5);  // the key the forward asks
+  const std::vector<float> got = run();
+  kernels::clear_kernel_params();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
 }
 
 // Two ranks in one process, each a thread with its own team, exchanging through shared buffers.

@@ -1,4 +1,6 @@
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -52,6 +54,21 @@ TEST_P(AttentionCases, MatchesReference) {
   }
   for (size_t i = 0; i < out.size(); ++i)
     ASSERT_NEAR(out[i], ref[i], 2e-5f + 2e-5f * std::abs(ref[i])) << i;
+  // Block sizes change the speed, never the bits: odd ones, tails of passes and steps, passes
+  // longer than the call, steps longer than the context.
+  const AttentionParams variants[] = {{1, 1}, {4, 2},  {8, 3},    {12, 1}, {16, 4},
+                                      {5, 8}, {64, 7}, {256, 64}, {0, 0},  {1000, 1000}};
+  for (const AttentionParams& p : variants) {
+    std::vector<float> tuned(q.size(), -1.0f);
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      const int64_t off = int64_t{h} * c.group * c.head_dim;
+      attention(kv, table.data(), h, q.data() + off, ld, c.n_tok, c.group, c.start_pos, scale,
+                tuned.data() + off, ld, p);
+    }
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(tuned[i]), std::bit_cast<uint32_t>(out[i]))
+          << "pass_rows " << p.pass_rows << " kv_blocks " << p.kv_blocks << " at " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
@@ -68,7 +85,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
                                            Case{1, 1, 64, 0, 70},   // MHA prefill, chunks of 4 rows
                                            Case{3, 5, 48, 7, 2},    // rows of a chunk span tokens
                                            Case{1, 2, 33, 5, 3},    // odd head size: the reference
-                                           Case{2, 1, 2, 30, 4}));  // the smallest head
+                                           Case{2, 1, 2, 30, 4},    // the smallest head
+                                           Case{1, 1, 64, 511, 1},  // decode, MHA, long context
+                                           Case{2, 8, 128, 300, 1},   // decode, two tiles of rows
+                                           Case{1, 2, 64, 0, 130}));  // prefill, passes' tails
 
 TEST(Attention, SinglePositionReturnsItsValue) {
   const int hd = 16;

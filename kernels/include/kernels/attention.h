@@ -37,18 +37,35 @@ struct PagedKV {
 void kv_store(const PagedKV& kv, const int32_t* block_table, int32_t pos, int32_t h0, int32_t h1,
               const float* k, const float* v);
 
+// Block sizes of attention(): how fast it runs, never what it returns. Each query row still
+// visits the KV blocks in order with the same arithmetic whatever their values (a pass only
+// shares loads between rows; a step only keeps a row's accumulators in registers across its
+// blocks), so outputs are bitwise the same. The defaults are the kernel before they existed.
+struct AttentionParams {
+  // Query rows (token x query head of the group) that share one pass over the KV blocks: each
+  // K/V block is loaded once for all of them while it is in L1. Rounded up to a multiple of 4
+  // (the register tile), at most kMaxPassRows.
+  int32_t pass_rows = 4;
+  // KV blocks per inner step: their scores are computed together (more independent FMA chains)
+  // and a row's output accumulators stay in registers across them. At most kMaxStepBlocks.
+  int32_t kv_blocks = 1;
+  bool operator==(const AttentionParams&) const = default;
+};
+constexpr int32_t kMaxPassRows = 256;
+constexpr int32_t kMaxStepBlocks = 64;
+
 // One KV head of one sequence. q holds n_tok query tokens (row stride ldq); the `group` query
 // heads of this KV head are at q + t*ldq + g*head_dim. Token t is at position start_pos + t and
 // sees positions [0, start_pos + t]. Output rows are laid out like q (stride ldo).
 void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
                int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
-               float* out, int64_t ldo);
+               float* out, int64_t ldo, const AttentionParams& params = {});
 void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
                    int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
                    float* out, int64_t ldo);
 
 // The ISA attention() runs with for this head size: AVX-512 where cpu_has() allows it and
-// head_dim is even and at most 1024, else Scalar (attention_ref).
+// head_dim is even and at most 1024, else Scalar (attention_ref, which has no block sizes).
 Isa attention_isa(int32_t head_dim);
 
 }  // namespace sandwich::kernels
