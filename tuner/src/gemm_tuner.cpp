@@ -449,6 +449,7 @@ struct GemmTuner::Impl {
     }
     pt.schedule = b.c;
     pt.seconds = b.t;
+    pt.default_seconds = measure(s, kernels::default_schedule(s));  // cached: every search has it
     pt.how = p == Plan::Full ? "searched" : "window";
     if (p == Plan::Check) {
       const double t_inc = measure(s, *incumbent);

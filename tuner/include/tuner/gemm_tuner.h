@@ -61,7 +61,8 @@ struct GemmTunerOptions {
 struct TunedPoint {
   int64_t m = 0;
   kernels::Schedule schedule;
-  double seconds = 0;  // measured (0 when derived)
+  double seconds = 0;          // measured (0 when derived)
+  double default_seconds = 0;  // the cost model's schedule, measured at this M (0: not)
   // "searched" (all micro-kernels), "window" (the window's micro-kernels, or around the
   // incumbent when measuring is expensive), "reused" (the fixed slice, not measured),
   // "verified" (the fixed slice at a checkpoint, measured and kept), "derived" (the last
