@@ -78,7 +78,11 @@ class MachineProfiler final : public GemmProfiler {
       else
         kernels::gemm(w.gate, a, t, &c);
     };
-    for (int i = 0; i < o_.warmup; ++i) call();
+    // The previous measurement ran this shape: caches, pages and the team are warm already.
+    const auto shape_key = std::make_tuple(s.m, s.n, s.k, int(s.weights), s.pair);
+    if (shape_key != last_shape_)
+      for (int i = 0; i < o_.warmup; ++i) call();
+    last_shape_ = shape_key;
     std::vector<double> times;
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
@@ -162,6 +166,7 @@ class MachineProfiler final : public GemmProfiler {
   std::unique_ptr<Buffer> buffer_;
   std::vector<Copy> copies_;
   size_t next_ = 0;
+  std::tuple<int64_t, int64_t, int64_t, int, bool> last_shape_{-1, -1, -1, -1, false};
   std::vector<float> x_, y_;
 };
 

@@ -539,10 +539,15 @@ TuneState parse_resume(const std::string& text, const std::string& file) {
           k.at("n").get<int64_t>(), k.at("k").get<int64_t>(),
           k.at("dtype").get<std::string>() == "bf16" ? kernels::DType::BF16 : kernels::DType::F32,
           k.at("threads").get<int>(), k.at("pair").get<bool>()};
-      for (const auto& p : g.at("points"))
-        r.points.push_back(
-            {p.at(0).get<int64_t>(), kernels::parse_schedule(p.at(1).get<std::string>()),
-             p.at(2).get<double>(), p.at(3).get<std::string>(), p.at(4).get<double>()});
+      for (const auto& p : g.at("points")) {
+        TunedPoint t;
+        t.m = p.at(0).get<int64_t>();
+        t.schedule = kernels::parse_schedule(p.at(1).get<std::string>());
+        t.seconds = p.at(2).get<double>();
+        t.how = p.at(3).get<std::string>();
+        t.default_seconds = p.at(4).get<double>();
+        r.points.push_back(std::move(t));
+      }
       s.groups.push_back(std::move(r));
     }
     return s;
@@ -589,7 +594,7 @@ int cmd_kernels(int argc, char** argv, int first) {
   bool resume = false;
   GemmTunerOptions to;
   ProfilerOptions po;
-  po.min_seconds = 0.005;
+  po.min_seconds = 0.002;
   ArgParser p("sandwich-tune kernels",
               "Tune the GEMM schedules of every GEMM of a model for every M from 1 to --max-m, "
               "measured on this machine's cores as the service configuration pins them.");
@@ -605,7 +610,7 @@ int cmd_kernels(int argc, char** argv, int first) {
   p.add("--reuse-threshold", &to.reuse_threshold,
         "relative spread of the winning slice that counts as stable (default 0.05)");
   p.add("--min-seconds", &po.min_seconds,
-        "least time measured per schedule, after one warm-up call (default 0.005)");
+        "least time measured per schedule, after one warm-up call (default 0.002)");
   if (!p.parse(argc, argv, first)) return 0;
   if (out.empty()) throw CliError("kernels needs -o FILE (the schedule table to write)");
   if (lo.model.empty()) throw CliError("kernels needs --model M");

@@ -35,7 +35,7 @@ class GemmProfiler {
 // at least `min_reps`, median.
 struct ProfilerOptions {
   std::vector<int> cpus;  // empty: the first `threads` CPUs
-  int warmup = 1;
+  int warmup = 1;  // calls before timing; skipped when the previous measurement ran the same shape
   int min_reps = 3;
   double min_seconds = 0.01;
 };
@@ -54,8 +54,8 @@ struct GemmTunerOptions {
   // doubled and halved, the other polymerizations, the cost model's choice).
   int finetune_kernels = 3;
   int64_t dense_m = 64;
-  double sparse_growth = 1.25;
-  double local_search_above_s = 0.01;
+  double sparse_growth = 2;
+  double local_search_above_s = 0.002;
 };
 
 struct TunedPoint {
