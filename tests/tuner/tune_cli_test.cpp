@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "kernels/schedule.h"
 #include "test_data.h"
 #include "topotree/service_config.h"
 
@@ -117,6 +119,68 @@ TEST(TuneCli, AsymmetricMachineSaysSo) {
   EXPECT_NE(r.out.find("asymmetric machine: using its largest symmetric part, 6 of 7 PUs"),
             std::string::npos)
       << r.out;
+}
+
+// Every GEMM of the table covers M = 1..max_m in contiguous ranges.
+void expect_covering_table(const std::filesystem::path& file, int64_t max_m, size_t gemms) {
+  std::ifstream in(file);
+  const auto t = nlohmann::json::parse(in);
+  EXPECT_EQ(t["format"], "sandwich-schedules");
+  ASSERT_EQ(t["gemms"].size(), gemms) << t.dump();
+  for (const auto& g : t["gemms"]) {
+    int64_t next = 1;
+    for (const auto& r : g["ranges"]) {
+      EXPECT_EQ(r["m"][0].get<int64_t>(), next) << g.dump();
+      next = r["m"][1].get<int64_t>() + 1;
+      EXPECT_NO_THROW(kernels::parse_schedule(r["schedule"].get<std::string>()));
+    }
+    EXPECT_EQ(next, max_m + 1) << g.dump();
+  }
+}
+
+TEST(TuneCli, KernelsWritesATableAndResumesAfterAnInterrupt) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  const auto model = test::data_dir() / "models/stories260K";
+  const std::string args = "kernels --model " + (model / "stories260K.bin").string() +
+                           " --tokenizer " + (model / "tok512.bin").string() +
+                           " --config 1x2 --min-seconds 0 -o " + (dir / "t.json").string();
+  const CommandResult whole = tune(args + " --max-m 4");
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_NE(whole.out.find("schedules profiled"), std::string::npos) << whole.out;
+  EXPECT_NE(whole.out.find("tuned vs cost model"), std::string::npos) << whole.out;
+  EXPECT_NE(whole.err.find("[5/5]"), std::string::npos) << whole.err;
+  expect_covering_table(dir / "t.json", 4, 5);  // q, k/v, o, gate/up, down; the head is 512
+
+  // Ctrl-C a longer run: it writes what it has and says how to continue.
+  const CommandResult cut = test::run_command("timeout --preserve-status -s INT 1 " +
+                                              (test::bin_dir() / "sandwich-tune").string() + " " +
+                                              args + " --max-m 200 --min-seconds 0.001");
+  if (cut.code == 0) GTEST_SKIP() << "the tuning finished before the interrupt: " << cut.err;
+  ASSERT_EQ(cut.code, 130) << cut.err;
+  EXPECT_NE(cut.err.find("--resume"), std::string::npos) << cut.err;
+  {
+    std::ifstream in(dir / "t.json");
+    EXPECT_TRUE(nlohmann::json::parse(in).contains("resume"));
+  }
+  // Other options than the interrupted run's are refused.
+  expect_tune_error(tune(args + " --max-m 201 --min-seconds 0.001 --resume"), "--max-m");
+  const CommandResult resumed = tune(args + " --max-m 200 --min-seconds 0.001 --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  expect_covering_table(dir / "t.json", 200, 5);
+  std::ifstream in(dir / "t.json");
+  EXPECT_FALSE(nlohmann::json::parse(in).contains("resume"));
+  expect_tune_error(tune(args + " --max-m 200 --resume"), "nothing to resume");
+}
+
+TEST(TuneCli, KernelsBadInputIsOneLine) {
+  expect_tune_error(tune("kernels --model llama-1.3b --load-format dummy"), "-o FILE");
+  expect_tune_error(tune("kernels -o /tmp/x.json"), "--model");
+  expect_tune_error(tune("kernels --model llama-1.3b --load-format dummy --max-m 0 -o /tmp/x.json"),
+                    "--max-m");
+  expect_tune_error(
+      tune("kernels --model llama-1.3b --load-format dummy --resume -o /nonexistent/t.json"),
+      "does not exist");
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 // sandwich-tune: the offline tuner. Shows a machine's TopoTree and searches its service
 // configurations for a model.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -16,13 +21,18 @@
 #include "common/tool.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/schedule_table.h"
+#include "engine/tool_options.h"
 #include "topotree/hwloc_loader.h"
+#include "topotree/service_config.h"
 #include "topotree/tree_render.h"
 #include "tuner/calibration.h"
 #include "tuner/config_search.h"
+#include "tuner/gemm_tuner.h"
 #include "tuner/latency_simulator.h"
 #include "tuner/machine_description.h"
 #include "tuner/measured_evaluator.h"
+#include "tuner/model_gemms.h"
 #include "tuner/search_report.h"
 #include "tuner/trace_sampler.h"
 
@@ -469,11 +479,310 @@ const Subcommand kCalibrateCommand{
     "measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator",
     cmd_calibrate};
 
+// ---- sandwich-tune kernels: the GEMM schedules of a model on this machine -------------------
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+}
+
+std::string dtype_text(kernels::DType d) {
+  return d == kernels::DType::BF16 ? "bf16" : "f32";
+}
+
+nlohmann::json key_json(const kernels::GemmKey& k) {
+  return {{"n", k.n},
+          {"k", k.k},
+          {"dtype", dtype_text(k.weights)},
+          {"threads", k.threads},
+          {"pair", k.pair}};
+}
+
+// The resume state: the options that must match, and every group's points so far.
+struct TuneState {
+  std::string model, config, dtype;
+  int64_t max_m = 0;
+  int window = 0;
+  double reuse_threshold = 0;
+  std::vector<GemmGroupResult> groups;  // finished or partial, in tuning order
+};
+
+std::string resume_json(const TuneState& s) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const GemmGroupResult& g : s.groups) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const TunedPoint& p : g.points)
+      points.push_back({p.m, p.schedule.to_string(), p.seconds, p.how, p.default_seconds});
+    groups.push_back({{"key", key_json(g.key)}, {"points", points}});
+  }
+  return nlohmann::json{{"model", s.model},   {"config", s.config},
+                        {"dtype", s.dtype},   {"max_m", s.max_m},
+                        {"window", s.window}, {"reuse_threshold", s.reuse_threshold},
+                        {"groups", groups}}
+      .dump();
+}
+
+TuneState parse_resume(const std::string& text, const std::string& file) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    TuneState s;
+    s.model = j.at("model").get<std::string>();
+    s.config = j.at("config").get<std::string>();
+    s.dtype = j.at("dtype").get<std::string>();
+    s.max_m = j.at("max_m").get<int64_t>();
+    s.window = j.at("window").get<int>();
+    s.reuse_threshold = j.at("reuse_threshold").get<double>();
+    for (const auto& g : j.at("groups")) {
+      GemmGroupResult r;
+      const auto& k = g.at("key");
+      r.key = {
+          k.at("n").get<int64_t>(), k.at("k").get<int64_t>(),
+          k.at("dtype").get<std::string>() == "bf16" ? kernels::DType::BF16 : kernels::DType::F32,
+          k.at("threads").get<int>(), k.at("pair").get<bool>()};
+      for (const auto& p : g.at("points")) {
+        TunedPoint t;
+        t.m = p.at(0).get<int64_t>();
+        t.schedule = kernels::parse_schedule(p.at(1).get<std::string>());
+        t.seconds = p.at(2).get<double>();
+        t.how = p.at(3).get<std::string>();
+        t.default_seconds = p.at(4).get<double>();
+        r.points.push_back(std::move(t));
+      }
+      s.groups.push_back(std::move(r));
+    }
+    return s;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file + ": its resume state is unreadable (" + e.what() +
+                             "); tune again without --resume");
+  }
+}
+
+double gflops_of(const kernels::GemmKey& k, const TunedPoint& p) {
+  return p.seconds > 0 ? 2.0 * p.m * k.n * k.k * (k.pair ? 2 : 1) / p.seconds / 1e9 : 0;
+}
+
+// A group's points as M ranges: consecutive M with the same schedule merged.
+TunedGemm table_entry(const GemmGroupResult& g) {
+  TunedGemm t;
+  t.n = g.key.n;
+  t.k = g.key.k;
+  t.dtype = dtype_text(g.key.weights);
+  t.threads = g.key.threads;
+  t.pair = g.key.pair;
+  for (const TunedPoint& p : g.points) {
+    const std::string sched = p.schedule.to_string();
+    if (!t.ranges.empty() && t.ranges.back().schedule == sched && t.ranges.back().m_hi + 1 == p.m) {
+      t.ranges.back().m_hi = p.m;
+      if (t.ranges.back().gflops == 0) t.ranges.back().gflops = gflops_of(g.key, p);
+      continue;
+    }
+    t.ranges.push_back({p.m, p.m, sched, gflops_of(g.key, p), p.how});
+  }
+  return t;
+}
+
+std::string clock_text(double s) {
+  const int t = static_cast<int>(std::lround(std::max(0.0, s)));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  return buf;
+}
+
+int cmd_kernels(int argc, char** argv, int first) {
+  LoadOptions lo;
+  std::string config_text, out;
+  bool resume = false;
+  GemmTunerOptions to;
+  ProfilerOptions po;
+  po.min_seconds = 0.002;
+  ArgParser p("sandwich-tune kernels",
+              "Tune the GEMM schedules of every GEMM of a model for every M from 1 to --max-m, "
+              "measured on this machine's cores as the service configuration pins them.");
+  add_model_options(p, lo);
+  p.add("--config", &config_text,
+        "service configuration RxT or JSON (default: one rank of all CPUs); the first rank's "
+        "CPUs run the measurements",
+        "C");
+  p.add("--max-m", &to.max_m, "largest M (tokens of a step) to tune (default 2048)");
+  p.add("-o,--output", &out, "the schedule table to write (JSON)", "FILE");
+  p.add_flag("--resume", &resume, "continue the interrupted tuning stored in -o FILE");
+  p.add("--window", &to.window, "sigma: shapes that try every micro-kernel (default 16)");
+  p.add("--reuse-threshold", &to.reuse_threshold,
+        "relative spread of the winning slice that counts as stable (default 0.05)");
+  p.add("--min-seconds", &po.min_seconds,
+        "least time measured per schedule, after one warm-up call (default 0.002)");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (out.empty()) throw CliError("kernels needs -o FILE (the schedule table to write)");
+  if (lo.model.empty()) throw CliError("kernels needs --model M");
+  if (to.max_m < 1) throw CliError("--max-m must be at least 1");
+  if (to.window < 1) throw CliError("--window must be at least 1");
+  if (!(to.reuse_threshold >= 0)) throw CliError("--reuse-threshold must be >= 0");
+  if (!(po.min_seconds >= 0)) throw CliError("--min-seconds must be >= 0");
+
+  const topo::ServiceConfig config =
+      config_text.empty() ? single_rank_config(0) : topo::parse_service_config(config_text);
+  if (config_text.empty()) config_text = "1x" + std::to_string(config.threads_per_rank());
+  const std::vector<int>& cpus = config.ranks.at(0).cpus;
+  po.cpus = cpus;
+
+  // The shape and weight type only: dummy weights need not be made.
+  ModelConfig model;
+  kernels::DType weights = kernels::DType::BF16;
+  if (lo.load_format == LoadFormat::Dummy) {
+    model = std::filesystem::exists(lo.model) ? read_model_config(lo.model) : load_preset(lo.model);
+    weights = lo.dtype == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+  } else {
+    lo.require_tokenizer = false;
+    const auto m = load_model(lo);
+    model = m->config;
+    weights = m->weight_dtype() == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+  }
+  const std::vector<kernels::GemmKey> keys =
+      model_gemms(model, config.rank_count(), config.threads_per_rank(), weights);
+
+  TuneState state{lo.model,           config_text, dtype_text(weights), to.max_m, to.window,
+                  to.reuse_threshold, {}};
+  const MachineFingerprint machine = this_machine_fingerprint(format_cpu_list(cpus));
+  if (resume) {
+    if (!std::filesystem::exists(out))
+      throw CliError("--resume: " + out + " does not exist (run without --resume to start)");
+    const ScheduleTable old = read_schedule_table(out);
+    const std::string diff = machine.mismatch(old.machine);
+    if (!diff.empty())
+      throw std::runtime_error(out + " was tuned on another machine (" + diff +
+                               "); tune again without --resume");
+    if (old.resume_json.empty())
+      throw std::runtime_error(out + " is a finished table; nothing to resume");
+    TuneState s = parse_resume(old.resume_json, out);
+    auto differs = [&](const std::string& what, const std::string& was, const std::string& now) {
+      if (was != now)
+        throw std::runtime_error(out + " was tuned for " + what + " " + was + ", not " + now +
+                                 "; rerun with the same options or without --resume");
+    };
+    differs("model", s.model, state.model);
+    differs("configuration", s.config, state.config);
+    differs("weights", s.dtype, state.dtype);
+    differs("--max-m", std::to_string(s.max_m), std::to_string(state.max_m));
+    differs("--window", std::to_string(s.window), std::to_string(state.window));
+    differs("--reuse-threshold", std::to_string(s.reuse_threshold),
+            std::to_string(state.reuse_threshold));
+    state.groups = std::move(s.groups);
+  }
+
+  auto write = [&](bool finished) {
+    ScheduleTable t;
+    t.machine = machine;
+    t.model = state.model;
+    t.config = state.config;
+    for (const GemmGroupResult& g : state.groups)
+      if (!g.points.empty()) t.gemms.push_back(table_entry(g));
+    if (!finished) t.resume_json = resume_json(state);
+    write_schedule_table(t, out);
+  };
+
+  const bool tty = isatty(STDERR_FILENO);
+  std::signal(SIGINT, on_sigint);
+  auto profiler = make_machine_profiler(po);
+  GemmTuner tuner(*profiler, to);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::cerr << "tuning " << keys.size() << " GEMM shapes of " << model.name << " ("
+            << dtype_text(weights) << ", " << config_text << ", CPUs " << format_cpu_list(cpus)
+            << "), M = 1.." << to.max_m << "\n";
+  double total_work = 0;
+  for (const auto& k : keys) total_work += tuning_work(k, to, 1, to.max_m);
+  double done_work = 0;
+  auto last_line = t0;
+  bool interrupted = false;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const kernels::GemmKey& key = keys[i];
+    GemmGroupResult* prev = nullptr;
+    for (auto& g : state.groups)
+      if (g.key == key) prev = &g;
+    if (prev && static_cast<int64_t>(prev->points.size()) == to.max_m) {
+      done_work += tuning_work(key, to, 1, to.max_m);
+      continue;
+    }
+    const double group_work = tuning_work(key, to, 1, to.max_m);
+    auto progress = [&](const TunerProgress& pr) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double group_done =
+          group_work * pr.elapsed_s / std::max(1e-9, pr.elapsed_s + pr.remaining_s);
+      const double frac = (done_work + group_done) / std::max(1e-12, total_work);
+      const double remaining = frac > 0.01 ? elapsed * (1 - frac) / frac : 0;
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(1) << "[" << i + 1 << "/" << keys.size() << "] "
+         << pr.group << "  M " << pr.m << "/" << pr.max_m << "  best " << pr.best_gflops
+         << " GFLOPS  elapsed " << clock_text(elapsed) << "  remaining ~"
+         << (frac > 0.01 ? clock_text(remaining) : std::string("?"));
+      const auto now = std::chrono::steady_clock::now();
+      if (tty) {
+        std::cerr << "\r\033[K" << os.str() << std::flush;
+      } else if (now - last_line > std::chrono::seconds(5) || pr.m == pr.max_m) {
+        last_line = now;
+        std::cerr << os.str() << "\n";
+      }
+    };
+    GemmGroupResult r = tuner.tune(
+        key, prev, [] { return g_interrupted.load(); }, progress);
+    if (prev)
+      *prev = std::move(r);
+    else
+      state.groups.push_back(std::move(r));
+    done_work += group_work;
+    if (g_interrupted.load()) {
+      interrupted = true;
+      break;
+    }
+  }
+  if (tty) std::cerr << "\n";
+  if (interrupted) {
+    write(false);
+    std::cerr << "interrupted: wrote the table so far to " << out
+              << "; rerun the same command with --resume to continue\n";
+    return 130;
+  }
+  write(true);
+
+  const TunerStats& st = tuner.stats();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2);
+  os << "wrote " << out << "\n";
+  os << "groups            " << keys.size() << " (M = 1.." << to.max_m << " each)\n";
+  os << "schedules profiled " << st.profiled << "; cache hits " << st.cache_hits << "\n";
+  os << "saved             " << st.window_saved << " micro-kernel searches by the window, "
+     << st.reuse_saved_m << " M by reuse, " << st.sparse_saved_m << " M by sparse search ("
+     << st.searched_m << " M searched)\n";
+  os << "wall time         " << wall << " s\n";
+  os << "tuned vs cost model (geometric mean at the measured M):\n";
+  for (const GemmGroupResult& g : state.groups) {
+    double log_sum = 0;
+    int n = 0;
+    for (const TunedPoint& pt : g.points)
+      if (pt.seconds > 0 && pt.default_seconds > 0) {
+        log_sum += std::log(pt.default_seconds / pt.seconds);
+        ++n;
+      }
+    os << "  " << key_name(g.key) << ": " << (n ? std::exp(log_sum / n) : 1.0) << "x over " << n
+       << " M\n";
+  }
+  std::cout << os.str();
+  return 0;
+}
+
+const Subcommand kKernelsCommand{
+    "kernels",
+    "--model M [--config RxT] [--max-m 2048] -o FILE [--resume] [--window 16] "
+    "[--reuse-threshold 0.05]",
+    "tune the GEMM schedules of a model on this machine for every M (a schedule table)",
+    cmd_kernels};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Subcommand commands[] = {kTopologyCommand, kConfigsCommand, kCompareCommand, kSurveyCommand,
-                                 kCalibrateCommand};
+  const Subcommand commands[] = {kTopologyCommand, kConfigsCommand,   kCompareCommand,
+                                 kSurveyCommand,   kCalibrateCommand, kKernelsCommand};
   return run_subcommands(
       "sandwich-tune", commands, argc, argv,
       "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"

@@ -35,7 +35,7 @@ class GemmProfiler {
 // at least `min_reps`, median.
 struct ProfilerOptions {
   std::vector<int> cpus;  // empty: the first `threads` CPUs
-  int warmup = 1;
+  int warmup = 1;  // calls before timing; skipped when the previous measurement ran the same shape
   int min_reps = 3;
   double min_seconds = 0.01;
 };
@@ -46,13 +46,28 @@ struct GemmTunerOptions {
   double reuse_threshold =
       0.05;  // relative spread around the running average that counts as stable
   int64_t max_m = 2048;
+  // Budget policy, so that a whole model tunes in minutes: only the best `finetune_kernels`
+  // micro-kernels after fast start go on to finetune; while no schedule is fixed, every M up to
+  // `dense_m` is searched and above it only M growing by `sparse_growth` (the M between take the
+  // last winner's schedule, "derived"); an M whose cost-model schedule takes longer than
+  // `local_search_above_s` per call searches only around its incumbent (each slice dimension
+  // doubled and halved, the other polymerizations, the cost model's choice).
+  int finetune_kernels = 3;
+  int64_t dense_m = 64;
+  double sparse_growth = 2;
+  double local_search_above_s = 0.002;
 };
 
 struct TunedPoint {
   int64_t m = 0;
   kernels::Schedule schedule;
-  double seconds = 0;  // measured (0 when derived)
-  std::string how;     // "searched" (all micro-kernels), "window", "reused", "derived"
+  double seconds = 0;          // measured (0 when derived)
+  double default_seconds = 0;  // the cost model's schedule, measured at this M (0: not)
+  // "searched" (all micro-kernels), "window" (the window's micro-kernels, or around the
+  // incumbent when measuring is expensive), "reused" (the fixed slice, not measured),
+  // "verified" (the fixed slice at a checkpoint, measured and kept), "derived" (the last
+  // winner's slice between sparse searches, not measured).
+  std::string how;
 };
 
 struct GemmGroupResult {
@@ -61,10 +76,12 @@ struct GemmGroupResult {
 };
 
 struct TunerStats {
-  int64_t profiled = 0;       // schedules measured
-  int64_t cache_hits = 0;     // measurements answered by the cache
-  int64_t window_saved = 0;   // micro-kernels not tried thanks to the sliding window
-  int64_t reuse_saved_m = 0;  // M values derived without search
+  int64_t profiled = 0;        // schedules measured
+  int64_t cache_hits = 0;      // measurements answered by the cache
+  int64_t window_saved = 0;    // micro-kernels not tried thanks to the sliding window
+  int64_t reuse_saved_m = 0;   // M values derived from a fixed slice without search
+  int64_t sparse_saved_m = 0;  // M values between sparse searches (the budget policy)
+  int64_t searched_m = 0;      // M values searched (checkpoints included)
   double seconds = 0;
 };
 
@@ -75,6 +92,13 @@ struct TunerProgress {
   double best_gflops = 0;
   double elapsed_s = 0, remaining_s = 0;  // remaining: an estimate
 };
+
+// "N=2048 K=5504 bf16 threads=2" (+ " pair"): GemmKey::to_string's form.
+std::string key_name(const kernels::GemmKey& key);
+// Roughly proportional to the time tuning M in [m_lo, m_hi] of a key takes (a roofline per M,
+// weighted by how densely the budget policy searches it): for remaining-time estimates.
+double tuning_work(const kernels::GemmKey& key, const GemmTunerOptions& o, int64_t m_lo,
+                   int64_t m_hi);
 
 class GemmTuner {
  public:

@@ -1,0 +1,57 @@
+// A model's per-rank GEMM keys, as the forward pass shards them.
+#include "tuner/model_gemms.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/model_config.h"
+
+namespace sandwich::tuner {
+namespace {
+
+using kernels::DType;
+using kernels::GemmKey;
+
+TEST(ModelGemms, Llama13bOneRankHasFourDistinctShapes) {
+  const ModelConfig c = load_preset("llama-1.3b");
+  const auto keys = model_gemms(c, 1, 2, DType::BF16);
+  const std::vector<GemmKey> want = {{2048, 2048, DType::BF16, 2, false},
+                                     {5504, 2048, DType::BF16, 2, true},
+                                     {2048, 5504, DType::BF16, 2, false},
+                                     {32000, 2048, DType::BF16, 2, false}};
+  EXPECT_EQ(keys, want);
+}
+
+TEST(ModelGemms, Llama13bTwoRanksShardColumnsAndRows) {
+  const ModelConfig c = load_preset("llama-1.3b");
+  const auto keys = model_gemms(c, 2, 1, DType::F32);
+  // Heads 8 of 16 a rank: q/k/v 1024 columns, o 1024 input columns; FFN 86 panels: 43 each
+  // (2752 columns); vocabulary 500 panels: 250 each.
+  const std::vector<GemmKey> want = {{1024, 2048, DType::F32, 1, false},
+                                     {2048, 1024, DType::F32, 1, false},
+                                     {2752, 2048, DType::F32, 1, true},
+                                     {2048, 2752, DType::F32, 1, false},
+                                     {16000, 2048, DType::F32, 1, false}};
+  EXPECT_EQ(keys, want);
+}
+
+TEST(ModelGemms, UnevenShardsAndUnalignedHeadsAreEachRanksShape) {
+  ModelConfig c = load_preset("llama-1.3b");
+  c.n_heads = c.n_kv_heads = 6;
+  c.head_dim = 48;  // rank 1's q columns start at 144: run panel-aligned from 128
+  c.dim = 288;
+  c.ffn_dim = 200;  // 4 panels: 2 each, rank 1 ends short at 200
+  c.vocab_size = 300;
+  const auto keys = model_gemms(c, 2, 2, DType::BF16);
+  const auto has = [&](int64_t n, int64_t k, bool pair) {
+    return std::find(keys.begin(), keys.end(), GemmKey{n, k, DType::BF16, 2, pair}) != keys.end();
+  };
+  EXPECT_TRUE(has(144, 288, false));  // rank 0's q, k, v
+  EXPECT_TRUE(has(160, 288, false));  // rank 1's: columns [128, 288)
+  EXPECT_TRUE(has(288, 144, false));  // o
+  EXPECT_TRUE(has(128, 288, true));   // rank 0's gate/up
+  EXPECT_TRUE(has(72, 288, true));    // rank 1's
+  EXPECT_THROW(model_gemms(c, 4, 1, DType::BF16), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sandwich::tuner

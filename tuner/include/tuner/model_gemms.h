@@ -1,0 +1,18 @@
+#pragma once
+// The GEMMs a model runs, as the tuner's shape keys: one rank's q, k, v, o, the gate/up pair,
+// down and the LM head, sharded over the ranks of a service configuration exactly as the
+// engine's forward pass shards them.
+#include <vector>
+
+#include "engine/model_config.h"
+#include "kernels/tuned_schedules.h"
+
+namespace sandwich::tuner {
+
+// Distinct keys over all ranks (ranks of an uneven split may differ), in the order the forward
+// pass first runs them. `threads`: one rank's threads. Throws std::invalid_argument when the
+// ranks do not divide the KV heads or the model is too small to split.
+std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int threads,
+                                          kernels::DType weights);
+
+}  // namespace sandwich::tuner

@@ -1,0 +1,559 @@
+// The GEMM tuner's search: fast start, finetune, the sliding window of micro-kernels, schedule
+// reuse with checkpoints, and the budget policy that keeps a whole model to minutes.
+#include "tuner/gemm_tuner.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "kernels/microkernel.h"
+
+namespace sandwich::tuner {
+
+using kernels::GemmKey;
+using kernels::GemmShape;
+using kernels::Schedule;
+
+namespace {
+
+// Thrown out of a measurement when stop() says so; tune() returns what it has.
+struct Stopped {};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+int64_t round_up(int64_t v, int64_t q) {
+  return ceil_div(v, q) * q;
+}
+
+// K elements of one cache line of packed activations: K blocks are multiples of it.
+int64_t line_elements(const GemmKey& key) {
+  const kernels::Isa isa = kernels::gemm_isa(key.weights);
+  return static_cast<int64_t>(64 / kernels::dtype_size(kernels::activation_type(isa, key.weights)));
+}
+
+double flops(const GemmShape& s) {
+  return 2.0 * double(s.m) * double(s.n) * double(s.k) * (s.pair ? 2 : 1);
+}
+
+struct Caps {
+  int64_t bm, bn, bk;
+};
+// The largest slice a thread can use under the schedule's split: its rows (whole tiles), its
+// panels, its K share (whole cache lines).
+Caps caps_of(const GemmShape& s, const Schedule& c, int64_t line) {
+  const int64_t panels = ceil_div(s.n, kernels::kPanel);
+  return {round_up(ceil_div(s.m, c.tm), c.um), ceil_div(panels, c.tn) * kernels::kPanel,
+          round_up(ceil_div(s.k, c.tk), line)};
+}
+// Fast start's cap, before a split is chosen: the slice must leave every dimension splittable
+// over all the threads (the paper: (128, 64, 64) on 2 threads caps at (64, 32, 32)).
+Caps fast_start_caps(const GemmShape& s, int um, int64_t line) {
+  const int64_t panels = ceil_div(s.n, kernels::kPanel);
+  return {round_up(ceil_div(s.m, s.threads), um),
+          std::max<int64_t>(1, ceil_div(panels, s.threads)) * kernels::kPanel,
+          round_up(ceil_div(s.k, s.threads), line)};
+}
+
+Schedule clip(Schedule c, const Caps& cap) {
+  c.bm = std::max<int64_t>(c.um, std::min(c.bm, cap.bm) / c.um * c.um);
+  c.bn = std::max<int64_t>(kernels::kPanel, std::min(c.bn, cap.bn));
+  c.bk = std::max<int64_t>(1, std::min(c.bk, cap.bk));
+  return c;
+}
+
+enum Dim { kDimM, kDimN, kDimK };
+// The slice grown (factor 2) or shrunk (factor 0.5) along one dimension, within the caps;
+// nullopt when it cannot move.
+std::optional<Schedule> resize(const Schedule& c, Dim d, bool grow, const Caps& cap, int64_t line) {
+  Schedule n = c;
+  if (d == kDimM)
+    n.bm = grow ? std::min(c.bm * 2, cap.bm) : std::max<int64_t>(c.um, c.bm / 2 / c.um * c.um);
+  if (d == kDimN)
+    n.bn = grow ? std::min(c.bn * 2, cap.bn)
+                : std::max<int64_t>(kernels::kPanel, c.bn / 2 / kernels::kPanel * kernels::kPanel);
+  if (d == kDimK) n.bk = grow ? std::min(c.bk * 2, cap.bk) : std::max(line, c.bk / 2 / line * line);
+  if (n.bm == c.bm && n.bn == c.bn && n.bk == c.bk) return std::nullopt;
+  return n;
+}
+
+// Every thread grid tm x tn x tk = threads this shape can use: no more N threads than panels,
+// no more M threads than row tiles, split-k only where the cost model allows it (long K, not
+// the fused pair).
+std::vector<std::array<int, 3>> polymerizations(const GemmShape& s, int um) {
+  const int64_t panels = ceil_div(s.n, kernels::kPanel);
+  const int64_t steps = ceil_div(s.k, kernels::k_group(s.weights));
+  const int64_t m_tiles = ceil_div(s.m, um);
+  std::vector<std::array<int, 3>> out;
+  for (int tm = 1; tm <= s.threads; ++tm)
+    for (int tk = 1; tm * tk <= s.threads; ++tk) {
+      if (s.threads % (tm * tk)) continue;
+      const int tn = s.threads / (tm * tk);
+      if (tn > panels || tm > m_tiles) continue;
+      if (tk > 1 && (steps < 256 * tk || s.pair || s.batch_invariant)) continue;
+      out.push_back({tm, tn, tk});
+    }
+  return out;
+}
+
+// What reuse fixes and derivation scales: the kernel, the slice (bm relative to a thread's
+// rows), the split and the prefetch flag.
+struct Shape {
+  int um = 1, un = 64;
+  double bm_rel = 1;
+  int64_t bn = 64, bk = 64;
+  int tm = 1, tn = 1, tk = 1;
+  bool prefetch = true;
+};
+Shape shape_of(const GemmShape& s, const Schedule& c) {
+  const int64_t rows = round_up(ceil_div(s.m, c.tm), c.um);
+  return {c.um, c.un, double(c.bm) / double(rows), c.bn, c.bk, c.tm, c.tn, c.tk, c.prefetch};
+}
+
+}  // namespace
+
+std::string key_name(const GemmKey& key) {
+  std::string s = "N=" + std::to_string(key.n) + " K=" + std::to_string(key.k) + " " +
+                  std::string(kernels::dtype_name(key.weights)) +
+                  " threads=" + std::to_string(key.threads);
+  if (key.pair) s += " pair";
+  return s;
+}
+
+double tuning_work(const GemmKey& key, const GemmTunerOptions& o, int64_t m_lo, int64_t m_hi) {
+  const double mats = key.pair ? 2 : 1;
+  const double wbytes = double(key.n) * key.k * kernels::dtype_size(key.weights) * mats;
+  double w = 0;
+  for (int64_t m = std::max<int64_t>(1, m_lo); m <= m_hi; ++m) {
+    const double t = std::max(wbytes / 40e9, 2.0 * m * key.n * key.k * mats / 300e9) + 2e-3;
+    // Dense M: one search each (the first `window` with every micro-kernel); above: sparse.
+    const double density = m <= o.window    ? 4.0
+                           : m <= o.dense_m ? 1.0
+                                            : 1.0 / (double(m) * std::log(o.sparse_growth));
+    w += t * density;
+  }
+  return w;
+}
+
+struct GemmTuner::Impl {
+  GemmProfiler& profiler;
+  GemmTunerOptions o;
+  TunerStats stats;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, bool, std::string>, double> cache;
+  std::vector<std::pair<int, int>> all_kernels;  // (um, un) of every candidate micro-kernel
+
+  // Per group.
+  GemmKey key;
+  int64_t line = 32;
+  const std::function<bool()>* stop = nullptr;
+  double best_gflops = 0;
+
+  Impl(GemmProfiler& p, GemmTunerOptions opts) : profiler(p), o(opts) {}
+
+  GemmShape shape(int64_t m) const {
+    return GemmShape{m, key.n, key.k, key.weights, key.threads, key.pair, false};
+  }
+
+  // Seconds of one call, from the cache or measured; +inf for a schedule that is not valid.
+  double measure(const GemmShape& s, const Schedule& c) {
+    try {
+      kernels::validate_schedule(s, c);
+    } catch (const std::invalid_argument&) {
+      return INFINITY;
+    }
+    const auto k = std::make_tuple(s.m, s.n, s.k, int(s.weights), s.threads, s.pair, c.to_string());
+    const auto it = cache.find(k);
+    if (it != cache.end()) {
+      ++stats.cache_hits;
+      return it->second;
+    }
+    if (stop && *stop && (*stop)()) throw Stopped{};
+    const double t = profiler.seconds(s, c);
+    ++stats.profiled;
+    cache.emplace(k, t);
+    if (t > 0) best_gflops = std::max(best_gflops, flops(s) / t / 1e9);
+    return t;
+  }
+
+  struct Best {
+    Schedule c;
+    double t = INFINITY;
+    void offer(const Schedule& s, double ts) {
+      if (ts < t) c = s, t = ts;
+    }
+  };
+
+  // Fast start for one micro-kernel: from (um, 64, 4 lines) grow K, then N, then M by doubling
+  // while the time improves; a step that does not gain is rolled back and ends its dimension.
+  Best fast_start(const GemmShape& s, int um, int un, const std::array<int, 3>& split,
+                  bool prefetch) {
+    const Caps cap = fast_start_caps(s, um, line);
+    Schedule c;
+    c.isa = kernels::gemm_isa(s.weights);
+    c.um = um;
+    c.un = un;
+    c.tm = split[0];
+    c.tn = split[1];
+    c.tk = split[2];
+    c.prefetch = prefetch;
+    c.bm = um;
+    c.bn = kernels::kPanel;
+    c.bk = 4 * line;
+    c = clip(c, cap);
+    Best b;
+    b.offer(c, measure(s, c));
+    for (Dim d : {kDimK, kDimN, kDimM}) {
+      while (auto next = resize(b.c, d, true, cap, line)) {
+        const double t = measure(s, *next);
+        if (t >= b.t) break;
+        b.offer(*next, t);
+      }
+    }
+    return b;
+  }
+
+  // Finetune from a fast-start slice: under each split, grow along the dimension that gains
+  // most until none does.
+  Best finetune(const GemmShape& s, const Schedule& start) {
+    Best best;
+    for (const auto& split : polymerizations(s, start.um)) {
+      Schedule c = start;
+      c.tm = split[0];
+      c.tn = split[1];
+      c.tk = split[2];
+      const Caps cap = caps_of(s, c, line);
+      c = clip(c, cap);
+      Best b;
+      b.offer(c, measure(s, c));
+      for (;;) {
+        Best step;
+        for (Dim d : {kDimM, kDimN, kDimK})
+          if (auto next = resize(b.c, d, true, cap, line)) step.offer(*next, measure(s, *next));
+        if (step.t >= b.t) break;
+        b = step;
+      }
+      if (b.t < best.t) best = b;
+    }
+    return best;
+  }
+
+  std::array<int, 3> start_split(const GemmShape& s, int um) const {
+    const Schedule d = kernels::default_schedule(s);
+    const auto splits = polymerizations(s, um);
+    for (const auto& p : splits)
+      if (p[0] == d.tm && p[1] == d.tn && p[2] == d.tk) return p;
+    return splits.empty() ? std::array<int, 3>{1, s.threads, 1} : splits.front();
+  }
+
+  // The search at one M over these micro-kernels, beside the cost model's schedule and an
+  // incumbent.
+  Best search(const GemmShape& s, const std::vector<std::pair<int, int>>& kernels_to_try,
+              const std::optional<Schedule>& incumbent) {
+    Best best;
+    best.offer(kernels::default_schedule(s), measure(s, kernels::default_schedule(s)));
+    if (incumbent) best.offer(*incumbent, measure(s, *incumbent));
+    std::vector<Best> starts;
+    for (const auto& [um, un] : kernels_to_try) {
+      if (um > s.m) continue;
+      const auto split = start_split(s, um);
+      Best b = fast_start(s, um, un, split, true);
+      // One or two rows: whether software prefetch helps depends on the CPU (what
+      // MachineModel::skinny_hw_prefetch hand-corrects); measure both.
+      if (s.m <= 2) {
+        const Best off = fast_start(s, um, un, split, false);
+        if (off.t < b.t) b = off;
+      }
+      starts.push_back(b);
+    }
+    std::sort(starts.begin(), starts.end(), [](const Best& a, const Best& b) { return a.t < b.t; });
+    for (size_t i = 0; i < starts.size(); ++i) {
+      best.offer(starts[i].c, starts[i].t);
+      if (static_cast<int>(i) >= o.finetune_kernels) continue;
+      const Best f = finetune(s, starts[i].c);
+      best.offer(f.c, f.t);
+    }
+    if (s.m <= 2) {
+      Schedule flip = best.c;
+      flip.prefetch = !flip.prefetch;
+      best.offer(flip, measure(s, flip));
+    }
+    return best;
+  }
+
+  // Around an incumbent only: each slice dimension doubled and halved, the other splits.
+  Best local_search(const GemmShape& s, const Schedule& incumbent) {
+    Best best;
+    best.offer(kernels::default_schedule(s), measure(s, kernels::default_schedule(s)));
+    best.offer(incumbent, measure(s, incumbent));
+    const Caps cap = caps_of(s, incumbent, line);
+    for (Dim d : {kDimM, kDimN, kDimK})
+      for (bool grow : {true, false})
+        if (auto n = resize(incumbent, d, grow, cap, line)) best.offer(*n, measure(s, *n));
+    for (const auto& split : polymerizations(s, incumbent.um)) {
+      Schedule c = incumbent;
+      c.tm = split[0];
+      c.tn = split[1];
+      c.tk = split[2];
+      if (c == incumbent) continue;
+      c = clip(c, caps_of(s, c, line));
+      best.offer(c, measure(s, c));
+    }
+    return best;
+  }
+
+  Schedule derive(const Shape& f, const GemmShape& s) const {
+    Schedule c;
+    c.isa = kernels::gemm_isa(s.weights);
+    c.um = f.um;
+    c.un = f.un;
+    c.tm = f.tm;
+    c.tn = f.tn;
+    c.tk = f.tk;
+    c.prefetch = f.prefetch;
+    const int64_t rows = round_up(ceil_div(s.m, c.tm), c.um);
+    c.bm = std::max<int64_t>(c.um, std::llround(f.bm_rel * double(rows)) / c.um * c.um);
+    c.bn = f.bn;
+    c.bk = f.bk;
+    c = clip(c, caps_of(s, c, line));
+    // A split the shape cannot use (more M threads than tiles): the cost model's.
+    if (polymerizations(s, c.um).empty()) return kernels::default_schedule(s);
+    bool ok = false;
+    for (const auto& p : polymerizations(s, c.um))
+      ok |= p[0] == c.tm && p[1] == c.tn && p[2] == c.tk;
+    if (!ok) {
+      const auto p = start_split(s, c.um);
+      c.tm = p[0];
+      c.tn = p[1];
+      c.tk = p[2];
+      c = clip(c, caps_of(s, c, line));
+    }
+    return c;
+  }
+
+  // The state of a group between M values; rebuilt from the points on resume.
+  struct State {
+    std::deque<Shape> history;  // winners of the last `window` searches
+    std::optional<Shape> fixed;
+    int64_t next_check = 0;   // while fixed: the checkpoint M
+    int64_t next_search = 0;  // while not fixed, above dense_m: the next sparse M
+    std::optional<Shape> last;
+  };
+  enum class Plan { Full, Window, Check, Reuse, Derive };
+
+  Plan plan(const State& st, int64_t m) const {
+    if (st.fixed) return m >= st.next_check || m == o.max_m ? Plan::Check : Plan::Reuse;
+    if (m <= o.window || !st.last) return Plan::Full;
+    if (m <= o.dense_m || m >= st.next_search || m == o.max_m) return Plan::Window;
+    return Plan::Derive;
+  }
+
+  bool stable(const State& st) const {
+    const size_t q = static_cast<size_t>(std::max(2, o.window / 4));
+    if (st.history.size() < q) return false;
+    const auto first = st.history.end() - static_cast<std::ptrdiff_t>(q);
+    double bm = 0, bn = 0, bk = 0;
+    for (auto it = first; it != st.history.end(); ++it) {
+      if (it->um != st.history.back().um || it->un != st.history.back().un ||
+          it->tm != st.history.back().tm || it->tn != st.history.back().tn ||
+          it->tk != st.history.back().tk || it->prefetch != st.history.back().prefetch)
+        return false;
+      bm += it->bm_rel / q;
+      bn += double(it->bn) / q;
+      bk += double(it->bk) / q;
+    }
+    const double r = o.reuse_threshold;
+    for (auto it = first; it != st.history.end(); ++it)
+      if (std::abs(it->bm_rel - bm) > r * bm || std::abs(it->bn - bn) > r * bn ||
+          std::abs(it->bk - bk) > r * bk)
+        return false;
+    return true;
+  }
+
+  // Moves the state past one finished point (live or replayed on resume).
+  void advance(State& st, Plan p, const TunedPoint& pt) {
+    const GemmShape s = shape(pt.m);
+    const Shape w = shape_of(s, pt.schedule);
+    switch (p) {
+      case Plan::Reuse:
+        return;
+      case Plan::Derive:
+        return;
+      case Plan::Check:
+        if (pt.how == "verified") {
+          st.next_check = pt.m * 2;
+          return;
+        }
+        st.fixed.reset();  // beaten: search again
+        st.history.clear();
+        [[fallthrough]];
+      case Plan::Full:
+      case Plan::Window:
+        st.last = w;
+        st.history.push_back(w);
+        while (st.history.size() > static_cast<size_t>(std::max(1, o.window)))
+          st.history.pop_front();
+        if (pt.m >= o.dense_m)
+          st.next_search = std::max<int64_t>(
+              pt.m + 1, static_cast<int64_t>(std::ceil(double(pt.m) * o.sparse_growth)));
+        if (pt.m > o.window && stable(st)) {
+          st.fixed = w;
+          st.next_check = pt.m * 2;
+        }
+        return;
+    }
+  }
+
+  std::vector<std::pair<int, int>> window_kernels(const State& st) const {
+    std::set<std::pair<int, int>> k;
+    for (const Shape& h : st.history) k.insert({h.um, h.un});
+    return {k.begin(), k.end()};
+  }
+
+  TunedPoint run_point(const State& st, Plan p, int64_t m) {
+    const GemmShape s = shape(m);
+    TunedPoint pt;
+    pt.m = m;
+    if (p == Plan::Reuse || p == Plan::Derive) {
+      pt.schedule = derive(p == Plan::Reuse ? *st.fixed : *st.last, s);
+      pt.how = p == Plan::Reuse ? "reused" : "derived";
+      ++(p == Plan::Reuse ? stats.reuse_saved_m : stats.sparse_saved_m);
+      return pt;
+    }
+    ++stats.searched_m;
+    const std::optional<Schedule> incumbent = p == Plan::Check ? derive(*st.fixed, s)
+                                              : st.last
+                                                  ? std::optional<Schedule>(derive(*st.last, s))
+                                                  : std::nullopt;
+    int64_t candidates = 0;
+    for (const auto& [um, un] : all_kernels) candidates += um <= m;
+    Best b;
+    if (p == Plan::Full) {
+      b = search(s, all_kernels, incumbent);
+    } else {
+      const double t_default = measure(s, kernels::default_schedule(s));
+      if (t_default > o.local_search_above_s) {
+        b = local_search(s, *incumbent);
+        stats.window_saved += std::max<int64_t>(0, candidates - 1);
+      } else {
+        const auto ks = window_kernels(st);
+        b = search(s, ks, incumbent);
+        stats.window_saved += std::max<int64_t>(0, candidates - static_cast<int64_t>(ks.size()));
+      }
+    }
+    pt.schedule = b.c;
+    pt.seconds = b.t;
+    pt.default_seconds = measure(s, kernels::default_schedule(s));  // cached: every search has it
+    pt.how = p == Plan::Full ? "searched" : "window";
+    if (p == Plan::Check) {
+      const double t_inc = measure(s, *incumbent);
+      if (t_inc <= b.t * (1 + o.reuse_threshold)) {
+        pt.schedule = *incumbent;
+        pt.seconds = t_inc;
+        pt.how = "verified";
+      }
+    }
+    return pt;
+  }
+};
+
+GemmTuner::GemmTuner(GemmProfiler& profiler, GemmTunerOptions o)
+    : impl_(std::make_unique<Impl>(profiler, o)) {
+  if (o.window < 1) throw std::invalid_argument("the window must be at least 1");
+  if (o.max_m < 1) throw std::invalid_argument("max_m must be at least 1");
+  if (!(o.reuse_threshold >= 0)) throw std::invalid_argument("reuse_threshold must be >= 0");
+  if (!(o.sparse_growth > 1)) throw std::invalid_argument("sparse_growth must exceed 1");
+}
+GemmTuner::~GemmTuner() = default;
+
+const TunerStats& GemmTuner::stats() const {
+  return impl_->stats;
+}
+
+GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resume_from,
+                                const std::function<bool()>& stop,
+                                const std::function<void(const TunerProgress&)>& progress) {
+  Impl& I = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  I.key = key;
+  I.line = line_elements(key);
+  I.stop = &stop;
+  I.best_gflops = 0;
+  I.all_kernels.clear();
+  {
+    const GemmShape probe = I.shape(1);
+    for (const kernels::MicroKernel& k : kernels::microkernel_table()) {
+      if (k.isa != kernels::gemm_isa(key.weights) || k.weights != key.weights ||
+          !kernels::cpu_has(k.isa))
+        continue;
+      Schedule c;
+      c.isa = k.isa;
+      c.um = k.um;
+      c.un = k.un;
+      c.tn = key.threads;
+      c.bm = k.um;
+      try {
+        kernels::validate_schedule(probe, c);  // its tail kernels exist
+      } catch (const std::invalid_argument&) {
+        continue;
+      }
+      I.all_kernels.push_back({k.um, k.un});
+    }
+  }
+  if (I.all_kernels.empty())
+    throw std::runtime_error("no micro-kernel for " + key_name(key) + " on this CPU");
+
+  GemmGroupResult r;
+  r.key = key;
+  Impl::State st;
+  int64_t m = 1;
+  if (resume_from) {
+    for (const TunedPoint& p : resume_from->points) {
+      if (p.m != m)
+        throw std::invalid_argument("resume: points of " + key_name(key) +
+                                    " do not run 1, 2, ... in order");
+      I.advance(st, I.plan(st, m), p);
+      if (p.seconds > 0)
+        I.best_gflops = std::max(I.best_gflops, flops(I.shape(m)) / p.seconds / 1e9);
+      r.points.push_back(p);
+      ++m;
+    }
+  }
+  const double work_total = tuning_work(key, I.o, 1, I.o.max_m);
+  const double work_before = tuning_work(key, I.o, 1, m - 1);
+  auto last_report = t0 - std::chrono::hours(1);
+  try {
+    for (; m <= I.o.max_m; ++m) {
+      const Impl::Plan p = I.plan(st, m);
+      TunedPoint pt = I.run_point(st, p, m);
+      I.advance(st, p, pt);
+      r.points.push_back(std::move(pt));
+      const auto now = std::chrono::steady_clock::now();
+      if (progress && (now - last_report > std::chrono::milliseconds(200) || m == I.o.max_m)) {
+        last_report = now;
+        TunerProgress pr;
+        pr.group = key_name(key);
+        pr.m = m;
+        pr.max_m = I.o.max_m;
+        pr.best_gflops = I.best_gflops;
+        pr.elapsed_s = std::chrono::duration<double>(now - t0).count();
+        const double done = tuning_work(key, I.o, 1, m) - work_before;
+        const double left = work_total - work_before - done;
+        pr.remaining_s = done > 0 ? pr.elapsed_s * left / done : 0;
+        progress(pr);
+      }
+    }
+  } catch (const Stopped&) {
+  }
+  I.stop = nullptr;
+  I.stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace sandwich::tuner
