@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -175,15 +176,24 @@ void bench_ours_invariant(benchmark::State& st, int64_t m, int64_t n, int64_t k,
 // Tuned mode: a gate/up pair's copies are (gate, up) in turn.
 struct PairWeights : OurWeights {};
 
-enum class Pick { CostModel, Tuned };
 std::map<std::string, std::string>& schedule_labels() {
   static std::map<std::string, std::string> l;
   return l;
 }
 
-// Our GEMM under an explicit schedule: the cost model's or the installed table's.
-void bench_picked(benchmark::State& st, const std::string& name, int64_t m, int64_t n, int64_t k,
-                  int threads, bool pair, Pick pick) {
+// The cost model's schedule and the table's, timed call by call in turn (the order swapped every
+// round) on the same weights: the memory bus here drifts by 10-30 % between benchmarks, far more
+// than two schedules differ, so only paired samples compare them fairly.
+struct PairedTimes {
+  std::vector<double> cost, tuned;
+};
+std::map<std::string, PairedTimes>& paired_times() {
+  static std::map<std::string, PairedTimes> p;
+  return p;
+}
+
+void bench_paired(benchmark::State& st, const std::string& shape_name, int64_t m, int64_t n,
+                  int64_t k, int threads, bool pair) {
   auto build = [&](OurWeights& o) {
     const sk::PackedWeight plan = sk::plan_packed_weight(n, k, sk::DType::BF16);
     const auto& src = source_weights(n, k);
@@ -199,32 +209,46 @@ void bench_picked(benchmark::State& st, const std::string& name, int64_t m, int6
                               current_shape<PairWeights>(n, k, [&](PairWeights& p) { build(p); }))
                         : current_shape<OurWeights>(n, k, build);
   const sk::GemmShape shape{m, n, k, sk::DType::BF16, threads, pair};
-  sk::Schedule sched = sk::default_schedule(shape);
-  if (pick == Pick::Tuned) {
-    const sk::TunedSchedules* table = sk::installed_tuned_schedules();
-    const sk::Schedule* found = table ? table->find(shape) : nullptr;
-    if (!found) {
-      st.SkipWithError("the table has no schedule for this shape");
-      return;
-    }
-    sched = *found;
+  const sk::Schedule cost = sk::default_schedule(shape);
+  const sk::TunedSchedules* table = sk::installed_tuned_schedules();
+  const sk::Schedule* found = table ? table->find(shape) : nullptr;
+  if (!found) {
+    st.SkipWithError("the table has no schedule for this shape");
+    return;
   }
-  schedule_labels()[name] = sched.to_string();
-  st.SetLabel(sched.to_string());
+  const sk::Schedule tuned = *found;
+  schedule_labels()["cost_model" + shape_name] = cost.to_string();
+  schedule_labels()["tuned" + shape_name] = tuned.to_string();
+  st.SetLabel(tuned.to_string());
   auto x = random_floats(static_cast<size_t>(m * k), 2);
   std::vector<float> y(static_cast<size_t>(m * n));
   const sk::GemmArgs a{x.data(), k, m, y.data(), n};
   sk::ThreadTeam& t = team(threads);
   size_t i = 0;
   const size_t sets = ow.w.size() / (pair ? 2 : 1);
-  for (auto _ : st) {
+  auto timed = [&](const sk::Schedule& sched) {
     const size_t c = i++ % sets;
+    const auto t0 = std::chrono::steady_clock::now();
     if (pair)
       sk::gemm_silu_mul(ow.w[2 * c], ow.w[2 * c + 1], a, t, &sched);
     else
       sk::gemm(ow.w[c], a, t, &sched);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  PairedTimes& pt = paired_times()[shape_name];
+  bool cost_first = true;
+  for (auto _ : st) {
+    if (cost_first) {
+      pt.cost.push_back(timed(cost));
+      pt.tuned.push_back(timed(tuned));
+    } else {
+      pt.tuned.push_back(timed(tuned));
+      pt.cost.push_back(timed(cost));
+    }
+    cost_first = !cost_first;
   }
-  set_counters(st, m, n * (pair ? 2 : 1), k, 2.0 * n * k * (pair ? 2 : 1), static_cast<int>(sets));
+  set_counters(st, 2 * m, n * (pair ? 2 : 1), k, 4.0 * n * k * (pair ? 2 : 1),
+               static_cast<int>(sets));
 }
 
 #ifdef SANDWICH_BENCH_ONEDNN
@@ -470,17 +494,29 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::map<Key, double> t;
     for (const auto& [name, key] : keys())
       if (auto it = seconds_.find(name); it != seconds_.end()) t[key] = it->second;
+    auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      return v[v.size() / 2];
+    };
+    for (const auto& [shape, key] : paired()) {
+      auto it = paired_times().find(shape);
+      if (it == paired_times().end() || it->second.cost.empty()) continue;
+      Key c = key, u = key;
+      c.peer = "cost_model";
+      u.peer = "tuned";
+      t[c] = median(it->second.cost);
+      t[u] = median(it->second.tuned);
+      labels_by_key()[c] = schedule_labels()["cost_model" + shape];
+      labels_by_key()[u] = schedule_labels()["tuned" + shape];
+    }
     if (t.empty()) return;
     auto find = [&](const char* peer, const Key& k) {
       auto it = t.find(Key{peer, k.m, k.n, k.k, k.threads, k.pair});
       return it == t.end() ? 0.0 : it->second;
     };
     auto label = [&](const char* peer, const Key& k) {
-      for (const auto& [name, key] : keys())
-        if (key == Key{peer, k.m, k.n, k.k, k.threads, k.pair})
-          if (auto it = schedule_labels().find(name); it != schedule_labels().end())
-            return it->second;
-      return std::string();
+      auto it = labels_by_key().find(Key{peer, k.m, k.n, k.k, k.threads, k.pair});
+      return it == labels_by_key().end() ? std::string() : it->second;
     };
     std::printf("\n== tuned schedules (medians of this run) ==\n");
     std::printf("%5s %6s %6s %4s %2s | %8s %8s %8s | %6s %6s %6s | %s\n", "M", "N", "K", "pair",
@@ -489,6 +525,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::string worst_at;
     size_t n_diff = 0;
     std::map<int, std::vector<double>> skinny, big, skinny_cost;
+    std::vector<double> same, ceilings;  // ratios where the schedules are one; roofline bounds
     for (const auto& [key, cost] : t) {
       if (key.peer != "cost_model") continue;
       const double tuned = find("tuned", key), dnnl = find("onednn", key);
@@ -507,7 +544,17 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         worst_at = "M " + std::to_string(key.m) + " N " + std::to_string(key.n) + " K " +
                    std::to_string(key.k) + (key.pair ? " pair" : "");
       }
-      if (ts != cs) log_diff += std::log(r), ++n_diff;
+      if (ts != cs) {
+        log_diff += std::log(r), ++n_diff;
+        // What any schedule could reach here: the roofline of this run's peak and stream.
+        const double peak = peak_gflops(key.threads), stream = stream_of_key(key);
+        if (peak > 0 && stream > 0)
+          ceilings.push_back(cost /
+                             std::max(flops / (peak * 1e9),
+                                      2.0 * key.n * key.k * (key.pair ? 2 : 1) / (stream * 1e9)));
+      } else {
+        same.push_back(r);
+      }
       if (dnnl > 0 && key.m >= 2 && key.m <= 64) {
         skinny[key.threads].push_back(dnnl / tuned);
         skinny_cost[key.threads].push_back(dnnl / cost);
@@ -524,6 +571,17 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         "worst ratio %.3fx (at %s); geometric mean %.3fx over the %zu points whose "
         "schedules differ\n",
         worst, worst_at.c_str(), n_diff ? std::exp(log_diff / n_diff) : 1.0, n_diff);
+    if (!same.empty())
+      std::printf(
+          "noise: where both are the same schedule the ratio spans %.3f..%.3fx "
+          "(geometric mean %.3fx over %zu)\n",
+          *std::min_element(same.begin(), same.end()), *std::max_element(same.begin(), same.end()),
+          geo(same), same.size());
+    if (!ceilings.empty())
+      std::printf(
+          "ceiling: the roofline (this run's peak and stream) allows at most %.3fx over "
+          "the cost model on geometric mean over those %zu points\n",
+          geo(ceilings), ceilings.size());
     std::printf("\n-- against oneDNN BF16 matmul --\n");
     for (const auto& [threads, v] : skinny)
       std::printf("threads %d: skinny M 2..64 geometric mean %.2fx (cost model %.2fx) over %zu\n",
@@ -547,6 +605,23 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     }
     for (const auto& [threads, name] : peaks())
       std::printf("BF16 peak, %d threads: %.1f GFLOPS\n", threads, peak_gflops(threads));
+  }
+  // The DRAM stream measured before this key's M = 1 (0 if it did not run).
+  double stream_of_key(const Key& key) const {
+    if (auto s = tuned_streams().find(Key{"", 1, key.n, key.k, key.threads, key.pair});
+        s != tuned_streams().end())
+      if (auto it = seconds_.find(s->second); it != seconds_.end())
+        return kStreamBytes / it->second / 1e9;
+    return 0;
+  }
+  static void add_paired(const std::string& shape, Key key) { paired().emplace(shape, key); }
+  static std::map<std::string, Key>& paired() {
+    static std::map<std::string, Key> p;
+    return p;
+  }
+  static std::map<Key, std::string>& labels_by_key() {
+    static std::map<Key, std::string> l;
+    return l;
   }
   static std::map<Key, std::string>& tuned_streams() {
     static std::map<Key, std::string> s;
@@ -689,12 +764,15 @@ void register_tuned() {
       const int64_t n = g.n, k = g.k;
       const int threads = g.threads;
       const bool pair = g.pair;
-      add("cost_model", [=](benchmark::State& st) {
-        bench_picked(st, "gemm/cost_model" + shape, m, n, k, threads, pair, Pick::CostModel);
-      });
-      add("tuned", [=](benchmark::State& st) {
-        bench_picked(st, "gemm/tuned" + shape, m, n, k, threads, pair, Pick::Tuned);
-      });
+      {
+        const std::string name = "gemm/cost_model_vs_tuned" + shape;
+        benchmark::RegisterBenchmark(
+            name.c_str(),
+            [=](benchmark::State& st) { bench_paired(st, shape, m, n, k, threads, pair); })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        SummaryReporter::add_paired(shape, Key{"", m, g.n, g.k, g.threads, g.pair});
+      }
 #ifdef SANDWICH_BENCH_ONEDNN
       add("onednn",
           [=](benchmark::State& st) { bench_onednn(st, m, n * (pair ? 2 : 1), k, threads); });

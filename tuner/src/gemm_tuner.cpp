@@ -459,7 +459,36 @@ struct GemmTuner::Impl {
         pt.how = "verified";
       }
     }
+    confirm(s, pt);
     return pt;
+  }
+
+  // Times the point's schedule and the cost model's in turn; the cost model's stays unless the
+  // other's median is faster by the margin.
+  void confirm(const GemmShape& s, TunedPoint& pt) {
+    const Schedule d = kernels::default_schedule(s);
+    if (pt.schedule == d || o.confirm_rounds < 1) return;
+    std::vector<double> tw, td;
+    for (int r = 0; r < o.confirm_rounds; ++r) {
+      if (stop && *stop && (*stop)()) throw Stopped{};
+      tw.push_back(profiler.seconds(s, pt.schedule));
+      td.push_back(profiler.seconds(s, d));
+      stats.profiled += 2;
+    }
+    auto median = [](std::vector<double>& v) {
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      return v[v.size() / 2];
+    };
+    const double w = median(tw), dm = median(td);
+    pt.default_seconds = dm;
+    if (w * (1 + o.confirm_margin) < dm) {
+      pt.seconds = w;
+    } else {
+      pt.schedule = d;
+      pt.seconds = dm;
+      pt.how = "default";
+      ++stats.confirm_rejected;
+    }
   }
 };
 

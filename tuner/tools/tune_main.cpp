@@ -26,6 +26,7 @@
 #include "topotree/hwloc_loader.h"
 #include "topotree/service_config.h"
 #include "topotree/tree_render.h"
+#include "tuner/attention_tuning.h"
 #include "tuner/calibration.h"
 #include "tuner/config_search.h"
 #include "tuner/gemm_tuner.h"
@@ -611,6 +612,9 @@ int cmd_kernels(int argc, char** argv, int first) {
         "relative spread of the winning slice that counts as stable (default 0.05)");
   p.add("--min-seconds", &po.min_seconds,
         "least time measured per schedule, after one warm-up call (default 0.002)");
+  bool no_attention = false;
+  p.add_flag("--no-attention", &no_attention,
+             "tune only the GEMMs, not the attention kernels' block sizes");
   if (!p.parse(argc, argv, first)) return 0;
   if (out.empty()) throw CliError("kernels needs -o FILE (the schedule table to write)");
   if (lo.model.empty()) throw CliError("kernels needs --model M");
@@ -669,6 +673,7 @@ int cmd_kernels(int argc, char** argv, int first) {
     state.groups = std::move(s.groups);
   }
 
+  std::vector<TunedKernel> attention;
   auto write = [&](bool finished) {
     ScheduleTable t;
     t.machine = machine;
@@ -676,6 +681,7 @@ int cmd_kernels(int argc, char** argv, int first) {
     t.config = state.config;
     for (const GemmGroupResult& g : state.groups)
       if (!g.points.empty()) t.gemms.push_back(table_entry(g));
+    t.tunables = attention;
     if (!finished) t.resume_json = resume_json(state);
     write_schedule_table(t, out);
   };
@@ -736,6 +742,30 @@ int cmd_kernels(int argc, char** argv, int first) {
     }
   }
   if (tty) std::cerr << "\n";
+  // Attention's block sizes after the GEMMs (a minute or so; tuned again on --resume).
+  KernelSearchStats attention_stats;
+  if (!interrupted && !no_attention) {
+    auto last = std::chrono::steady_clock::now();
+    attention = tune_attention(
+        model, config.rank_count(), config.threads_per_rank(), to.max_m,
+        [] { return g_interrupted.load(); },
+        [&](const KernelProgress& pr) {
+          const auto now = std::chrono::steady_clock::now();
+          if (!tty && now - last < std::chrono::seconds(5) && pr.m != pr.max_m) return;
+          last = now;
+          std::ostringstream os;
+          os << std::fixed << std::setprecision(1) << "[attention] " << pr.kernel << "  M " << pr.m
+             << "/" << pr.max_m << "  elapsed "
+             << clock_text(std::chrono::duration<double>(now - t0).count());
+          if (tty)
+            std::cerr << "\r\033[K" << os.str() << std::flush;
+          else
+            std::cerr << os.str() << "\n";
+        },
+        {}, &attention_stats);
+    if (tty) std::cerr << "\n";
+    interrupted = g_interrupted.load();
+  }
   if (interrupted) {
     write(false);
     std::cerr << "interrupted: wrote the table so far to " << out
@@ -754,6 +784,12 @@ int cmd_kernels(int argc, char** argv, int first) {
   os << "saved             " << st.window_saved << " micro-kernel searches by the window, "
      << st.reuse_saved_m << " M by reuse, " << st.sparse_saved_m << " M by sparse search ("
      << st.searched_m << " M searched)\n";
+  os << "confirmation      " << st.confirm_rejected
+     << " winners gave way to the cost model's schedule when timed beside it\n";
+  if (!attention.empty())
+    os << "attention         " << attention.size() << " kernels, " << attention_stats.measured
+       << " parameter sets timed, " << attention_stats.searched_m << " M searched, "
+       << attention_stats.reused_m << " reused\n";
   os << "wall time         " << wall << " s\n";
   os << "tuned vs cost model (geometric mean at the measured M):\n";
   for (const GemmGroupResult& g : state.groups) {

@@ -56,6 +56,11 @@ struct GemmTunerOptions {
   int64_t dense_m = 64;
   double sparse_growth = 2;
   double local_search_above_s = 0.002;
+  // A winner other than the cost model's schedule is timed again beside it, `confirm_rounds`
+  // times each in turn, and kept only when its median beats the default's by `confirm_margin`:
+  // single measurements on a shared memory bus drift by more than most schedules differ.
+  int confirm_rounds = 5;
+  double confirm_margin = 0.02;
 };
 
 struct TunedPoint {
@@ -66,7 +71,8 @@ struct TunedPoint {
   // "searched" (all micro-kernels), "window" (the window's micro-kernels, or around the
   // incumbent when measuring is expensive), "reused" (the fixed slice, not measured),
   // "verified" (the fixed slice at a checkpoint, measured and kept), "derived" (the last
-  // winner's slice between sparse searches, not measured).
+  // winner's slice between sparse searches, not measured), "default" (the cost model's, which
+  // the winner did not beat when the two were timed in turn).
   std::string how;
 };
 
@@ -76,12 +82,13 @@ struct GemmGroupResult {
 };
 
 struct TunerStats {
-  int64_t profiled = 0;        // schedules measured
-  int64_t cache_hits = 0;      // measurements answered by the cache
-  int64_t window_saved = 0;    // micro-kernels not tried thanks to the sliding window
-  int64_t reuse_saved_m = 0;   // M values derived from a fixed slice without search
-  int64_t sparse_saved_m = 0;  // M values between sparse searches (the budget policy)
-  int64_t searched_m = 0;      // M values searched (checkpoints included)
+  int64_t profiled = 0;          // schedules measured
+  int64_t cache_hits = 0;        // measurements answered by the cache
+  int64_t window_saved = 0;      // micro-kernels not tried thanks to the sliding window
+  int64_t reuse_saved_m = 0;     // M values derived from a fixed slice without search
+  int64_t sparse_saved_m = 0;    // M values between sparse searches (the budget policy)
+  int64_t searched_m = 0;        // M values searched (checkpoints included)
+  int64_t confirm_rejected = 0;  // winners that did not beat the cost model when timed beside it
   double seconds = 0;
 };
 
