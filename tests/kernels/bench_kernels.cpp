@@ -14,7 +14,6 @@
 //
 // Weights that fit in the last-level cache would flatter the memory-bound shapes, so every peer
 // rotates over enough copies of its weights to read at least kRotateBytes per round.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +30,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "common/huge_page_buffer.h"
+#include "common/uniform_fill.h"
 #include "engine/schedule_table.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
@@ -48,44 +49,16 @@ extern "C" void openblas_set_num_threads(int);
 #endif
 
 namespace sk = sandwich::kernels;
+using sandwich::HugePageBuffer;
 
 namespace {
 
 constexpr size_t kRotateBytes = size_t{512} << 20;
 constexpr size_t kStreamBytes = size_t{1} << 30;
 
-// Huge-page-backed memory, as the engine's weight region is.
-class Buffer {
- public:
-  explicit Buffer(size_t bytes)
-      : n_((std::max<size_t>(bytes, 1) + (2u << 20) - 1) / (2u << 20) * (2u << 20)) {
-    p_ = mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p_ == MAP_FAILED) throw std::bad_alloc();
-    madvise(p_, n_, MADV_HUGEPAGE);
-  }
-  ~Buffer() { munmap(p_, n_); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  void* get() const { return p_; }
-
- private:
-  size_t n_;
-  void* p_;
-};
-
-// Uniform values in [-1, 1): splitmix64 is fast enough for the 117M-element matrices.
-void fill_random(float* v, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    v[i] = static_cast<float>((z ^ (z >> 31)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-  }
-}
-
 std::vector<float> random_floats(size_t n, uint64_t seed) {
   std::vector<float> v(n);
-  fill_random(v.data(), n, seed);
+  sandwich::fill_uniform(v.data(), n, seed);
   return v;
 }
 
@@ -138,7 +111,7 @@ void set_counters(benchmark::State& st, int64_t m, int64_t n, int64_t k, double 
 }
 
 struct OurWeights {
-  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<std::unique_ptr<HugePageBuffer>> bufs;
   std::vector<sk::PackedWeight> w;
 };
 
@@ -148,7 +121,7 @@ void bench_sandwich(benchmark::State& st, int64_t m, int64_t n, int64_t k, int t
     const sk::PackedWeight plan = sk::plan_packed_weight(n, k, sk::DType::BF16);
     const auto& src = source_weights(n, k);
     for (int c = 0; c < copies_for(plan.bytes); ++c) {
-      o.bufs.push_back(std::make_unique<Buffer>(plan.bytes));
+      o.bufs.push_back(std::make_unique<HugePageBuffer>(plan.bytes));
       o.w.push_back(plan);
       o.w.back().data = o.bufs.back()->get();
       sk::pack_weight(o.w.back(), src.data(), sk::DType::F32, k, nullptr, &team(2));
@@ -199,7 +172,7 @@ void bench_paired(benchmark::State& st, const std::string& shape_name, int64_t m
     const auto& src = source_weights(n, k);
     const int mats = pair ? 2 : 1;
     for (int c = 0; c < copies_for(plan.bytes * mats) * mats; ++c) {
-      o.bufs.push_back(std::make_unique<Buffer>(plan.bytes));
+      o.bufs.push_back(std::make_unique<HugePageBuffer>(plan.bytes));
       o.w.push_back(plan);
       o.w.back().data = o.bufs.back()->get();
       sk::pack_weight(o.w.back(), src.data(), sk::DType::F32, k, nullptr, &team(2));
@@ -253,7 +226,7 @@ void bench_paired(benchmark::State& st, const std::string& shape_name, int64_t m
 
 #ifdef SANDWICH_BENCH_ONEDNN
 struct DnnlWeights {
-  std::unique_ptr<Buffer> plain;  // k x n BF16 in "ba" order (W row-major), reordered per M
+  std::unique_ptr<HugePageBuffer> plain;  // k x n BF16 in "ba" order (W row-major), reordered per M
 };
 
 void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
@@ -265,7 +238,7 @@ void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int thr
   stream s(eng);
   DnnlWeights& dw = current_shape<DnnlWeights>(n, k, [&](DnnlWeights& d) {
     const auto& src = source_weights(n, k);
-    d.plain = std::make_unique<Buffer>(static_cast<size_t>(n * k) * 2);
+    d.plain = std::make_unique<HugePageBuffer>(static_cast<size_t>(n * k) * 2);
     auto* p = static_cast<uint16_t*>(d.plain->get());
     for (size_t i = 0; i < src.size(); ++i) p[i] = sk::f32_to_bf16(src[i]);
   });
@@ -274,10 +247,10 @@ void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int thr
   const matmul::primitive_desc pd(matmul::desc(a_md, b_md, c_md), eng);
   // Weights reordered once into the layout oneDNN prefers for this shape (not timed).
   memory b_user({{k, n}, dt::bf16, tag::ba}, eng, dw.plain->get());
-  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<std::unique_ptr<HugePageBuffer>> bufs;
   std::vector<memory> bs;
   for (int c = 0; c < copies_for(pd.weights_desc().get_size()); ++c) {
-    bufs.push_back(std::make_unique<Buffer>(pd.weights_desc().get_size()));
+    bufs.push_back(std::make_unique<HugePageBuffer>(pd.weights_desc().get_size()));
     bs.emplace_back(pd.weights_desc(), eng, bufs.back()->get());
     reorder(b_user, bs.back()).execute(s, b_user, bs.back());
   }
@@ -302,7 +275,7 @@ void bench_onednn(benchmark::State& st, int64_t m, int64_t n, int64_t k, int thr
 
 #ifdef SANDWICH_BENCH_OPENBLAS
 struct BlasWeights {
-  std::vector<std::unique_ptr<Buffer>> bufs;  // n x k F32 copies
+  std::vector<std::unique_ptr<HugePageBuffer>> bufs;  // n x k F32 copies
 };
 
 void bench_openblas(benchmark::State& st, int64_t m, int64_t n, int64_t k, int threads) {
@@ -310,7 +283,7 @@ void bench_openblas(benchmark::State& st, int64_t m, int64_t n, int64_t k, int t
   BlasWeights& bw = current_shape<BlasWeights>(n, k, [&](BlasWeights& b) {
     const auto& src = source_weights(n, k);
     for (int c = 0; c < copies_for(src.size() * 4); ++c) {
-      b.bufs.push_back(std::make_unique<Buffer>(src.size() * 4));
+      b.bufs.push_back(std::make_unique<HugePageBuffer>(src.size() * 4));
       std::memcpy(b.bufs.back()->get(), src.data(), src.size() * 4);
     }
   });
@@ -329,7 +302,7 @@ void bench_openblas(benchmark::State& st, int64_t m, int64_t n, int64_t k, int t
 
 // Sequential reads of a buffer far larger than the caches, each thread its share.
 void bench_dram_read(benchmark::State& st, int threads) {
-  static Buffer buf(kStreamBytes);
+  static HugePageBuffer buf(kStreamBytes);
   static bool filled = false;
   if (!filled) {
     std::memset(buf.get(), 1, kStreamBytes);

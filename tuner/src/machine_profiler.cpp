@@ -1,6 +1,5 @@
 // The GEMM tuner's measurements on this machine: weights packed as the engine packs them, in
 // enough copies that the last-level cache cannot hold them, on a pinned thread team.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/huge_page_buffer.h"
+#include "common/uniform_fill.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_team.h"
 #include "tuner/gemm_tuner.h"
@@ -18,35 +19,6 @@
 namespace sandwich::tuner {
 
 namespace {
-
-// Huge-page-backed memory, as the engine's weight region is.
-class Buffer {
- public:
-  explicit Buffer(size_t bytes)
-      : n_((std::max<size_t>(bytes, 1) + (2u << 20) - 1) / (2u << 20) * (2u << 20)) {
-    p_ = mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p_ == MAP_FAILED) throw std::bad_alloc();
-    madvise(p_, n_, MADV_HUGEPAGE);
-  }
-  ~Buffer() { munmap(p_, n_); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  void* get() const { return p_; }
-
- private:
-  size_t n_;
-  void* p_;
-};
-
-// Uniform values in [-1, 1) (splitmix64).
-void fill_random(float* v, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    v[i] = static_cast<float>((z ^ (z >> 31)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-  }
-}
 
 // Weights streamed per round: twice the last-level cache (at least 64 MiB), so that decode
 // shapes read DRAM as the engine does, yet small enough to pack in a moment.
@@ -122,7 +94,7 @@ class MachineProfiler final : public GemmProfiler {
       copies_.clear();
       weights_key_ = key;
       std::vector<float> src(static_cast<size_t>(s.n * s.k));
-      fill_random(src.data(), src.size(), 1);
+      fill_uniform(src.data(), src.size(), 1);
       const kernels::PackedWeight plan = kernels::plan_packed_weight(s.n, s.k, s.weights);
       const size_t per_copy = plan.bytes * (s.pair ? 2 : 1);
       const size_t n = std::max<size_t>(1, (rotate_bytes() + per_copy - 1) / per_copy);
@@ -131,7 +103,7 @@ class MachineProfiler final : public GemmProfiler {
       const size_t stride = (plan.bytes + 4095) / 4096 * 4096;
       const int mats = s.pair ? 2 : 1;
       buffer_.reset();
-      buffer_ = std::make_unique<Buffer>(stride * n * mats);
+      buffer_ = std::make_unique<HugePageBuffer>(stride * n * mats);
       auto* base = static_cast<unsigned char*>(buffer_->get());
       // Pack once, then copy: packing is the slow part for large weights.
       for (size_t i = 0; i < n; ++i) {
@@ -155,7 +127,7 @@ class MachineProfiler final : public GemmProfiler {
     const size_t xs = static_cast<size_t>(s.m * s.k), ys = static_cast<size_t>(s.m * s.n);
     if (x_.size() < xs) {
       x_.resize(xs);
-      fill_random(x_.data(), xs, 2);
+      fill_uniform(x_.data(), xs, 2);
     }
     if (y_.size() < ys) y_.resize(ys);
   }
@@ -163,7 +135,7 @@ class MachineProfiler final : public GemmProfiler {
   ProfilerOptions o_;
   std::map<int, std::unique_ptr<kernels::ThreadTeam>> teams_;
   std::tuple<int64_t, int64_t, int, bool> weights_key_{-1, -1, -1, false};
-  std::unique_ptr<Buffer> buffer_;
+  std::unique_ptr<HugePageBuffer> buffer_;
   std::vector<Copy> copies_;
   size_t next_ = 0;
   std::tuple<int64_t, int64_t, int64_t, int, bool> last_shape_{-1, -1, -1, -1, false};
