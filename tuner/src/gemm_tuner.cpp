@@ -119,14 +119,6 @@ Shape shape_of(const GemmShape& s, const Schedule& c) {
 
 }  // namespace
 
-std::string key_name(const GemmKey& key) {
-  std::string s = "N=" + std::to_string(key.n) + " K=" + std::to_string(key.k) + " " +
-                  std::string(kernels::dtype_name(key.weights)) +
-                  " threads=" + std::to_string(key.threads);
-  if (key.pair) s += " pair";
-  return s;
-}
-
 double tuning_work(const GemmKey& key, const GemmTunerOptions& o, int64_t m_lo, int64_t m_hi) {
   const double mats = key.pair ? 2 : 1;
   const double wbytes = double(key.n) * key.k * kernels::dtype_size(key.weights) * mats;
@@ -536,7 +528,7 @@ GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resum
     }
   }
   if (I.all_kernels.empty())
-    throw std::runtime_error("no micro-kernel for " + key_name(key) + " on this CPU");
+    throw std::runtime_error("no micro-kernel for " + key.to_string() + " on this CPU");
 
   GemmGroupResult r;
   r.key = key;
@@ -545,7 +537,7 @@ GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resum
   if (resume_from) {
     for (const TunedPoint& p : resume_from->points) {
       if (p.m != m)
-        throw std::invalid_argument("resume: points of " + key_name(key) +
+        throw std::invalid_argument("resume: points of " + key.to_string() +
                                     " do not run 1, 2, ... in order");
       I.advance(st, I.plan(st, m), p);
       if (p.seconds > 0)
@@ -567,7 +559,7 @@ GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resum
       if (progress && (now - last_report > std::chrono::milliseconds(200) || m == I.o.max_m)) {
         last_report = now;
         TunerProgress pr;
-        pr.group = key_name(key);
+        pr.group = key.to_string();
         pr.m = m;
         pr.max_m = I.o.max_m;
         pr.best_gflops = I.best_gflops;

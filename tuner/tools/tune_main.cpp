@@ -800,7 +800,7 @@ int cmd_kernels(int argc, char** argv, int first) {
         log_sum += std::log(pt.default_seconds / pt.seconds);
         ++n;
       }
-    os << "  " << key_name(g.key) << ": " << (n ? std::exp(log_sum / n) : 1.0) << "x over " << n
+    os << "  " << g.key.to_string() << ": " << (n ? std::exp(log_sum / n) : 1.0) << "x over " << n
        << " M\n";
   }
   std::cout << os.str();

@@ -100,8 +100,6 @@ struct TunerProgress {
   double elapsed_s = 0, remaining_s = 0;  // remaining: an estimate
 };
 
-// "N=2048 K=5504 bf16 threads=2" (+ " pair"): GemmKey::to_string's form.
-std::string key_name(const kernels::GemmKey& key);
 // Roughly proportional to the time tuning M in [m_lo, m_hi] of a key takes (a roofline per M,
 // weighted by how densely the budget policy searches it): for remaining-time estimates.
 double tuning_work(const kernels::GemmKey& key, const GemmTunerOptions& o, int64_t m_lo,
