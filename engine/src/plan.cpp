@@ -1,5 +1,7 @@
 #include "engine/plan.h"
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 #include <stdexcept>
 
@@ -48,32 +50,259 @@ topo::ServiceConfig single_rank_config(int threads) {
   return c;
 }
 
-Plan load_plan(const std::filesystem::path& file) {
-  nlohmann::json j;
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kPlanFormat = "sandwich-plan";
+
+[[noreturn]] void bad(const fs::path& file, const std::string& where, const std::string& what) {
+  throw std::invalid_argument(file.string() + ": " + where + ": " + what);
+}
+
+topo::ServiceConfig config_of(const fs::path& file, const json& j, const std::string& phase) {
+  if (!j.contains(phase)) bad(file, phase, "missing (a plan needs \"prefill\" and \"decode\")");
+  const json& c = j[phase];
+  try {
+    if (c.is_string()) return topo::parse_service_config(c.get<std::string>());
+    return topo::service_config_from_json(c.is_object() && c.contains("config") ? c["config"] : c);
+  } catch (const std::invalid_argument& e) {
+    bad(file, phase, e.what());
+  }
+}
+
+PhaseFigures figures_of(const json& c) {
+  PhaseFigures f;
+  if (!c.is_object()) return f;
+  if (c.contains("simulated_ms") && c["simulated_ms"].is_number())
+    f.simulated_ms = c["simulated_ms"].get<double>();
+  if (c.contains("measured_ms") && c["measured_ms"].is_number())
+    f.measured_ms = c["measured_ms"].get<double>();
+  return f;
+}
+
+json phase_json(const topo::ServiceConfig& c, const PhaseFigures& f) {
+  json j = {{"config", c.to_json()}, {"short", c.to_string(2)}};
+  if (f.simulated_ms >= 0) j["simulated_ms"] = f.simulated_ms;
+  if (f.measured_ms >= 0) j["measured_ms"] = f.measured_ms;
+  return j;
+}
+
+ModelIdentity identity_from_json(const fs::path& file, const json& j) {
+  if (!j.is_object()) bad(file, "model", "expected an object, got " + j.dump());
+  ModelIdentity m;
+  auto str = [&](const char* name, std::string& out, bool required) {
+    if (!j.contains(name)) {
+      if (required) bad(file, std::string("model.") + name, "missing");
+      return;
+    }
+    if (!j[name].is_string())
+      bad(file, std::string("model.") + name, "expected a string, got " + j[name].dump());
+    out = j[name].get<std::string>();
+  };
+  auto num = [&](const char* name, auto& out, bool required) {
+    if (!j.contains(name)) {
+      if (required) bad(file, std::string("model.") + name, "missing");
+      return;
+    }
+    if (!j[name].is_number_integer())
+      bad(file, std::string("model.") + name, "expected an integer, got " + j[name].dump());
+    out = j[name].get<std::remove_reference_t<decltype(out)>>();
+  };
+  str("name", m.name, false);
+  str("architecture", m.architecture, true);
+  str("dtype", m.dtype, true);
+  num("dim", m.dim, true);
+  num("n_layers", m.n_layers, true);
+  num("n_heads", m.n_heads, true);
+  num("n_kv_heads", m.n_kv_heads, true);
+  num("head_dim", m.head_dim, true);
+  num("ffn_dim", m.ffn_dim, true);
+  num("vocab_size", m.vocab_size, true);
+  str("file", m.file, false);
+  num("file_bytes", m.file_bytes, false);
+  num("file_mtime", m.file_mtime, false);
+  return m;
+}
+
+json identity_json(const ModelIdentity& m) {
+  json j = {{"name", m.name},
+            {"architecture", m.architecture},
+            {"dtype", m.dtype},
+            {"dim", m.dim},
+            {"n_layers", m.n_layers},
+            {"n_heads", m.n_heads},
+            {"n_kv_heads", m.n_kv_heads},
+            {"head_dim", m.head_dim},
+            {"ffn_dim", m.ffn_dim},
+            {"vocab_size", m.vocab_size}};
+  if (!m.file.empty()) {
+    j["file"] = m.file;
+    j["file_bytes"] = m.file_bytes;
+    j["file_mtime"] = m.file_mtime;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string ModelIdentity::mismatch(const ModelIdentity& plan) const {
+  std::string out;
+  auto add = [&](const std::string& d) { out += (out.empty() ? "" : "; ") + d; };
+  auto text = [&](const char* what, const std::string& mine, const std::string& theirs) {
+    if (mine != theirs)
+      add(std::string(what) + " is \"" + mine + "\", the plan's \"" + theirs + "\"");
+  };
+  auto num = [&](const char* what, int64_t mine, int64_t theirs) {
+    if (mine != theirs)
+      add(std::string(what) + " is " + std::to_string(mine) + ", the plan's " +
+          std::to_string(theirs));
+  };
+  text("architecture", architecture, plan.architecture);
+  text("dtype", dtype, plan.dtype);
+  num("dim", dim, plan.dim);
+  num("n_layers", n_layers, plan.n_layers);
+  num("n_heads", n_heads, plan.n_heads);
+  num("n_kv_heads", n_kv_heads, plan.n_kv_heads);
+  num("head_dim", head_dim, plan.head_dim);
+  num("ffn_dim", ffn_dim, plan.ffn_dim);
+  num("vocab_size", vocab_size, plan.vocab_size);
+  return out;
+}
+
+std::string ModelIdentity::file_difference(const ModelIdentity& plan) const {
+  if (file_bytes < 0 || plan.file_bytes < 0) return "";
+  if (file_bytes == plan.file_bytes && file_mtime == plan.file_mtime) return "";
+  return "the weights file differs from the one the plan was made with (" +
+         std::to_string(file_bytes) + " bytes, modified at " + std::to_string(file_mtime) +
+         "; the plan's " + plan.file + ": " + std::to_string(plan.file_bytes) + " bytes at " +
+         std::to_string(plan.file_mtime) + ")";
+}
+
+ModelIdentity model_identity(const ModelConfig& c, const std::string& dtype,
+                             const std::string& weights_file) {
+  ModelIdentity m;
+  m.name = c.name;
+  m.dtype = dtype;
+  m.dim = c.dim;
+  m.n_layers = c.n_layers;
+  m.n_heads = c.n_heads;
+  m.n_kv_heads = c.n_kv_heads;
+  m.head_dim = c.head_dim;
+  m.ffn_dim = c.ffn_dim;
+  m.vocab_size = c.vocab_size;
+  std::error_code ec;
+  if (weights_file.empty() || !fs::exists(weights_file, ec)) return m;
+  m.file = weights_file;
+  auto mtime_of = [](const fs::path& p) {
+    std::error_code e;
+    const auto t = fs::last_write_time(p, e);
+    if (e) return int64_t{-1};
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::file_clock::to_sys(t).time_since_epoch())
+                                    .count());
+  };
+  if (fs::is_directory(weights_file, ec)) {
+    // A Hugging Face folder: its files together.
+    int64_t bytes = 0, mtime = -1;
+    for (const auto& e : fs::directory_iterator(weights_file, ec)) {
+      std::error_code e2;
+      if (!e.is_regular_file(e2)) continue;
+      bytes += static_cast<int64_t>(e.file_size(e2));
+      mtime = std::max(mtime, mtime_of(e.path()));
+    }
+    m.file_bytes = bytes;
+    m.file_mtime = mtime;
+  } else {
+    m.file_bytes = static_cast<int64_t>(fs::file_size(weights_file, ec));
+    if (ec) m.file_bytes = -1;
+    m.file_mtime = mtime_of(weights_file);
+  }
+  return m;
+}
+
+Plan load_plan(const fs::path& file) {
+  json j;
   try {
     j = read_json_file(file);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());  // names the file already
   }
-  if (!j.is_object() || !j.contains("prefill") || !j.contains("decode"))
+  if (!j.is_object())
     throw std::invalid_argument(file.string() +
-                                ": a plan needs \"prefill\" and \"decode\" configurations");
-  try {
-    auto config_of = [](const nlohmann::json& c) {
-      if (c.is_string()) return topo::parse_service_config(c.get<std::string>());
-      return topo::service_config_from_json(c.is_object() && c.contains("config") ? c["config"]
-                                                                                  : c);
+                                ": a plan is a JSON object with \"prefill\" and \"decode\"");
+  Plan plan;
+  plan.file = file;
+  if (j.contains("format")) {
+    if (j["format"] != kPlanFormat)
+      bad(file, "format",
+          std::string("expected \"") + kPlanFormat + "\", got " + j["format"].dump());
+    if (!j.contains("version") || j["version"] != kPlanVersion)
+      bad(file, "version",
+          "expected " + std::to_string(kPlanVersion) + " (this build reads only it), got " +
+              (j.contains("version") ? j["version"].dump() : "none"));
+    plan.version = kPlanVersion;
+    if (!j.contains("model")) bad(file, "model", "missing");
+    plan.model = identity_from_json(file, j["model"]);
+    if (!j.contains("machine")) bad(file, "machine", "missing");
+    plan.machine = machine_fingerprint_from_json(j["machine"], file.string());
+    auto text = [&](const char* name, std::string& out) {
+      if (!j.contains(name)) return;
+      if (!j[name].is_string()) bad(file, name, "expected a string, got " + j[name].dump());
+      out = j[name].get<std::string>();
     };
-    Plan plan{config_of(j["prefill"]), config_of(j["decode"])};
-    if (j.contains("schedules")) {
-      if (!j["schedules"].is_string() || j["schedules"].get<std::string>().empty())
-        throw std::invalid_argument("\"schedules\" must be the path of a schedule table");
-      plan.schedules = file.parent_path() / j["schedules"].get<std::string>();
-    }
-    return plan;
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(file.string() + ": " + e.what());
+    text("created", plan.created);
+    text("command", plan.command);
+    text("objective", plan.objective);
+    if (j.contains("details")) plan.details_json = j["details"].dump();
   }
+  plan.prefill = config_of(file, j, "prefill");
+  plan.decode = config_of(file, j, "decode");
+  plan.prefill_figures = figures_of(j["prefill"]);
+  plan.decode_figures = figures_of(j["decode"]);
+  if (j.contains("schedules")) {
+    const json& s = j["schedules"];
+    if (s.is_object()) {
+      plan.inline_schedules = schedule_table_from_json(s, file.string() + ": schedules");
+    } else {
+      if (!s.is_string() || s.get<std::string>().empty())
+        bad(file, "schedules", "must be the path of a schedule table, or a table");
+      plan.schedules = file.parent_path() / s.get<std::string>();
+    }
+  }
+  return plan;
+}
+
+void write_plan(const Plan& plan, const fs::path& file) {
+  json j = json::object();
+  j["format"] = kPlanFormat;
+  j["version"] = kPlanVersion;
+  if (!plan.created.empty()) j["created"] = plan.created;
+  if (!plan.command.empty()) j["command"] = plan.command;
+  if (plan.model) j["model"] = identity_json(*plan.model);
+  if (plan.machine) j["machine"] = machine_fingerprint_to_json(*plan.machine);
+  j["prefill"] = phase_json(plan.prefill, plan.prefill_figures);
+  j["decode"] = phase_json(plan.decode, plan.decode_figures);
+  if (plan.inline_schedules) {
+    j["schedules"] = schedule_table_to_json(*plan.inline_schedules);
+  } else if (plan.schedules) {
+    // Relative to the plan's folder when it lies there or below: the two move together.
+    std::error_code ec;
+    const fs::path dir = fs::absolute(file, ec).parent_path();
+    const fs::path rel = fs::absolute(*plan.schedules, ec).lexically_relative(dir);
+    const bool inside = !rel.empty() && *rel.begin() != "..";
+    j["schedules"] = (inside ? rel : fs::absolute(*plan.schedules, ec)).string();
+  }
+  if (!plan.objective.empty()) j["objective"] = plan.objective;
+  if (!plan.details_json.empty()) {
+    try {
+      j["details"] = json::parse(plan.details_json);
+    } catch (const json::exception& e) {
+      throw std::runtime_error(file.string() + ": the plan's details are not JSON: " + e.what());
+    }
+  }
+  write_json_file(j, file, 2);
 }
 
 }  // namespace sandwich

@@ -3,8 +3,6 @@
 // tunable-kernel parameters (kernels/kernel_tunables.h), with one warning per thing skipped.
 #include "engine/schedule_table.h"
 
-#include <unistd.h>
-
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -87,10 +85,10 @@ std::string join(const std::string& where, const std::string& name) {
 
 // Field access that names where in the file a value is missing or of the wrong type.
 struct Reader {
-  const fs::path& file;
+  std::string origin;  // the file (or "plan.json: schedules") errors name
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw std::invalid_argument(file.string() + ": " + where + ": " + what);
+    throw std::invalid_argument(origin + ": " + where + ": " + what);
   }
   const json& at(const json& obj, const std::string& where, const std::string& name) const {
     if (!obj.contains(name)) fail(join(where, name), "missing");
@@ -140,7 +138,7 @@ struct Reader {
   }
 };
 
-MachineFingerprint machine_from_json(const Reader& r, const json& j) {
+MachineFingerprint machine_from_reader(const Reader& r, const json& j) {
   r.object(j, "machine");
   MachineFingerprint f;
   const std::string none;
@@ -152,13 +150,6 @@ MachineFingerprint machine_from_json(const Reader& r, const json& j) {
   f.l3_bytes = r.integer(j, "machine", "l3_bytes");
   f.kernels = r.str(j, "machine", "kernels");
   return f;
-}
-
-json machine_to_json(const MachineFingerprint& f) {
-  return {{"cpu", f.cpu},           {"isa", f.isa},
-          {"cores", f.cores},       {"l1d_bytes", f.l1d_bytes},
-          {"l2_bytes", f.l2_bytes}, {"l3_bytes", f.l3_bytes},
-          {"kernels", f.kernels}};
 }
 
 kernels::DType dtype_of(const std::string& name) {
@@ -183,6 +174,17 @@ void report_miss(const kernels::GemmKey& key) {
 }
 
 }  // namespace
+
+json machine_fingerprint_to_json(const MachineFingerprint& f) {
+  return {{"cpu", f.cpu},           {"isa", f.isa},
+          {"cores", f.cores},       {"l1d_bytes", f.l1d_bytes},
+          {"l2_bytes", f.l2_bytes}, {"l3_bytes", f.l3_bytes},
+          {"kernels", f.kernels}};
+}
+
+MachineFingerprint machine_fingerprint_from_json(const json& j, const std::string& origin) {
+  return machine_from_reader(Reader{origin}, j);
+}
 
 std::string MachineFingerprint::mismatch(const MachineFingerprint& table) const {
   std::vector<std::string> diffs;
@@ -223,7 +225,11 @@ ScheduleTable read_schedule_table(const fs::path& file) {
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());  // names the file already
   }
-  const Reader r{file};
+  return schedule_table_from_json(j, file.string());
+}
+
+ScheduleTable schedule_table_from_json(const json& j, const std::string& origin) {
+  const Reader r{origin};
   if (!j.is_object()) r.fail("the top level", "expected an object");
   if (!j.contains("format") || j["format"] != kFormat)
     r.fail("format", std::string("expected \"") + kFormat + "\", got " +
@@ -232,7 +238,7 @@ ScheduleTable read_schedule_table(const fs::path& file) {
     r.fail("version", "expected " + std::to_string(kVersion) + " (this build reads only it), got " +
                           (j.contains("version") ? j["version"].dump() : "none"));
   ScheduleTable t;
-  t.machine = machine_from_json(r, r.at(j, "", "machine"));
+  t.machine = machine_from_reader(r, r.at(j, "", "machine"));
   const std::string none;
   t.model = r.str(j, "", "model", &none);
   t.config = r.str(j, "", "config", &none);
@@ -294,7 +300,7 @@ ScheduleTable read_schedule_table(const fs::path& file) {
   return t;
 }
 
-void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
+json schedule_table_to_json(const ScheduleTable& table) {
   json gemms = json::array();
   for (const TunedGemm& g : table.gemms) {
     json ranges = json::array();
@@ -320,7 +326,7 @@ void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
   }
   json j = {{"format", kFormat},
             {"version", kVersion},
-            {"machine", machine_to_json(table.machine)},
+            {"machine", machine_fingerprint_to_json(table.machine)},
             {"model", table.model},
             {"config", table.config},
             {"gemms", std::move(gemms)},
@@ -329,49 +335,45 @@ void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
     try {
       j["resume"] = json::parse(table.resume_json);
     } catch (const json::exception& e) {
-      throw std::runtime_error(file.string() +
-                               ": the tuner's resume state is not JSON: " + e.what());
+      throw std::runtime_error(std::string("the tuner's resume state is not JSON: ") + e.what());
     }
   }
-  // A reader (or a crash) never sees half a table: write beside it, then rename over it.
-  fs::path tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out << j.dump(1) << "\n";
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error("cannot write " + tmp.string() + " (disk full?)");
-    }
+  return j;
+}
+
+void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
+  json j;
+  try {
+    j = schedule_table_to_json(table);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
   }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + file.string() + ": " +
-                             ec.message());
-  }
+  write_json_file(j, file, 1);
 }
 
 size_t install_schedule_table(const fs::path& file, std::ostream& warn) {
-  // Whatever was installed before goes: a table that fails leaves the cost model everywhere.
-  kernels::install_tuned_schedules(nullptr);
-  kernels::clear_kernel_params();
   ScheduleTable t;
   try {
     t = read_schedule_table(file);
   } catch (const std::exception& e) {
+    kernels::install_tuned_schedules(nullptr);
+    kernels::clear_kernel_params();
     warn_line(warn, std::string(e.what()) + "; the cost model's schedules are used");
     return 0;
   }
+  return install_schedule_table(t, file, warn);
+}
+
+size_t install_schedule_table(const ScheduleTable& t, const std::string& origin,
+                              std::ostream& warn) {
+  // Whatever was installed before goes: a table that fails leaves the cost model everywhere.
+  kernels::install_tuned_schedules(nullptr);
+  kernels::clear_kernel_params();
+  const std::string file = origin;
   try {
     const std::string differs = this_machine_fingerprint().mismatch(t.machine);
     if (!differs.empty()) {
-      warn_line(warn, file.string() + " was tuned on another machine or kernel build (" + differs +
+      warn_line(warn, file + " was tuned on another machine or kernel build (" + differs +
                           "); the cost model's schedules are used");
       return 0;
     }
@@ -390,7 +392,7 @@ size_t install_schedule_table(const fs::path& file, std::ostream& warn) {
           }
           table->add(key, r.m_lo, r.m_hi, s);
         } catch (const std::invalid_argument& e) {
-          warn_line(warn, file.string() + ": " + e.what() + "; the cost model's schedule is used");
+          warn_line(warn, file + ": " + e.what() + "; the cost model's schedule is used");
         }
       }
     }
@@ -399,7 +401,7 @@ size_t install_schedule_table(const fs::path& file, std::ostream& warn) {
         try {
           kernels::install_kernel_params(u.kernel, u.key, r.m_lo, r.m_hi, r.params);
         } catch (const std::invalid_argument& e) {
-          warn_line(warn, file.string() + ": " + e.what() + "; the kernel's defaults are used");
+          warn_line(warn, file + ": " + e.what() + "; the kernel's defaults are used");
         }
       }
     const size_t installed = table->ranges();
@@ -409,7 +411,7 @@ size_t install_schedule_table(const fs::path& file, std::ostream& warn) {
     // Nothing above should throw past its own handlers; never let a table stop a server.
     kernels::install_tuned_schedules(nullptr);
     kernels::clear_kernel_params();
-    warn_line(warn, file.string() + ": " + e.what() + "; the cost model's schedules are used");
+    warn_line(warn, file + ": " + e.what() + "; the cost model's schedules are used");
     return 0;
   }
 }

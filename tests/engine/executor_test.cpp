@@ -287,7 +287,7 @@ TEST(Plan, TakesEachPhasesConfigurationInAnyForm) {
     load_plan(dir / "wrong.json");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("wrong.json: CPU 999 of rank 0 does not exist"),
+    EXPECT_NE(std::string(e.what()).find("wrong.json: decode: CPU 999 of rank 0 does not exist"),
               std::string::npos)
         << e.what();
   }

@@ -280,8 +280,55 @@ TEST_F(ScheduleTableTest, PlanFilesNameATableRelativeToTheirFolder) {
     load_plan(dir_ / "plans/r.json");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("\"schedules\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("r.json: schedules: "), std::string::npos) << e.what();
   }
+}
+
+TEST(PlanFile, WrittenByTheTunerReadsBackWithEveryField) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("sandwich-plan-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ScheduleTable t;
+  t.machine = this_machine_fingerprint("0");
+  t.model = "tiny";
+  write_schedule_table(t, dir / "p.schedules.json");
+  Plan p;
+  p.prefill = single_rank_config(1);
+  p.decode = single_rank_config(1);
+  p.schedules = dir / "p.schedules.json";
+  p.model = model_identity(load_preset("llama-160m"), "bf16", "");
+  p.machine = this_machine_fingerprint("0");
+  p.created = "2026-11-24T00:00:00Z";
+  p.command = "sandwich-tune plan --model llama-160m";
+  p.objective = "goodput";
+  p.prefill_figures = {1.5, 2.5};
+  p.details_json = R"({"stages": []})";
+  write_plan(p, dir / "p.json");
+  const Plan q = load_plan(dir / "p.json");
+  EXPECT_EQ(q.version, kPlanVersion);
+  EXPECT_EQ(q.prefill.to_string(), p.prefill.to_string());
+  ASSERT_TRUE(q.schedules);
+  EXPECT_EQ(std::filesystem::canonical(*q.schedules),
+            std::filesystem::canonical(dir / "p.schedules.json"));
+  ASSERT_TRUE(q.model);
+  EXPECT_EQ(q.model->mismatch(*p.model), "");
+  EXPECT_EQ(q.machine->mismatch(*p.machine), "");
+  EXPECT_EQ(q.command, p.command);
+  EXPECT_DOUBLE_EQ(q.prefill_figures.measured_ms, 2.5);
+  EXPECT_LT(q.decode_figures.measured_ms, 0);
+  EXPECT_EQ(q.details_json, R"({"stages":[]})");
+  // The same table inline.
+  p.inline_schedules = t;
+  write_plan(p, dir / "inline.json");
+  const Plan r = load_plan(dir / "inline.json");
+  ASSERT_TRUE(r.inline_schedules);
+  EXPECT_EQ(r.inline_schedules->model, "tiny");
+  EXPECT_FALSE(r.schedules);
+  // Another model's shapes are named.
+  ModelIdentity other = *p.model;
+  other.n_layers += 1;
+  EXPECT_NE(other.mismatch(*p.model).find("n_layers"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

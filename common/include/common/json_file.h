@@ -1,5 +1,5 @@
 #pragma once
-// Reading a JSON file with errors that name it.
+// Reading and writing a JSON file with errors that name it.
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -9,5 +9,8 @@ namespace sandwich {
 // Throws std::runtime_error naming the file when it is missing, a directory, unreadable or not
 // valid JSON.
 nlohmann::json read_json_file(const std::filesystem::path& p);
+// Writes `j` (dump(indent)) atomically: a reader, or a crash, never sees half a file, since it
+// is written beside `p` and renamed over it. Throws std::runtime_error naming the file.
+void write_json_file(const nlohmann::json& j, const std::filesystem::path& p, int indent = 1);
 
 }  // namespace sandwich

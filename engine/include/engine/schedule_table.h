@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace sandwich {
 
 struct MachineFingerprint {
@@ -37,6 +39,10 @@ struct MachineFingerprint {
 };
 // This machine's fingerprint; `cores` is the CPU list to record.
 MachineFingerprint this_machine_fingerprint(const std::string& cores = "");
+nlohmann::json machine_fingerprint_to_json(const MachineFingerprint& f);
+// Throws std::invalid_argument prefixed by `origin` (a file's name).
+MachineFingerprint machine_fingerprint_from_json(const nlohmann::json& j,
+                                                 const std::string& origin);
 
 struct TunedGemmRange {
   int64_t m_lo = 1, m_hi = 1;
@@ -77,6 +83,9 @@ struct ScheduleTable {
 ScheduleTable read_schedule_table(const std::filesystem::path& file);
 // Writes atomically (a temporary file renamed over `file`); throws std::runtime_error.
 void write_schedule_table(const ScheduleTable& table, const std::filesystem::path& file);
+// The same as JSON: `origin` names the table in errors (a file, or "plan.json: schedules").
+ScheduleTable schedule_table_from_json(const nlohmann::json& j, const std::string& origin);
+nlohmann::json schedule_table_to_json(const ScheduleTable& table);
 
 // Reads `file`, checks its machine against this one, validates every entry and installs what
 // is valid as the process's tuned schedules (and tunable-kernel parameters). Never throws:
@@ -85,5 +94,8 @@ void write_schedule_table(const ScheduleTable& table, const std::filesystem::pat
 // each per process, on stderr, when first run (from a rank's own process). A table that fails
 // to load replaces whatever was installed before. Returns the number of GEMM ranges installed.
 size_t install_schedule_table(const std::filesystem::path& file, std::ostream& warn);
+// The same for a table already read (a plan's inline table); `origin` names it in warnings.
+size_t install_schedule_table(const ScheduleTable& table, const std::string& origin,
+                              std::ostream& warn);
 
 }  // namespace sandwich
