@@ -61,14 +61,18 @@ constexpr const char* kPlanFormat = "sandwich-plan";
   throw std::invalid_argument(file.string() + ": " + where + ": " + what);
 }
 
-topo::ServiceConfig config_of(const fs::path& file, const json& j, const std::string& phase) {
+topo::ServiceConfig config_of(const fs::path& file, const json& j, const std::string& phase,
+                              std::vector<std::string>* problems) {
   if (!j.contains(phase)) bad(file, phase, "missing (a plan needs \"prefill\" and \"decode\")");
   const json& c = j[phase];
   try {
-    if (c.is_string()) return topo::parse_service_config(c.get<std::string>());
-    return topo::service_config_from_json(c.is_object() && c.contains("config") ? c["config"] : c);
+    const json& config = c.is_object() && c.contains("config") ? c["config"] : c;
+    if (config.is_string()) return topo::parse_service_config(config.get<std::string>());
+    return topo::service_config_from_json(config);
   } catch (const std::invalid_argument& e) {
-    bad(file, phase, e.what());
+    if (!problems) bad(file, phase, e.what());
+    problems->push_back(file.string() + ": " + phase + ": " + e.what());
+    return {};
   }
 }
 
@@ -222,7 +226,7 @@ ModelIdentity model_identity(const ModelConfig& c, const std::string& dtype,
   return m;
 }
 
-Plan load_plan(const fs::path& file) {
+Plan load_plan(const fs::path& file, std::vector<std::string>* config_problems) {
   json j;
   try {
     j = read_json_file(file);
@@ -257,8 +261,8 @@ Plan load_plan(const fs::path& file) {
     text("objective", plan.objective);
     if (j.contains("details")) plan.details_json = j["details"].dump();
   }
-  plan.prefill = config_of(file, j, "prefill");
-  plan.decode = config_of(file, j, "decode");
+  plan.prefill = config_of(file, j, "prefill", config_problems);
+  plan.decode = config_of(file, j, "decode", config_problems);
   plan.prefill_figures = figures_of(j["prefill"]);
   plan.decode_figures = figures_of(j["decode"]);
   if (j.contains("schedules")) {

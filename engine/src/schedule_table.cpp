@@ -3,7 +3,9 @@
 // tunable-kernel parameters (kernels/kernel_tunables.h), with one warning per thing skipped.
 #include "engine/schedule_table.h"
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -173,6 +175,32 @@ void report_miss(const kernels::GemmKey& key) {
   std::cerr << line << std::flush;
 }
 
+// The table's GEMM schedules as the kernels take them; each entry that does not parse or
+// validate for its key is left out and reported through `skip` (naming the key and range).
+std::shared_ptr<kernels::TunedSchedules> gemm_schedules(
+    const ScheduleTable& t, const std::function<void(const std::string&)>& skip) {
+  auto table = std::make_shared<kernels::TunedSchedules>();
+  for (const TunedGemm& g : t.gemms) {
+    const kernels::GemmKey key{g.n, g.k, dtype_of(g.dtype), g.threads, g.pair};
+    for (const TunedGemmRange& r : g.ranges) {
+      try {
+        kernels::Schedule s;
+        try {
+          s = kernels::parse_schedule(r.schedule);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument("tuned schedule for " + key.to_string() + " M " +
+                                      std::to_string(r.m_lo) + ".." + std::to_string(r.m_hi) +
+                                      ": " + e.what());
+        }
+        table->add(key, r.m_lo, r.m_hi, s);
+      } catch (const std::invalid_argument& e) {
+        skip(e.what());
+      }
+    }
+  }
+  return table;
+}
+
 }  // namespace
 
 json machine_fingerprint_to_json(const MachineFingerprint& f) {
@@ -186,15 +214,16 @@ MachineFingerprint machine_fingerprint_from_json(const json& j, const std::strin
   return machine_from_reader(Reader{origin}, j);
 }
 
-std::string MachineFingerprint::mismatch(const MachineFingerprint& table) const {
+std::string MachineFingerprint::mismatch(const MachineFingerprint& table,
+                                         const std::string& whose) const {
   std::vector<std::string> diffs;
   const auto text = [&](const char* what, const std::string& mine, const std::string& theirs) {
     if (mine != theirs)
-      diffs.push_back(std::string(what) + " is \"" + mine + "\", the table's \"" + theirs + "\"");
+      diffs.push_back(std::string(what) + " is \"" + mine + "\", " + whose + " \"" + theirs + "\"");
   };
   const auto bytes = [&](const char* what, int64_t mine, int64_t theirs) {
     if (mine != theirs)
-      diffs.push_back(std::string(what) + " is " + std::to_string(mine) + " bytes, the table's " +
+      diffs.push_back(std::string(what) + " is " + std::to_string(mine) + " bytes, " + whose + " " +
                       std::to_string(theirs));
   };
   text("cpu", cpu, table.cpu);
@@ -351,6 +380,39 @@ void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
   write_json_file(j, file, 1);
 }
 
+std::vector<std::string> schedule_table_problems(const ScheduleTable& t,
+                                                 const std::string& origin) {
+  std::vector<std::string> out;
+  const std::string differs = this_machine_fingerprint().mismatch(t.machine);
+  if (!differs.empty())
+    out.push_back(origin + " was tuned on another machine or kernel build (" + differs + ")");
+  gemm_schedules(t, [&](const std::string& what) { out.push_back(origin + ": " + what); });
+  // As install_kernel_params checks them, without installing anything.
+  std::map<std::pair<std::string, std::map<std::string, int64_t>>,
+           std::vector<std::pair<int64_t, int64_t>>>
+      taken;
+  for (const TunedKernel& u : t.tunables)
+    for (const TunedKernelRange& r : u.ranges) {
+      const std::string where = origin + ": tuned parameters of " + u.kernel + " M " +
+                                std::to_string(r.m_lo) + ".." + std::to_string(r.m_hi);
+      if (r.m_lo < 1 || r.m_lo > r.m_hi) {
+        out.push_back(where + ": not a range of M >= 1");
+        continue;
+      }
+      auto& ranges = taken[{u.kernel, u.key}];
+      const auto overlap = std::find_if(ranges.begin(), ranges.end(), [&](const auto& o) {
+        return o.first <= r.m_hi && r.m_lo <= o.second;
+      });
+      if (overlap != ranges.end()) {
+        out.push_back(where + ": overlaps M " + std::to_string(overlap->first) + ".." +
+                      std::to_string(overlap->second));
+        continue;
+      }
+      ranges.emplace_back(r.m_lo, r.m_hi);
+    }
+  return out;
+}
+
 size_t install_schedule_table(const fs::path& file, std::ostream& warn) {
   ScheduleTable t;
   try {
@@ -377,25 +439,9 @@ size_t install_schedule_table(const ScheduleTable& t, const std::string& origin,
                           "); the cost model's schedules are used");
       return 0;
     }
-    auto table = std::make_shared<kernels::TunedSchedules>();
-    for (const TunedGemm& g : t.gemms) {
-      const kernels::GemmKey key{g.n, g.k, dtype_of(g.dtype), g.threads, g.pair};
-      for (const TunedGemmRange& r : g.ranges) {
-        try {
-          kernels::Schedule s;
-          try {
-            s = kernels::parse_schedule(r.schedule);
-          } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument("tuned schedule for " + key.to_string() + " M " +
-                                        std::to_string(r.m_lo) + ".." + std::to_string(r.m_hi) +
-                                        ": " + e.what());
-          }
-          table->add(key, r.m_lo, r.m_hi, s);
-        } catch (const std::invalid_argument& e) {
-          warn_line(warn, file + ": " + e.what() + "; the cost model's schedule is used");
-        }
-      }
-    }
+    auto table = gemm_schedules(t, [&](const std::string& what) {
+      warn_line(warn, file + ": " + what + "; the cost model's schedule is used");
+    });
     for (const TunedKernel& u : t.tunables)
       for (const TunedKernelRange& r : u.ranges) {
         try {

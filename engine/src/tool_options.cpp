@@ -1,5 +1,7 @@
 #include "engine/tool_options.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 namespace sandwich {
@@ -31,9 +33,25 @@ void add_model_options(ArgParser& p, LoadOptions& o) {
 }
 
 void add_plan_options(ArgParser& p, PlanOptions& o) {
-  p.add("-t,--threads", &o.threads,
-        "compute threads of one rank when no configuration is given (default: all cores)");
-  p.add("--plan", &o.plan, "plan file holding the prefill and decode configurations", "F");
+  p.option("-t,--threads", "N",
+           "compute threads of one rank when no configuration is given (default: all cores; "
+           "sandwichd: the latency simulator's choice)",
+           [&o](const std::string& v) {
+             o.threads = static_cast<int>(
+                 std::clamp<int64_t>(ArgParser::parse_int("--threads", v), -(1 << 30), 1 << 30));
+             o.threads_given = true;
+           });
+  p.add("--plan", &o.plan,
+        "plan file (sandwich-tune plan): the prefill and decode configurations and kernel table",
+        "F");
+  p.option("--plan-mismatch", "M",
+           "a plan made for another model or machine: error (default) refuses it, warn runs what "
+           "still fits",
+           [&o](const std::string& v) {
+             const auto m = value_named(v, kPlanMismatchNames);
+             if (!m) throw CliError("--plan-mismatch must be error or warn, got '" + v + "'");
+             o.plan_mismatch = *m;
+           });
   p.add("--prefill-config", &o.prefill_config,
         "service configuration of prefill: RxT (R ranks of T cores) or JSON", "C");
   p.add("--decode-config", &o.decode_config, "service configuration of decode: RxT or JSON", "C");
@@ -48,23 +66,37 @@ void add_plan_options(ArgParser& p, PlanOptions& o) {
            });
 }
 
-Plan resolve_plan(const PlanOptions& o) {
+ResolvedPlan resolve_plan(const PlanOptions& o) {
   try {
     resolve_threads(o.threads, "--threads");
   } catch (const std::invalid_argument& e) {
     throw CliError(e.what());
   }
-  std::optional<Plan> file;
-  if (o.plan) file = load_plan(*o.plan);
-  Plan p;
+  ResolvedPlan r;
+  r.mismatch = o.plan_mismatch;
+  std::vector<std::string> unparsed;
+  std::error_code ec;
+  if (o.plan && !std::filesystem::exists(*o.plan, ec))
+    throw std::invalid_argument("--plan " + *o.plan + ": no such file");
+  if (o.plan)
+    r.plan = load_plan(*o.plan, o.plan_mismatch == PlanMismatch::Warn ? &unparsed : nullptr);
+  for (const auto& u : unparsed) r.warnings.push_back(u + "; that phase runs the default");
+  Plan& p = r.plan;
+  const bool plan_prefill = !p.prefill.ranks.empty(), plan_decode = !p.decode.ranks.empty();
+  r.prefill_default = !o.prefill_config && !plan_prefill;
   p.prefill = o.prefill_config ? topo::parse_service_config(*o.prefill_config)
-              : file           ? file->prefill
+              : plan_prefill   ? p.prefill
                                : single_rank_config(o.threads);
+  r.decode_default = !o.decode_config && !plan_decode && r.prefill_default;
   p.decode = o.decode_config ? topo::parse_service_config(*o.decode_config)
-             : file          ? file->decode
+             : plan_decode   ? p.decode
                              : p.prefill;
-  p.schedules = o.schedules ? o.schedules : file ? file->schedules : std::nullopt;
-  return p;
+  r.table_from_plan = !o.schedules && (p.schedules || p.inline_schedules);
+  if (o.schedules) {
+    p.schedules = o.schedules;
+    p.inline_schedules.reset();
+  }
+  return r;
 }
 
 }  // namespace sandwich

@@ -80,7 +80,13 @@ int bench_engine(int argc, char** argv) {
   // Each item: RxT for both phases, or PREFILL/DECODE.
   std::vector<std::string> items;
   std::vector<std::pair<topo::ServiceConfig, topo::ServiceConfig>> configs;
-  std::optional<std::filesystem::path> schedules = plan.schedules;
+  // As sandwichd and sandwich-generate run: the plan options, else one rank of --threads.
+  ResolvedPlan resolved;
+  try {
+    resolved = resolve_plan(plan);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
   if (configs_text) {
     std::stringstream ss(*configs_text);
     for (std::string item; std::getline(ss, item, ',');) {
@@ -101,18 +107,11 @@ int bench_engine(int argc, char** argv) {
       }
     }
   } else {
-    // As sandwichd and sandwich-generate run: the plan options, else one rank of --threads.
-    Plan one;
-    try {
-      one = resolve_plan(plan);
-    } catch (const std::invalid_argument& e) {
-      throw CliError(e.what());
-    }
+    const Plan& one = resolved.plan;
     items.push_back(one.prefill == one.decode
                         ? one.prefill.to_string(2)
                         : one.prefill.to_string(2) + "/" + one.decode.to_string(2));
     configs.emplace_back(one.prefill, one.decode);
-    schedules = one.schedules;
   }
   std::optional<std::ofstream> json_out;
   if (json_path) {
@@ -127,7 +126,15 @@ int bench_engine(int argc, char** argv) {
                    std::to_string(c.max_seq_len));
   for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
   // Before any executor: rank processes inherit the installed table.
-  const size_t schedule_ranges = schedules ? install_schedule_table(*schedules, std::cerr) : 0;
+  const AppliedPlan applied =
+      apply_plan(resolved, *model, load.model, "sandwich-bench engine", std::cerr);
+  if (configs_text)
+    std::cerr << "sandwich-bench engine: configs " << *configs_text << "; " << applied.schedules
+              << "\n";
+  else
+    std::cerr << "sandwich-bench engine: " << applied.line << "\n";
+  const std::optional<std::string>& schedules = applied.table;
+  const size_t schedule_ranges = applied.schedule_ranges;
 
   // Every configuration's executors start before any measurement (rank processes fork here).
   struct Setup {
@@ -208,16 +215,16 @@ int bench_engine(int argc, char** argv) {
     report("pp", prompt_tokens, run_pp);
     report("tg", gen_tokens, run_tg);
   }
-  const std::string tuned = schedules ? ", schedules " + schedules->string() + " (" +
-                                            std::to_string(schedule_ranges) + " ranges)"
-                                      : "";
+  const std::string tuned =
+      schedules ? ", schedules " + *schedules + " (" + std::to_string(schedule_ranges) + " ranges)"
+                : "";
   std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB%s%s\n", model->load_seconds,
                static_cast<double>(model->weight_bytes()) / (1 << 30),
                plan.batch_invariant ? ", batch-invariant" : "", tuned.c_str());
   nlohmann::json doc = {
       {"load_seconds", model->load_seconds},
       {"batch_invariant", plan.batch_invariant},
-      {"schedules", schedules ? nlohmann::json(schedules->string()) : nlohmann::json(nullptr)},
+      {"schedules", schedules ? nlohmann::json(*schedules) : nlohmann::json(nullptr)},
       {"schedule_ranges", schedule_ranges},
       {"results", results}};
   if (json_out) {

@@ -7,7 +7,6 @@
 
 #include "common/tool.h"
 #include "engine/generator.h"
-#include "engine/schedule_table.h"
 #include "engine/tool_options.h"
 
 using namespace sandwich;
@@ -66,14 +65,15 @@ int main(int argc, char** argv) {
     go.threads = plan.threads;
     go.kind = reference ? ForwardKind::Reference : ForwardKind::Fast;
     go.batch_invariant = plan.batch_invariant;
-    const Plan configs = resolve_plan(plan);
-    go.prefill = configs.prefill;
-    go.decode = configs.decode;
+    const ResolvedPlan configs = resolve_plan(plan);
+    go.prefill = configs.plan.prefill;
+    go.decode = configs.plan.decode;
 
     auto model = load_model(load);
     for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
     // Before the generator makes its executors: rank processes inherit the installed table.
-    if (configs.schedules) install_schedule_table(*configs.schedules, std::cerr);
+    const AppliedPlan applied =
+        apply_plan(configs, *model, load.model, "sandwich-generate", std::cerr);
     const Tokenizer& tok = *model->tokenizer;
     req.prompt = tok.encode(prompt.value_or(""), tok.add_bos_default());
     if (req.prompt.empty())
@@ -92,9 +92,9 @@ int main(int argc, char** argv) {
       const double n_dec = r.tokens.size() > 1 ? static_cast<double>(r.tokens.size() - 1) : 0.0;
       std::fprintf(
           stderr,
-          "model: %s\nload: %.2f s | prompt: %zu tokens, %.2f tok/s | generated: %zu tokens, "
+          "%s\nmodel: %s\nload: %.2f s | prompt: %zu tokens, %.2f tok/s | generated: %zu tokens, "
           "%.2f tok/s | finish: %s\n",
-          model->source.c_str(), model->load_seconds, req.prompt.size(),
+          applied.line.c_str(), model->source.c_str(), model->load_seconds, req.prompt.size(),
           r.prefill_seconds > 0 ? static_cast<double>(req.prompt.size()) / r.prefill_seconds : 0.0,
           r.tokens.size(), r.decode_seconds > 0 ? n_dec / r.decode_seconds : 0.0,
           std::string(finish_reason_name(r.finish_reason)).c_str());

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "common/tool.h"
-#include "engine/schedule_table.h"
 #include "engine/scheduler.h"
 #include "engine/tool_options.h"
 #include "server/http_server.h"
@@ -128,9 +127,7 @@ int main(int argc, char** argv) {
         !(http.write_timeout_seconds > 0))
       throw CliError("thread counts, limits and timeouts must be positive");
     if (svc.metrics_need_key && !api_key) throw CliError("--metrics-need-key needs --api-key");
-    const Plan configs = resolve_plan(plan);
-    sched.prefill_config = configs.prefill;
-    sched.decode_config = configs.decode;
+    const ResolvedPlan configs = resolve_plan(plan);
     sched.batch_invariant = plan.batch_invariant;
     load.threads = plan.threads;
     svc.served_model_name = served_name.value_or(load.model);
@@ -163,7 +160,10 @@ int main(int argc, char** argv) {
       model = load_model(load);
       for (const auto& n : model->notes) std::fprintf(stderr, "sandwichd: note: %s\n", n.c_str());
       // Before the scheduler makes its executors: rank processes inherit the installed table.
-      if (configs.schedules) install_schedule_table(*configs.schedules, std::cerr);
+      const AppliedPlan applied = apply_plan(configs, *model, load.model, "sandwichd", std::cerr);
+      std::fprintf(stderr, "sandwichd: %s\n", applied.line.c_str());
+      sched.prefill_config = configs.plan.prefill;
+      sched.decode_config = configs.plan.decode;
       scheduler = std::make_unique<Scheduler>(*model, sched);
       service.attach(*model, *scheduler);
     } catch (...) {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/model_config.h"
 #include "engine/schedule_table.h"
@@ -64,8 +65,11 @@ struct Plan {
 };
 inline constexpr int kPlanVersion = 1;
 
-// Throws std::invalid_argument naming the file and the field.
-Plan load_plan(const std::filesystem::path& file);
+// Throws std::invalid_argument naming the file and the field. Given `config_problems`, a phase
+// whose configuration does not parse on this machine is no error: it is left without ranks and
+// the reason, naming the file and the phase, is appended there.
+Plan load_plan(const std::filesystem::path& file,
+               std::vector<std::string>* config_problems = nullptr);
 // Writes atomically. `schedules` is written relative to the plan's folder when it lies there or
 // below, else as given; inline_schedules, if set, is written in place of a path. Throws
 // std::runtime_error.

@@ -34,8 +34,9 @@ struct MachineFingerprint {
   std::string kernels;  // kernels::kernels_version()
 
   // Empty when `other` is this same machine (cores aside), else what differs, e.g.
-  // "cpu is \"Intel Xeon ...\", the table's \"AMD EPYC ...\"".
-  std::string mismatch(const MachineFingerprint& table) const;
+  // "cpu is \"Intel Xeon ...\", the table's \"AMD EPYC ...\"" (`whose`: "the table's").
+  std::string mismatch(const MachineFingerprint& table,
+                       const std::string& whose = "the table's") const;
 };
 // This machine's fingerprint; `cores` is the CPU list to record.
 MachineFingerprint this_machine_fingerprint(const std::string& cores = "");
@@ -86,6 +87,12 @@ void write_schedule_table(const ScheduleTable& table, const std::filesystem::pat
 // The same as JSON: `origin` names the table in errors (a file, or "plan.json: schedules").
 ScheduleTable schedule_table_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json schedule_table_to_json(const ScheduleTable& table);
+
+// What install_schedule_table would skip in `table`, one line each naming `origin`: another
+// machine or kernel build, a schedule that does not parse or validate for its key, an M range
+// that is empty or overlaps another. Empty: every entry would be installed.
+std::vector<std::string> schedule_table_problems(const ScheduleTable& table,
+                                                 const std::string& origin);
 
 // Reads `file`, checks its machine against this one, validates every entry and installs what
 // is valid as the process's tuned schedules (and tunable-kernel parameters). Never throws:

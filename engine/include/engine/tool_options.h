@@ -1,7 +1,7 @@
 #pragma once
 // The options every tool that runs a model shares: which model and how to load it (--model,
 // --tokenizer, --load-format, --dtype, --weights-seed), and how to run it (--threads, --plan,
-// --prefill-config, --decode-config, --batch-invariant, --schedules).
+// --plan-mismatch, --prefill-config, --decode-config, --batch-invariant, --schedules).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -9,6 +9,7 @@
 #include "common/cli.h"
 #include "engine/model.h"
 #include "engine/plan.h"
+#include "engine/plan_check.h"
 
 namespace sandwich {
 
@@ -16,15 +17,19 @@ void add_model_options(ArgParser& p, LoadOptions& o);
 
 struct PlanOptions {
   int threads = 0;  // one rank of this many cores when no configuration is given (0: all)
+  bool threads_given = false;  // --threads was on the command line
   std::optional<std::string> plan, prefill_config, decode_config;
+  PlanMismatch plan_mismatch = PlanMismatch::Error;  // --plan-mismatch
   bool batch_invariant = false;  // --batch-invariant: ExecutorLimits::batch_invariant
   std::optional<std::filesystem::path> schedules;  // --schedules: a tuned-schedule table
 };
 void add_plan_options(ArgParser& p, PlanOptions& o);
 // The configurations the options name: a phase's own option over the plan file over one rank
 // of --threads cores; decode defaults to prefill's. The schedule table: --schedules over the
-// plan file's. Throws CliError for a bad thread count and
-// std::invalid_argument (naming the file or text) for a bad plan or configuration.
-Plan resolve_plan(const PlanOptions& o);
+// plan file's. Throws CliError for a bad thread count and std::invalid_argument (naming the
+// file or text) for a bad plan or configuration; with --plan-mismatch warn, a plan's
+// configuration that does not parse here is a warning instead, and its phase runs the default.
+// Checked against the model by apply_plan (plan_check.h) once it has loaded.
+ResolvedPlan resolve_plan(const PlanOptions& o);
 
 }  // namespace sandwich
