@@ -15,6 +15,7 @@
 #include "engine/tool_options.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
+#include "tuner/default_plan.h"
 
 using namespace sandwich;
 
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
         !(http.write_timeout_seconds > 0))
       throw CliError("thread counts, limits and timeouts must be positive");
     if (svc.metrics_need_key && !api_key) throw CliError("--metrics-need-key needs --api-key");
-    const ResolvedPlan configs = resolve_plan(plan);
+    ResolvedPlan configs = resolve_plan(plan);
     sched.batch_invariant = plan.batch_invariant;
     load.threads = plan.threads;
     svc.served_model_name = served_name.value_or(load.model);
@@ -159,6 +160,13 @@ int main(int argc, char** argv) {
     try {
       model = load_model(load);
       for (const auto& n : model->notes) std::fprintf(stderr, "sandwichd: note: %s\n", n.c_str());
+      // No plan, configuration or thread count: the simulator's choice for this machine.
+      if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
+        const Plan chosen =
+            tuner::default_plan(model->config, model->weight_dtype(), &configs.chosen_by);
+        if (configs.prefill_default) configs.plan.prefill = chosen.prefill;
+        if (configs.decode_default) configs.plan.decode = chosen.decode;
+      }
       // Before the scheduler makes its executors: rank processes inherit the installed table.
       const AppliedPlan applied = apply_plan(configs, *model, load.model, "sandwichd", std::cerr);
       std::fprintf(stderr, "sandwichd: %s\n", applied.line.c_str());

@@ -24,7 +24,8 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"topotree", {"common"}},
       {"engine", {"common", "kernels", "topotree"}},
       {"tuner", {"common", "kernels", "topotree", "engine"}},
-      {"server", {"common", "topotree", "engine"}},
+      // tuner: sandwichd's start-up search of configurations when no plan is given.
+      {"server", {"common", "topotree", "engine", "tuner"}},
       {"bench", {"common"}},
   };
   return rules;

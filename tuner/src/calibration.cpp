@@ -131,22 +131,36 @@ Calibration calibrate_this_machine(const topo::TopoTree& local, const Calibratio
   return c;
 }
 
-Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, fs::path* cache_file) {
-  const std::string cpu = cpu_model_name();
-  std::string key = cpu + "|" + format_cpu_list(local.cpus());
-  const fs::path file =
-      user_cache_dir() /
-      ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
+namespace {
+
+// One file per CPU model and CPU list.
+fs::path calibration_cache_file(const topo::TopoTree& local) {
+  const std::string key = cpu_model_name() + "|" + format_cpu_list(local.cpus());
+  return user_cache_dir() /
+         ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
+}
+
+}  // namespace
+
+std::optional<Calibration> cached_calibration(const topo::TopoTree& local, fs::path* cache_file) {
+  const fs::path file = calibration_cache_file(local);
   if (cache_file) *cache_file = file;
   std::error_code ec;
-  if (!recalibrate && fs::exists(file, ec)) {
-    try {
-      return Calibration::from_json(read_json_file(file));
-    } catch (const std::exception&) {
-      // A stale or damaged cache is simply measured again.
-    }
+  if (!fs::exists(file, ec)) return std::nullopt;
+  try {
+    return Calibration::from_json(read_json_file(file));
+  } catch (const std::exception&) {
+    return std::nullopt;  // a stale or damaged cache counts as none
   }
+}
+
+Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, fs::path* cache_file) {
+  if (!recalibrate)
+    if (std::optional<Calibration> c = cached_calibration(local, cache_file)) return *c;
+  const fs::path file = calibration_cache_file(local);
+  if (cache_file) *cache_file = file;
   Calibration c = calibrate_this_machine(local);
+  std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   std::ofstream out(file);
   if (out) out << c.to_json().dump(2) << "\n";

@@ -7,6 +7,7 @@
 //   team sync        cost of one empty parallel region of a pinned thread team, 1..N threads
 // and turning the figures into MachineParams. Results are cached per CPU model and CPU list.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ double probe_bf16_dot_gflops(double seconds);  // 0 without AVX512_BF16
 double probe_gemm_gflops(int m, int n, int k, int cpu, double seconds);
 double probe_team_region_us(const std::vector<int>& cpus, int regions = 20000);
 
+// The cached calibration of this machine, if one is cached and readable; never measures.
+std::optional<Calibration> cached_calibration(const topo::TopoTree& local,
+                                              std::filesystem::path* cache_file = nullptr);
 // The cached calibration of this machine ($XDG_CACHE_HOME or ~/.cache /sandwich/), measured
 // now if absent or if `recalibrate`; `cache_file` says where it lives.
 Calibration local_calibration(const topo::TopoTree& local, bool recalibrate,

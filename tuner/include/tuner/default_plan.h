@@ -1,0 +1,18 @@
+#pragma once
+// sandwichd's configurations when it is given no plan: the simulator-only search of this
+// machine, fast enough for start-up (no measurement and no calibration run: the cached
+// calibration's parameters, else the generic ones). `sandwich-tune plan` measures and tunes.
+#include <string>
+
+#include "engine/model.h"
+#include "engine/plan.h"
+
+namespace sandwich::tuner {
+
+// The prefill and decode configurations the latency simulator ranks best on this machine for
+// `model` stored as `weights`, with the cost model's schedules (no table). Never throws: if the
+// search finds nothing valid here, one rank of every core. `how` (if given) gets how they were
+// chosen, for the start-up log: "chosen by the latency simulator in 0.04 s (...)".
+Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr);
+
+}  // namespace sandwich::tuner
