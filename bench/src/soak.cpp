@@ -26,12 +26,18 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// A value of the server's Prometheus text ("name value" lines); NaN if missing.
+// The value of the first sample of `name` in the server's Prometheus text, whatever its labels
+// ("name value" or "name{model_name=\"m\"} value"); NaN if missing.
 double metric(const std::string& text, const std::string& name) {
   std::istringstream in(text);
   std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(name + " ", 0) == 0) return std::strtod(line.c_str() + name.size() + 1, nullptr);
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0 || line.size() <= name.size()) continue;
+    if (line[name.size()] == ' ') return std::strtod(line.c_str() + name.size() + 1, nullptr);
+    const size_t close = line.rfind("} ");
+    if (line[name.size()] == '{' && close != std::string::npos)
+      return std::strtod(line.c_str() + close + 2, nullptr);
+  }
   return std::nan("");
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "closest_name.h"
+#include "common/version.h"
 
 namespace sandwich {
 namespace {
@@ -51,7 +52,7 @@ struct ArgParser::Impl {
   }
 
   std::vector<std::string> all_names() const {
-    std::vector<std::string> out{"--help"};
+    std::vector<std::string> out{"--help", "--version"};
     for (const auto& o : opts) out.insert(out.end(), o.names.begin(), o.names.end());
     return out;
   }
@@ -194,6 +195,10 @@ bool ArgParser::parse(int argc, char** argv, int start) {
     const std::string& a = args[i];
     const size_t eq = a.find('=');
     const Impl::Opt* o = I.find(a.rfind("--", 0) == 0 ? a.substr(0, eq) : a);
+    if (!o && a == "--version") {
+      std::cout << version_line(I.program.substr(0, I.program.find(' '))) << "\n";
+      return false;
+    }
     if (!o) continue;
     if (o->is_flag && eq != std::string::npos) throw CliError(a.substr(0, eq) + " takes no value");
     if (!o->is_flag && eq == std::string::npos) ++i;  // its value, whatever it looks like
@@ -234,6 +239,7 @@ std::string ArgParser::usage() const {
     os << o.help << "\n";
   }
   os << "  -h, --help                  show this help\n";
+  os << "  --version                   print the version and exit\n";
   return os.str();
 }
 

@@ -6,11 +6,15 @@ namespace sandwich {
 namespace fs = std::filesystem;
 namespace {
 
-// <repo>/<build>/bin/<tool> -> <repo>: for a build folder moved away from its source tree.
-fs::path repo_of_executable() {
+fs::path executable_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path().parent_path().parent_path();
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// <repo>/<build>/bin/<tool> -> <repo>: for a build folder moved away from its source tree.
+fs::path repo_of_executable() {
+  return executable_dir().parent_path().parent_path();
 }
 
 }  // namespace
@@ -18,6 +22,10 @@ fs::path repo_of_executable() {
 fs::path configs_dir() {
   if (const char* env = std::getenv("SANDWICH_CONFIGS"); env && *env) return env;
   std::error_code ec;
+  // Installed: <prefix>/bin/<tool> and <prefix>/share/sandwich/configs (cmake --install).
+  const fs::path installed =
+      (executable_dir() / SANDWICH_INSTALLED_CONFIG_DIR_FROM_BIN).lexically_normal();
+  if (fs::is_directory(installed, ec)) return installed;
   const fs::path built = SANDWICH_CONFIG_DIR;
   if (fs::is_directory(built, ec)) return built;
   const fs::path beside = repo_of_executable() / "configs";

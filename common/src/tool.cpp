@@ -5,6 +5,7 @@
 
 #include "closest_name.h"
 #include "common/cli.h"
+#include "common/version.h"
 
 namespace sandwich {
 
@@ -37,7 +38,8 @@ std::string usage(const std::string& program, std::span<const Subcommand> comman
       s += line + "\n      " + c.help + "\n";
   }
   s += epilogue;
-  s += "run '" + program + " <command> --help' for a command's options\n";
+  s += "run '" + program + " <command> --help' for a command's options, '" + program +
+       " --version' for the version\n";
   return s;
 }
 
@@ -61,6 +63,10 @@ int run_subcommands(const std::string& program, std::span<const Subcommand> comm
     const std::string cmd = argv[1];
     if (cmd == "--help" || cmd == "-h") {
       std::cout << usage(program, commands, epilogue);
+      return 0;
+    }
+    if (cmd == "--version") {
+      std::cout << version_line(program) << "\n";
       return 0;
     }
     std::vector<std::string> known;

@@ -30,8 +30,22 @@ Histogram::Snapshot Histogram::snapshot() const {
 }
 
 std::vector<double> latency_buckets() {
-  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
-          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 60.0};
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08,  0.1,   0.25,  0.5,   0.75,   1.0,   2.5,
+          5.0,   7.5,   10.0, 20.0, 40.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+}
+
+std::vector<double> inter_token_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1,  0.15, 0.2,
+          0.3,   0.4,   0.5,  0.75, 1.0,  2.5,  5.0,  10.0,  20.0, 40.0, 60.0};
+}
+
+std::vector<double> length_buckets(int64_t max) {
+  std::vector<double> out;
+  for (int64_t decade = 1;; decade *= 10)
+    for (int64_t m : {1, 2, 5}) {
+      out.push_back(static_cast<double>(m * decade));
+      if (m * decade >= max) return out;
+    }
 }
 
 }  // namespace sandwich

@@ -33,6 +33,8 @@ struct Seq {
   std::unique_ptr<IncrementalDecoder> decoder;
   std::unique_ptr<StopStringMatcher> stops;
   Clock::time_point arrival, last_token;
+  Clock::time_point scheduled, first_token;  // first admission; first token (has_first)
+  bool was_scheduled = false;
   bool has_first = false;
   bool done = false;
   bool queued = true;  // waiting (counted in st.waiting), not running
@@ -53,9 +55,11 @@ struct Scheduler::Impl {
   std::vector<int32_t> stop_ids;
 
   Histogram ttft{latency_buckets()};
-  Histogram itl{{0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
-                 0.75, 1.0, 2.5}};
+  Histogram itl{inter_token_buckets()};
   Histogram e2e{latency_buckets()};
+  Histogram queue_time{latency_buckets()}, prefill_time{latency_buckets()},
+      decode_time{latency_buckets()};
+  std::unique_ptr<Histogram> prompt_len, gen_len;  // buckets up to max_model_len
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -88,6 +92,7 @@ struct Scheduler::Impl {
   void remove_finished();
   void preempt(Seq& s);
   void publish_counts();
+  void observe_finished(const Seq& s);
 };
 
 Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
@@ -105,6 +110,8 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
         KVCache::bytes_for_tokens(c, I.opt.max_model_len),
         std::min<size_t>(size_t{4} << 30, KVCache::bytes_for_tokens(c, I.opt.max_model_len) *
                                               static_cast<size_t>(I.opt.max_num_seqs)));
+  I.prompt_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
+  I.gen_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
   I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes);
   if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
     throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
@@ -146,6 +153,21 @@ const Histogram& Scheduler::inter_token() const {
 }
 const Histogram& Scheduler::e2e() const {
   return impl_->e2e;
+}
+const Histogram& Scheduler::queue_time() const {
+  return impl_->queue_time;
+}
+const Histogram& Scheduler::prefill_time() const {
+  return impl_->prefill_time;
+}
+const Histogram& Scheduler::decode_time() const {
+  return impl_->decode_time;
+}
+const Histogram& Scheduler::prompt_length() const {
+  return *impl_->prompt_len;
+}
+const Histogram& Scheduler::generation_length() const {
+  return *impl_->gen_len;
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -284,7 +306,20 @@ void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
     s.queued = false;
   }
   if (s.req.on_output) s.req.on_output(out);
-  e2e.observe(secs(Clock::now() - s.arrival));
+  observe_finished(s);
+}
+
+// A phase the request never reached is not observed.
+void Scheduler::Impl::observe_finished(const Seq& s) {
+  const auto now = Clock::now();
+  e2e.observe(secs(now - s.arrival));
+  if (s.was_scheduled) queue_time.observe(secs(s.scheduled - s.arrival));
+  if (s.has_first) {
+    prefill_time.observe(secs(s.first_token - s.scheduled));
+    decode_time.observe(secs(now - s.first_token));
+  }
+  prompt_len->observe(s.n_prompt);
+  gen_len->observe(s.generated());
 }
 
 void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
@@ -297,7 +332,7 @@ void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
   kv->release(s.blocks);
   s.done = true;
   if (s.req.on_output) s.req.on_output(out);
-  e2e.observe(secs(Clock::now() - s.arrival));
+  observe_finished(s);
   std::lock_guard<std::mutex> lock(mu);
   (reason == FinishReason::Stop ? st.finished_stop : st.finished_length)++;
 }
@@ -314,6 +349,10 @@ void Scheduler::Impl::admit() {
     Seq& s = *waiting.front();
     if (!kv->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) break;
     s.queued = false;
+    if (!s.was_scheduled) {
+      s.was_scheduled = true;
+      s.scheduled = Clock::now();
+    }
     running.push_back(std::move(waiting.front()));
     waiting.pop_front();
   }
@@ -359,6 +398,7 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   if (!s.has_first) {
     ttft.observe(secs(now - s.arrival));
     s.has_first = true;
+    s.first_token = now;
   } else {
     itl.observe(secs(now - s.last_token));
   }

@@ -50,9 +50,9 @@ int bench_engine(int argc, char** argv) {
   ArgParser p("sandwich-bench engine",
               "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
   add_model_options(p, load);
-  p.add("--prompt-tokens", &prompt_tokens,
+  p.add("-p,--prompt-tokens", &prompt_tokens,
         "prompt length of the prefill test (default 512; 0 skips it)");
-  p.add("--gen-tokens", &gen_tokens,
+  p.add("-n,--gen-tokens", &gen_tokens,
         "decode steps of the generation test (default 128; 0 skips it)");
   add_plan_options(p, plan);
   p.add("-r,--reps", &reps, "measured repetitions (default 3)");

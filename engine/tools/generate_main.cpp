@@ -23,14 +23,16 @@ int main(int argc, char** argv) {
     add_model_options(p, load);
     p.add("-p,--prompt", &prompt, "prompt text (default: empty, generation starts from BOS)");
     p.add("-f,--prompt-file", &prompt_file, "read the prompt from a file", "F");
-    p.add("-n,--max-tokens", &req.max_tokens, "number of tokens to generate (default 128)");
-    p.add("--temperature", &req.sampling.temperature,
+    p.add("-n,--n-predict,--max-tokens", &req.max_tokens,
+          "number of tokens to generate (default 128)");
+    p.add("--temp,--temperature", &req.sampling.temperature,
           "sampling temperature, 0 = greedy (default 1.0)");
     p.add("--top-k", &req.sampling.top_k, "keep the k most likely tokens (default: all)");
     p.add("--top-p", &req.sampling.top_p, "nucleus sampling mass (default 1.0)");
     p.add("--min-p", &req.sampling.min_p, "drop tokens below min-p x p(max) (default 0)");
-    p.add("--repetition-penalty", &req.sampling.repetition_penalty,
-          "penalty for repeated tokens (default 1.0)");
+    p.add("--repeat-penalty,--repetition-penalty", &req.sampling.repetition_penalty,
+          "penalty for tokens of the prompt and the output so far, as vLLM's (llama.cpp's "
+          "--repeat-penalty looks at the last 64 tokens only) (default 1.0)");
     p.add("--presence-penalty", &req.sampling.presence_penalty,
           "OpenAI presence penalty (default 0)");
     p.add("--frequency-penalty", &req.sampling.frequency_penalty,

@@ -1,11 +1,14 @@
 #include "completion_job.h"
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "json_response.h"
+#include "request_log.h"
 
 namespace sandwich::server {
 namespace {
@@ -73,6 +76,8 @@ class Job {
   Usage usage() const;
   void start_stream();
   void reply_whole();
+  void note_finish(const RequestOutput& o);
+  void log_finished() const;
 
   const WireFormat& format_;
   const ResponseHeader header_;
@@ -100,7 +105,43 @@ class Job {
   bool started_ = false, held_end_ = false;
   std::string held_;
   std::optional<HttpResponse> held_error_;
+  // For the log's line about the request.
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> first_token_;
+  std::vector<std::string> reasons_;  // distinct finish reasons, in order
+  std::optional<int> failed_status_;  // the first abort other than a cancel
+  bool cancelled_ = false;            // a cancel came first: the client went away
 };
+
+void Job::note_finish(const RequestOutput& o) {
+  if (const auto reason = openai_finish_reason(o)) {
+    if (std::find(reasons_.begin(), reasons_.end(), *reason) == reasons_.end())
+      reasons_.push_back(*reason);
+  } else if (o.abort_reason == AbortReason::Cancelled) {
+    if (!failed_status_) cancelled_ = true;
+  } else if (!cancelled_ && !failed_status_) {
+    failed_status_ = abort_error(o).status;
+  }
+}
+
+void Job::log_finished() const {
+  if (!log_enabled(LogLevel::Info)) return;
+  const auto now = std::chrono::steady_clock::now();
+  auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  RequestRecord r;
+  r.id = header_.id;
+  // 499: nginx's "client closed request".
+  r.status = failed_status_ ? *failed_status_ : cancelled_ ? 499 : 200;
+  const Usage u = usage();
+  r.prompt_tokens = u.prompt_tokens;
+  r.output_tokens = u.completion_tokens;
+  if (first_token_) r.ttft_seconds = secs(*first_token_ - start_);
+  r.e2e_seconds = secs(now - start_);
+  for (const auto& reason : reasons_)
+    r.finish_reason += (r.finish_reason.empty() ? "" : ",") + reason;
+  if (r.finish_reason.empty()) r.finish_reason = "abort";
+  log_line(LogLevel::Info, "request", request_log_message(r));
+}
 
 json Job::logprobs_delta(Choice& c, const RequestOutput& o) {
   auto text = [&](int32_t t) { return tok_.piece(t, c.prev_token < 0 ? t : c.prev_token); };
@@ -124,10 +165,17 @@ void Job::on_output(size_t idx, const RequestOutput& o) {
     std::lock_guard<std::mutex> lock(mu_);
     Choice& c = choices_[idx];
     bool all_done = false;
+    if (!first_token_ && !o.tokens.empty()) first_token_ = std::chrono::steady_clock::now();
     if (o.finished) {
       c.done = true;
+      c.prompt_tokens = o.prompt_tokens;
+      c.completion_tokens = o.completion_tokens;
+      note_finish(o);
       all_done = --remaining_ == 0;
-      if (all_done) --active_;
+      if (all_done) {
+        --active_;
+        log_finished();
+      }
     }
     if (closed_) return;
     const std::optional<std::string> reason = o.finished ? openai_finish_reason(o) : std::nullopt;

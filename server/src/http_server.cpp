@@ -102,6 +102,17 @@ std::chrono::steady_clock::duration seconds(double s) {
       std::chrono::duration<double>(s));
 }
 
+// The Access-Control-Allow-Origin a request from `origin` gets: "*" when any origin is allowed,
+// the origin itself when it is listed, none (empty) otherwise.
+std::string allowed_origin(const std::vector<std::string>& allowed, const std::string& origin) {
+  if (origin.empty()) return {};
+  for (const auto& a : allowed)
+    if (a == "*") return "*";
+  for (const auto& a : allowed)
+    if (a == origin) return origin;
+  return {};
+}
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HttpServerOptions& opt, const Handler& handler,
@@ -139,6 +150,7 @@ class Session : public std::enable_shared_from_this<Session> {
       res.set(http::field::server, "sandwichd");
       res.set(http::field::content_type, ct);
       res.set(http::field::cache_control, "no-cache");
+      self->set_cors(res);
       // HTTP/1.0 has no chunked encoding: the body runs until the connection closes.
       self->chunked_ = self->version_ >= 11;
       if (!self->chunked_) self->keep_alive_ = false;
@@ -263,6 +275,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!first) request_.repeated_headers.push_back(name);
       it->second = std::string(f.value());
     }
+    cors_origin_ = allowed_origin(opt_.allowed_origins, request_.header("origin"));
     if (reserved()) {
       const auto& paths = opt_.reserved_paths;
       if (request_.method != "GET" ||
@@ -323,6 +336,19 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest r = std::move(request_);
     r.body = std::move(parser_->get().body());
     state_ = State::Handling;
+    // A CORS preflight from an allowed origin is answered here, before any API key is asked for
+    // (browsers send none with it).
+    if (r.method == "OPTIONS" && !cors_origin_.empty() &&
+        !r.header("access-control-request-method").empty()) {
+      HttpResponse pre{204, "text/plain", {}, {}};
+      pre.headers = {
+          {"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+          {"Access-Control-Allow-Headers", r.header("access-control-request-headers").empty()
+                                               ? "Authorization, Content-Type"
+                                               : r.header("access-control-request-headers")},
+          {"Access-Control-Max-Age", "600"}};
+      return write_full(std::move(pre));
+    }
     responder_ = std::make_shared<SessionResponder>(weak_from_this());
     // The responder only has a weak reference, and the watcher stops at a half-close: something
     // must keep the session alive until the answer is out.
@@ -364,12 +390,20 @@ class Session : public std::enable_shared_from_this<Session> {
         });
   }
 
+  template <class Response>
+  void set_cors(Response& res) const {
+    if (cors_origin_.empty()) return;
+    res.set(http::field::access_control_allow_origin, cors_origin_);
+    if (cors_origin_ != "*") res.set(http::field::vary, "Origin");
+  }
+
   void write_full(HttpResponse r) {
     if (responder_) responder_->mark_complete();
     http::response<http::string_body> res(static_cast<http::status>(r.status), response_version());
     res.set(http::field::server, "sandwichd");
     res.set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res.set(k, v);
+    set_cors(res);
     res.keep_alive(keep_alive_);
     res.content_length(r.body.size());
     std::ostringstream head;
@@ -494,7 +528,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Counters& counters_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  HttpRequest request_;  // the header of the request being read
+  HttpRequest request_;      // the header of the request being read
+  std::string cors_origin_;  // Access-Control-Allow-Origin for this request; empty: none
   std::shared_ptr<SessionResponder> responder_;
   std::shared_ptr<Session> hold_;  // itself, while a request is being answered
   State state_ = State::Reading;

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "api_error.h"
+#include "common/version.h"
 #include "completion_job.h"
 #include "json_response.h"
 #include "prometheus.h"
 #include "request_fields.h"
+#include "request_log.h"
 #include "request_parsing.h"
 #include "wire_format.h"
 
@@ -73,6 +75,7 @@ struct OpenAiService::Impl {
   ChatFormat chat_format = ChatFormat::Llama2;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
   std::function<HttpServerStats()> http_stats;
+  std::unique_ptr<EngineStatsLogger> stats_log;  // while attached and not shutting down
 
   // Checks the key of a request to `path`, before anything else about it: an unknown route or
   // a wrong method without the key is a 401 too, so that routes cannot be probed.
@@ -175,11 +178,15 @@ void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
   I.model = &model;
   I.scheduler = &scheduler;
   I.chat_format = choose_chat_format(I.opt.chat_template, *model.tokenizer);
+  if (I.opt.log_interval_seconds > 0)
+    I.stats_log = std::make_unique<EngineStatsLogger>(scheduler, I.opt.log_interval_seconds);
   I.ready = true;
 }
 
 void OpenAiService::begin_shutdown() {
   impl_->shutting_down = true;
+  // Before the scheduler goes away.
+  if (impl_->stats_log) impl_->stats_log->stop();
 }
 int OpenAiService::active_requests() const {
   return impl_->active.load();
@@ -229,7 +236,7 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
       r.body = metrics_text();
       return out->reply(r);
     }
-    if (p == "/version") return out->reply(json_response({{"version", "0.1.0"}}));
+    if (p == "/version") return out->reply(json_response({{"version", project_version()}}));
     if (I.shutting_down) I.require_ready();  // draining: nothing new starts
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
     if (p == "/v1/completions") return I.generate(req, out, ApiKind::Completion);
@@ -250,12 +257,23 @@ void OpenAiService::report_http_stats(std::function<HttpServerStats()> stats) {
 std::string OpenAiService::metrics_text() const {
   const Impl& I = *impl_;
   MetricsSnapshot m;
+  m.model_name = I.opt.served_model_name;
   m.model_ready = I.ready;
+  m.process = read_process_stats();
   if (I.http_stats) m.http = I.http_stats();
-  if (I.scheduler)
-    m.engine = MetricsSnapshot::Engine{
-        I.scheduler->stats(), I.rejected.load(), I.scheduler->ttft().snapshot(),
-        I.scheduler->inter_token().snapshot(), I.scheduler->e2e().snapshot()};
+  if (I.scheduler) {
+    const Scheduler& s = *I.scheduler;
+    m.engine = MetricsSnapshot::Engine{s.stats(),
+                                       I.rejected.load(),
+                                       s.ttft().snapshot(),
+                                       s.inter_token().snapshot(),
+                                       s.e2e().snapshot(),
+                                       s.queue_time().snapshot(),
+                                       s.prefill_time().snapshot(),
+                                       s.decode_time().snapshot(),
+                                       s.prompt_length().snapshot(),
+                                       s.generation_length().snapshot()};
+  }
   return server::metrics_text(m);
 }
 

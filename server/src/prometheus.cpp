@@ -13,18 +13,46 @@ std::string format(const char* f, double v) {
 
 }  // namespace
 
+std::string escape_label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+void PrometheusText::set_const_labels(std::vector<std::pair<std::string, std::string>> labels) {
+  const_labels_ = std::move(labels);
+}
+
+std::string PrometheusText::labels(
+    const std::vector<std::pair<std::string, std::string>>& more) const {
+  std::string out;
+  for (const auto* set : {&const_labels_, &more})
+    for (const auto& [k, v] : *set)
+      out += (out.empty() ? "{" : ",") + k + "=\"" + escape_label_value(v) + "\"";
+  return out.empty() ? out : out + "}";
+}
+
 void PrometheusText::header(const std::string& name, const std::string& help, const char* type) {
   s_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
 void PrometheusText::gauge(const std::string& name, const std::string& help, double v) {
   header(name, help, "gauge");
-  s_ += name + " " + format("%.10g", v) + "\n";
+  s_ += name + labels() + " " + format("%.10g", v) + "\n";
 }
 
 void PrometheusText::counter(const std::string& name, const std::string& help, double v) {
   header(name, help, "counter");
-  s_ += name + " " + format("%.10g", v) + "\n";
+  s_ += name + labels() + " " + format("%.10g", v) + "\n";
 }
 
 void PrometheusText::labelled_counter(
@@ -32,22 +60,38 @@ void PrometheusText::labelled_counter(
     const std::vector<std::pair<std::string, uint64_t>>& samples) {
   header(name, help, "counter");
   for (auto& [value, n] : samples)
-    s_ += name + "{" + label + "=\"" + value + "\"} " + std::to_string(n) + "\n";
+    s_ += name + labels({{label, value}}) + " " + std::to_string(n) + "\n";
 }
 
 void PrometheusText::histogram(const std::string& name, const std::string& help,
                                const Histogram::Snapshot& h) {
   header(name, help, "histogram");
-  for (size_t i = 0; i < h.bounds.size(); ++i)
-    s_ += name + "_bucket{le=\"" + format("%g", h.bounds[i]) + "\"} " +
+  for (size_t i = 0; i < h.bounds.size() && i < h.cumulative.size(); ++i)
+    s_ += name + "_bucket" + labels({{"le", format("%g", h.bounds[i])}}) + " " +
           std::to_string(h.cumulative[i]) + "\n";
-  s_ += name + "_bucket{le=\"+Inf\"} " + std::to_string(h.cumulative.back()) + "\n";
-  s_ += name + "_sum " + format("%.9g", h.sum) + "\n";
-  s_ += name + "_count " + std::to_string(h.count) + "\n";
+  s_ += name + "_bucket" + labels({{"le", "+Inf"}}) + " " +
+        std::to_string(h.cumulative.empty() ? h.count : h.cumulative.back()) + "\n";
+  s_ += name + "_sum" + labels() + " " + format("%.9g", h.sum) + "\n";
+  s_ += name + "_count" + labels() + " " + std::to_string(h.count) + "\n";
 }
 
 std::string metrics_text(const MetricsSnapshot& m) {
   PrometheusText p;
+  if (m.process) {
+    // As prometheus_client names them, without the model label.
+    const ProcessStats& ps = *m.process;
+    p.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+            ps.virtual_memory_bytes);
+    p.gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+            ps.resident_memory_bytes);
+    p.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+            ps.start_time_seconds);
+    p.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+              ps.cpu_seconds);
+    p.gauge("process_open_fds", "Number of open file descriptors.", ps.open_fds);
+    p.gauge("process_max_fds", "Maximum number of open file descriptors.", ps.max_fds);
+  }
+  p.set_const_labels({{"model_name", m.model_name}});
   p.gauge("sandwich:model_ready", "1 once the model is loaded", m.model_ready ? 1 : 0);
   if (m.http) {
     const HttpServerStats& h = *m.http;
@@ -99,6 +143,16 @@ std::string metrics_text(const MetricsSnapshot& m) {
   p.histogram("sandwich:inter_token_latency_seconds", "Time between output tokens",
               m.engine->inter_token);
   p.histogram("sandwich:e2e_request_latency_seconds", "End-to-end request latency", m.engine->e2e);
+  p.histogram("sandwich:request_queue_time_seconds",
+              "Time a request waited before it was first scheduled", m.engine->queue_time);
+  p.histogram("sandwich:request_prefill_time_seconds",
+              "Time from a request's first scheduling to its first token", m.engine->prefill_time);
+  p.histogram("sandwich:request_decode_time_seconds",
+              "Time from a request's first token to its end", m.engine->decode_time);
+  p.histogram("sandwich:request_prompt_tokens", "Prompt length of finished requests, in tokens",
+              m.engine->prompt_length);
+  p.histogram("sandwich:request_generation_tokens", "Output length of finished requests, in tokens",
+              m.engine->generation_length);
   return p.text();
 }
 

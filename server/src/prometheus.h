@@ -9,13 +9,19 @@
 
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
+#include "process_metrics.h"
 #include "server/http_server.h"
 
 namespace sandwich::server {
 
+// A label value escaped as the exposition format asks (\\, \", \n).
+std::string escape_label_value(const std::string& v);
+
 // Metric families, each with its # HELP and # TYPE lines.
 class PrometheusText {
  public:
+  // Labels every sample written from now on carries first (e.g. model_name).
+  void set_const_labels(std::vector<std::pair<std::string, std::string>> labels);
   void gauge(const std::string& name, const std::string& help, double v);
   void counter(const std::string& name, const std::string& help, double v);
   // A counter with one sample per value of `label`.
@@ -26,16 +32,22 @@ class PrometheusText {
 
  private:
   void header(const std::string& name, const std::string& help, const char* type);
+  // "{a=\"x\",b=\"y\"}" of the const labels and `more`; empty when there are none.
+  std::string labels(const std::vector<std::pair<std::string, std::string>>& more = {}) const;
   std::string s_;
+  std::vector<std::pair<std::string, std::string>> const_labels_;
 };
 
 // What /metrics reports, read at one time.
 struct MetricsSnapshot {
+  std::string model_name;  // the model_name label of every sandwich:* series
   bool model_ready = false;
+  std::optional<ProcessStats> process;
   struct Engine {
     SchedulerStats stats;
     uint64_t requests_rejected = 0;  // refused because the queue was full
     Histogram::Snapshot ttft, inter_token, e2e;
+    Histogram::Snapshot queue_time, prefill_time, decode_time, prompt_length, generation_length;
   };
   std::optional<Engine> engine;  // once a scheduler is attached
   std::optional<HttpServerStats> http;

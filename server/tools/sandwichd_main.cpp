@@ -8,8 +8,10 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
+#include "common/log.h"
 #include "common/tool.h"
 #include "engine/scheduler.h"
 #include "engine/tool_options.h"
@@ -44,6 +46,22 @@ size_t parse_bytes(const std::string& flag, const std::string& v) {
   return static_cast<size_t>(d * static_cast<double>(mult));
 }
 
+// vLLM's JSON list ('["http://a", "http://b"]') or a comma-separated list.
+void add_allowed_origins(const std::string& v, std::vector<std::string>& out) {
+  std::string list = v;
+  if (!list.empty() && list.front() == '[') {
+    if (list.back() != ']') throw CliError("--allowed-origins: a JSON list must end in ']'");
+    list = list.substr(1, list.size() - 2);
+  }
+  std::stringstream ss(list);
+  for (std::string o; std::getline(ss, o, ',');) {
+    const size_t b = o.find_first_not_of(" \t\""), e = o.find_last_not_of(" \t\"");
+    if (b == std::string::npos) continue;
+    out.push_back(o.substr(b, e - b + 1));
+  }
+  if (out.empty()) throw CliError("--allowed-origins needs at least one origin");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,9 +74,11 @@ int main(int argc, char** argv) {
     int shutdown_timeout = 30;
     std::optional<std::string> served_name, api_key, chat_template;
     ArgParser p(
-        "sandwichd",
-        "OpenAI-compatible LLM server (continuous batching, separate prefill and decode plans).");
+        "sandwichd [MODEL]",
+        "OpenAI-compatible LLM server (continuous batching, separate prefill and decode plans).\n"
+        "MODEL: the model, as --model takes it.");
     add_model_options(p, load);
+    p.accept_positionals(1);
     p.add("--served-model-name", &served_name, "model id in the API (default: the --model value)",
           "NAME");
     p.add("--host", &http.host, "address to bind (default 127.0.0.1)", "H");
@@ -73,7 +93,7 @@ int main(int argc, char** argv) {
                "with --api-key: /metrics needs the key too");
     p.add("--chat-template", &chat_template,
           "llama3, llama2, chatml, or a Jinja template file (default: the model's)", "T");
-    p.add("--max-model-len", &sched.max_model_len,
+    p.add("-c,--ctx-size,--max-model-len", &sched.max_model_len,
           "prompt + output limit (default: the model's context)");
     p.add("--max-num-seqs", &sched.max_num_seqs, "running sequences at most (default 64)");
     p.add("--max-num-batched-tokens", &sched.max_batched_tokens,
@@ -117,9 +137,32 @@ int main(int argc, char** argv) {
           "seconds a request may run (default 600)");
     p.add("--shutdown-timeout", &shutdown_timeout,
           "seconds running requests get to finish on SIGTERM (default 30)");
+    p.repeatable("--allowed-origins", "ORIGINS",
+                 "CORS: browser origins allowed to call the API, comma-separated or a JSON list "
+                 "(e.g. http://localhost:3000, or * for any; default: none, CORS off)",
+                 [&](const std::string& v) { add_allowed_origins(v, http.allowed_origins); });
+    LogLevel log_level = LogLevel::Info;
+    p.option(
+        "--log-level", "L", "debug, info (default), warning or error", [&](const std::string& v) {
+          const auto l = log_level_named(v);
+          if (!l)
+            throw CliError("--log-level must be debug, info, warning or error, got '" + v + "'");
+          log_level = *l;
+        });
+    p.add("--log-interval", &svc.log_interval_seconds,
+          "seconds between the engine's throughput lines in the log, while it works (default 10; "
+          "0: none)",
+          "S");
     if (!p.parse(argc, argv)) return 0;
-    if (!p.positional().empty()) throw CliError("unexpected argument '" + p.positional()[0] + "'");
+    set_log_level(log_level);
+    if (!p.positional().empty()) {
+      if (!load.model.empty())
+        throw CliError("the model is given twice: '" + p.positional()[0] + "' and --model '" +
+                       load.model + "'");
+      load.model = p.positional()[0];
+    }
     if (load.model.empty()) throw CliError("--model is required (see --help)");
+    if (!(svc.log_interval_seconds >= 0)) throw CliError("--log-interval must not be negative");
     if (sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
         http.io_threads < 1 || http.max_connections < 1 || http.max_connections_per_client < 0 ||
         svc.request_timeout_seconds < 1 || shutdown_timeout < 0 ||
@@ -153,13 +196,14 @@ int main(int argc, char** argv) {
       cv.notify_all();
     });
     server.start();
-    std::fprintf(stderr, "sandwichd: loading %s\n", load.model.c_str());
+    logf(LogLevel::Info, "sandwichd", "loading %s", load.model.c_str());
 
     std::unique_ptr<Model> model;
     std::unique_ptr<Scheduler> scheduler;
     try {
       model = load_model(load);
-      for (const auto& n : model->notes) std::fprintf(stderr, "sandwichd: note: %s\n", n.c_str());
+      for (const auto& n : model->notes)
+        logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
       // No plan, configuration or thread count: the simulator's choice for this machine.
       if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
         const Plan chosen =
@@ -169,7 +213,7 @@ int main(int argc, char** argv) {
       }
       // Before the scheduler makes its executors: rank processes inherit the installed table.
       const AppliedPlan applied = apply_plan(configs, *model, load.model, "sandwichd", std::cerr);
-      std::fprintf(stderr, "sandwichd: %s\n", applied.line.c_str());
+      logf(LogLevel::Info, "sandwichd", "%s", applied.line.c_str());
       sched.prefill_config = configs.plan.prefill;
       sched.decode_config = configs.plan.decode;
       scheduler = std::make_unique<Scheduler>(*model, sched);
@@ -178,15 +222,14 @@ int main(int argc, char** argv) {
       server.stop();
       throw;
     }
-    std::fprintf(stderr, "sandwichd: listening on http://%s:%u\n", http.host.c_str(),
-                 server.port());
-    std::fprintf(stderr,
-                 "sandwichd: ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, "
-                 "prefill %s, decode %s\n",
-                 model->source.c_str(), static_cast<double>(model->weight_bytes()) / (1 << 30),
-                 model->load_seconds, scheduler->max_model_len(),
-                 sched.prefill_config->to_string().c_str(),
-                 sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
+    logf(LogLevel::Info, "sandwichd", "listening on http://%s:%u", http.host.c_str(),
+         server.port());
+    logf(LogLevel::Info, "sandwichd",
+         "ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, "
+         "prefill %s, decode %s",
+         model->source.c_str(), static_cast<double>(model->weight_bytes()) / (1 << 30),
+         model->load_seconds, scheduler->max_model_len(), sched.prefill_config->to_string().c_str(),
+         sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
 
     // Serve until a signal, or until a rank group that lost a rank cannot be re-formed: then exit
     // non-zero so that a supervisor restarts the server.
@@ -202,8 +245,8 @@ int main(int argc, char** argv) {
       }
     }
     if (!fatal.empty()) {
-      std::fprintf(stderr, "sandwichd: fatal: %s; exiting so that the server can be restarted\n",
-                   fatal.c_str());
+      logf(LogLevel::Error, "sandwichd", "fatal: %s; exiting so that the server can be restarted",
+           fatal.c_str());
       service.begin_shutdown();
       server.stop_accepting();
       scheduler->shutdown(false);  // whatever is running or waiting gets its error
@@ -212,8 +255,8 @@ int main(int argc, char** argv) {
       server.stop();
       return 1;
     }
-    std::fprintf(stderr, "sandwichd: shutting down: finishing %d running request(s)\n",
-                 service.active_requests());
+    logf(LogLevel::Info, "sandwichd", "shutting down: finishing %d running request(s)",
+         service.active_requests());
     // Still accepting while draining: /health says 503 "shutting down" rather than a refused
     // connection, and new requests get 503 too.
     service.begin_shutdown();
@@ -231,7 +274,7 @@ int main(int argc, char** argv) {
     server.stop_accepting();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server.stop();
-    std::fprintf(stderr, "sandwichd: stopped\n");
+    logf(LogLevel::Info, "sandwichd", "stopped");
     return 0;
   });
 }

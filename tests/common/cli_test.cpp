@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/version.h"
 #include "error_text.h"
 
 namespace sandwich {
@@ -118,6 +119,24 @@ TEST(Cli, HelpPrintsTheOptionsAndStops) {
   EXPECT_NE(out.find("--stop S"), std::string::npos) << out;
   EXPECT_NE(out.find("stop string (repeatable)"), std::string::npos) << out;
   EXPECT_NE(out.find("  -h, --help"), std::string::npos) << out;
+}
+
+TEST(Cli, VersionPrintsOneLineAndStops) {
+  Options o;
+  ArgParser p("prog sub", "test");
+  declare(p, o);
+  Argv a({"-n", "3", "--version", "--bogus"});
+  testing::internal::CaptureStdout();
+  EXPECT_FALSE(p.parse(a.argc(), a.argv()));
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), version_line("prog") + "\n");
+  // As an option's value it is only a value.
+  Options o2;
+  ArgParser p2("prog", "test");
+  declare(p2, o2);
+  Argv b({"--model", "--version"});
+  EXPECT_TRUE(p2.parse(b.argc(), b.argv()));
+  EXPECT_EQ(o2.model, "--version");
+  EXPECT_EQ(error_of({"--verison"}), "unknown option --verison (did you mean --version?)");
 }
 
 TEST(Cli, SettersMayRefuseAValue) {

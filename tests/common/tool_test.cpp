@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/version.h"
 
 namespace sandwich {
 namespace {
@@ -74,7 +75,16 @@ TEST(Tool, HelpListsTheCommands) {
             "      write a file\n"
             "  info FILE          describe a file\n"
             "T: a topology\n"
-            "run 'tool <command> --help' for a command's options\n");
+            "run 'tool <command> --help' for a command's options, 'tool --version' for the "
+            "version\n");
+}
+
+TEST(Tool, VersionNamesTheToolTheCommitAndTheBuild) {
+  const ToolRun r = run({"--version"});
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, version_line("tool") + "\n");
+  EXPECT_EQ(r.out.rfind(std::string("tool ") + project_version() + " (git ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" build)\n"), std::string::npos) << r.out;
 }
 
 TEST(Tool, RunToolTurnsExceptionsIntoExitCodeOne) {

@@ -31,6 +31,7 @@ TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
   EXPECT_NE(error_of("--configs 1x1 --decode-config 1x1").find("not both"), std::string::npos);
   EXPECT_NE(error_of("--prefill-config 99x1").find("99 ranks is more than"), std::string::npos);
   EXPECT_NE(error_of("--prompt-tokens 0 --gen-tokens 0").find("nothing to do"), std::string::npos);
+  EXPECT_NE(error_of("-p 0 -n 0").find("nothing to do"), std::string::npos);  // llama-bench's names
   EXPECT_NE(error_of("-t -3").find("--threads must be 0 (all cores) to"), std::string::npos);
   EXPECT_NE(error_of("-t 100000").find("got 100000"), std::string::npos);
   EXPECT_NE(

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "command.h"
+#include "common/version.h"
 #include "covering_schedule_table.h"
 #include "dummy_llama.h"
 #include "test_data.h"
@@ -37,6 +38,32 @@ std::string expected_greedy() {
   std::ifstream in(test::data_dir() / "models/stories260K/expected_greedy_200.txt",
                    std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// llama.cpp's names mean what ours do.
+TEST(Cli, LlamaCppFlagNamesAreAliases) {
+  const CommandResult ours =
+      run_cmd(generate() + " -q --max-tokens 30 --temperature 0 --repetition-penalty 3");
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  const std::string model =
+      "-m " + stories() + "/stories260K.bin --tokenizer " + stories() + "/tok512.bin";
+  const CommandResult theirs = run_cmd(bin("sandwich-generate") + " " + model +
+                                       " -q --n-predict 30 --temp 0 --repeat-penalty 3");
+  ASSERT_EQ(theirs.code, 0) << theirs.err;
+  EXPECT_EQ(theirs.out, ours.out);
+  const CommandResult plain = run_cmd(generate() + " -q -n 30 --temp 0");
+  EXPECT_NE(plain.out, ours.out);  // the penalty did something
+}
+
+TEST(Cli, EveryToolPrintsItsVersion) {
+  for (const char* tool : {"sandwich-generate", "sandwich-model", "sandwich-bench-engine"}) {
+    const CommandResult r = run_cmd(bin(tool) + " --version");
+    EXPECT_EQ(r.code, 0) << tool;
+    const std::string name = std::string(tool) == "sandwich-bench-engine" ? "sandwich-bench" : tool;
+    EXPECT_EQ(r.out.rfind(name + " " + project_version() + " (git ", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find(" build)\n"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err, "");
+  }
 }
 
 TEST(Cli, GenerateReproducesTheReferenceGreedyOutput) {

@@ -905,6 +905,15 @@ TEST_F(SchedulerTest, StatsCountStepsTokensAndFinishes) {
   EXPECT_EQ(s.ttft().snapshot().count, 3u);
   EXPECT_EQ(s.e2e().snapshot().count, 3u);
   EXPECT_EQ(s.inter_token().snapshot().count, 9u);
+  for (const Histogram* h : {&s.queue_time(), &s.prefill_time(), &s.decode_time()})
+    EXPECT_EQ(h->snapshot().count, 3u);
+  EXPECT_DOUBLE_EQ(s.prompt_length().snapshot().sum, 16);
+  EXPECT_DOUBLE_EQ(s.generation_length().snapshot().sum, 12);
+  // Each phase lies inside the request: queue + prefill + decode = E2E.
+  EXPECT_LE(s.queue_time().snapshot().sum + s.prefill_time().snapshot().sum +
+                s.decode_time().snapshot().sum,
+            s.e2e().snapshot().sum + 1e-9);
+  EXPECT_GE(s.decode_time().snapshot().sum, 0.5 * 9 * 200e-6);  // 3 decode steps of 200 us each
   for (auto& c : collectors) EXPECT_EQ(c.last().finish_reason, FinishReason::Length);
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "covering_schedule_table.h"
 #include "http_test_client.h"
+#include "prometheus_parser.h"
 #include "test_data.h"
 
 namespace sandwich::test {
@@ -183,11 +185,21 @@ TEST_F(Sandwichd, ConcurrentStreamingClientsGetIndependentCorrectOutput) {
   }
 }
 
+// The value of `name`, which may name labels ('x_total{reason="y"}'); -1 when there is none.
+// Every scrape must parse as a valid page.
 double metric(Client& c, const std::string& name) {
-  const std::string body = c.get("/metrics").body;
-  const size_t at = body.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(body.substr(at + name.size() + 2));
+  const PromPage page = parse_prometheus(c.get("/metrics").body);
+  std::map<std::string, std::string> with;
+  const size_t brace = name.find('{');
+  static const std::regex label_re(R"re((\w+)="([^"]*)")re");
+  if (brace != std::string::npos)
+    for (std::sregex_iterator it(name.begin() + brace, name.end(), label_re), end; it != end; ++it)
+      with[(*it)[1]] = (*it)[2];
+  try {
+    return page.value(name.substr(0, brace), with);
+  } catch (const std::runtime_error&) {
+    return -1;
+  }
 }
 
 TEST_F(Sandwichd, DisconnectedClientFreesItsKVAndServingGoesOn) {

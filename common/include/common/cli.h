@@ -58,7 +58,8 @@ class ArgParser {
   // error: a stray word (a typo, a value whose option was forgotten) must not be ignored.
   void accept_positionals(size_t max);
 
-  // Parses argv[start..]; returns false if --help was given (usage already printed to stdout).
+  // Parses argv[start..]; returns false if --help or --version was given (the usage or the
+  // version line already printed to stdout).
   // Unknown options, missing values, bad numbers and unexpected positionals throw CliError.
   bool parse(int argc, char** argv, int start = 1);
   std::string usage() const;

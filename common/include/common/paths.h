@@ -5,8 +5,9 @@
 
 namespace sandwich {
 
-// configs/ (model presets, topologies, SLO presets): $SANDWICH_CONFIGS, else the source tree's
-// configs/, else configs/ beside the build folder of the running executable.
+// configs/ (model presets, topologies, SLO presets): $SANDWICH_CONFIGS, else the installed
+// share/sandwich/configs beside the running executable's bin/, else the source tree's configs/,
+// else configs/ beside the build folder of the running executable.
 std::filesystem::path configs_dir();
 // The folder holding data/ (traces, reference models, tokenizers): $SANDWICH_SHARED, else the
 // shared/ folder beside the source tree.

@@ -28,7 +28,13 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
-// Latency buckets in seconds (1 ms .. 60 s), as vLLM uses for TTFT and end-to-end latency.
+// Latency buckets in seconds, 1 ms .. 7680 s: past the longest --request-timeout a dashboard
+// will meet (vLLM's TTFT buckets up to 60 s, then doubling).
 std::vector<double> latency_buckets();
+// Inter-token latency buckets in seconds, 1 ms .. 60 s.
+std::vector<double> inter_token_buckets();
+// Token-count buckets 1, 2, 5, 10, 20, 50, ... up to the first one reaching max (as vLLM's
+// build_1_2_5_buckets for prompt and generation lengths).
+std::vector<double> length_buckets(int64_t max);
 
 }  // namespace sandwich

@@ -140,6 +140,14 @@ class Scheduler {
   const Histogram& ttft() const;
   const Histogram& inter_token() const;
   const Histogram& e2e() const;
+  // Per finished request (aborts too), as vLLM's request_*_time_seconds: arrival to first
+  // scheduled, first scheduled to first token, first token to the end; its prompt and output
+  // lengths in tokens.
+  const Histogram& queue_time() const;
+  const Histogram& prefill_time() const;
+  const Histogram& decode_time() const;
+  const Histogram& prompt_length() const;
+  const Histogram& generation_length() const;
 
  private:
   struct Impl;

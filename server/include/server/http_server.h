@@ -83,6 +83,10 @@ struct HttpServerOptions {
   // max_send_buffer_bytes of a stream waiting to be written, aborts the request as a disconnect.
   double write_timeout_seconds = 30;
   size_t max_send_buffer_bytes = 1u << 20;
+  // CORS: origins whose browser requests are allowed ("*": any). Empty: no CORS headers at all.
+  // A request with an allowed Origin gets Access-Control-Allow-Origin on its response, and its
+  // preflight (OPTIONS with Access-Control-Request-Method) a 204 naming the methods and headers.
+  std::vector<std::string> allowed_origins;
 };
 
 // Counts since the start, for /metrics.

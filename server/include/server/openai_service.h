@@ -22,6 +22,8 @@ struct ServiceOptions {
   std::optional<std::string> chat_template;  // "llama3", "llama2", "chatml", or a template file
   int request_timeout_seconds = 600;
   int max_n = 16;  // largest "n" a request may ask for
+  // The engine's throughput line in the log every this many seconds while it works (0: never).
+  double log_interval_seconds = 10;
 };
 
 class OpenAiService {
@@ -31,7 +33,8 @@ class OpenAiService {
 
   // The model is ready: from now on /health is 200 and the API answers.
   void attach(const Model& model, Scheduler& scheduler);
-  // Draining: /health and every new model request get 503 "shutting down".
+  // Draining: /health and every new model request get 503 "shutting down". Stops the engine's
+  // log line too: call it before the scheduler goes away.
   void begin_shutdown();
   // Requests still producing output.
   int active_requests() const;
