@@ -66,7 +66,8 @@ if ! has_arg "--slo*"; then
     *) die "no SLO preset for model '$model': pass -- --slo NAME or --slo-ttft-ms T --slo-tpot-ms P" ;;
   esac
 fi
-has_arg "--request-rate*" || has_arg "--single-sequence" || bench_args+=(--request-rates 0.25,0.5,1,2,4)
+has_arg "--request-rate*" || has_arg "--single-sequence" || has_arg "--goodput-search" ||
+  bench_args+=(--request-rates 0.25,0.5,1,2,4)
 
 name="${model:-endpoints}"
 name="${name##*/}"
