@@ -79,8 +79,8 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   p.add("--request-rate", &rate, "mean requests per second, or inf: all at once (default inf)",
         "R");
   p.add("--request-rates", &rates,
-        "sweep: comma-separated rates, e.g. 0.25,0.5,1,2; goodput = highest rate keeping "
-        "attainment >= the target",
+        "sweep: comma-separated rates, e.g. 0.25,0.5,1,2,inf; goodput = the highest rate meeting "
+        "the SLO (with every lower one)",
         "LIST");
   p.add_flag("--goodput-search", &o.goodput_search.enabled,
              "find goodput by bisection over the request rate (instead of --request-rate(s)): "
@@ -123,7 +123,8 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
         "LIST");
   p.option(
       "--attainment-target", "F",
-      "attainment that counts as meeting the SLO, for goodput (default 0.9, or the preset's)",
+      "attainment that counts as meeting the SLO, for goodput (default 0.9, or the preset's); "
+      "it also sets the percentile of --slo-definition percentile (0.9: P90)",
       [&](const std::string& v) { target = ArgParser::parse_double("--attainment-target", v); });
   p.add("--slo-definition", &slo_definition,
         "what meeting the SLO means for goodput: per-request (attainment >= the target; default) "
