@@ -58,7 +58,8 @@ has_arg() {  # has_arg PATTERN: whether a bench argument matches
   for a in "${bench_args[@]+"${bench_args[@]}"}"; do [[ "$a" == $1 ]] && return 0; done
   return 1
 }
-if ! has_arg "--slo*"; then
+# --slo-scale alone keeps the preset: only an SLO given another way replaces it.
+if ! has_arg "--slo" && ! has_arg "--slo=*" && ! has_arg "--slo-t*-ms*"; then
   case "$model" in
     *160m*) bench_args+=(--slo batched-160m) ;;
     *1.3b*|*1_3b*) bench_args+=(--slo batched-1.3b) ;;
@@ -66,7 +67,8 @@ if ! has_arg "--slo*"; then
     *) die "no SLO preset for model '$model': pass -- --slo NAME or --slo-ttft-ms T --slo-tpot-ms P" ;;
   esac
 fi
-has_arg "--request-rate*" || has_arg "--single-sequence" || bench_args+=(--request-rates 0.25,0.5,1,2,4)
+has_arg "--request-rate*" || has_arg "--single-sequence" || has_arg "--goodput-search" ||
+  bench_args+=(--request-rates 0.25,0.5,1,2,4)
 
 name="${model:-endpoints}"
 name="${name##*/}"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -31,18 +32,28 @@ std::string gp_quote(const std::string& s) {
   return out + "'";
 }
 
+std::string num(double v) {
+  std::ostringstream o;
+  o.precision(10);
+  o << v;
+  return o.str();
+}
+
 struct Series {
   std::string title;
   std::vector<std::pair<double, double>> points;
+  std::string style;  // gnuplot "with ..." clause
 };
 
 struct Plot {
   std::string name;  // file stem
   std::string title, xlabel, ylabel;
   std::vector<Series> series;
-  std::string extra;   // gnuplot commands before plot (reference lines, ranges)
-  bool steps = false;  // CDFs are step functions
+  std::string extra;  // gnuplot commands before plot (reference lines, ranges)
 };
+
+const char* const kLineStyle = "linespoints pointtype 7 pointsize 0.8";
+const char* const kStepStyle = "steps";
 
 std::string stem_part(const std::string& s) {
   std::string out = s;
@@ -51,47 +62,50 @@ std::string stem_part(const std::string& s) {
   return out;
 }
 
-// Writes name.dat and name.gp and runs gnuplot on them; returns the PNG, or "" after a warning.
-std::string draw(const Plot& p, const fs::path& dir, const std::string& gnuplot,
-                 std::ostream& log) {
+// The script and data of a plot; empty when it has no points.
+PlotScript script_of(const Plot& p) {
   std::vector<const Series*> live;
   for (const auto& s : p.series)
     if (!s.points.empty()) live.push_back(&s);
   if (live.empty()) return {};
-  const fs::path dat = dir / (p.name + ".dat"), gp = dir / (p.name + ".gp"),
-                 png = dir / (p.name + ".png");
-  {
-    std::ofstream d(dat);
-    d.precision(10);
-    for (size_t i = 0; i < live.size(); ++i) {
-      d << "# " << live[i]->title << "\n";
-      for (const auto& [x, y] : live[i]->points) d << x << " " << y << "\n";
-      d << "\n\n";  // gnuplot's index separator
-    }
+  PlotScript out{p.name, {}, {}};
+  std::ostringstream d;
+  d.precision(10);
+  for (const Series* s : live) {
+    d << "# " << s->title << "\n";
+    for (const auto& [x, y] : s->points) d << x << " " << y << "\n";
+    d << "\n\n";  // gnuplot's index separator
   }
-  {
-    std::ofstream g(gp);
-    g << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-         "  set terminal pngcairo size 960,600 font 'Sans,11' linewidth 1.5\n"
-         "} else {\n"
-         "  set terminal png size 960,600\n"
-         "}\n"
-         "set termoption noenhanced\n";
-    g << "set output " << gp_quote(png.filename().string()) << "\n";
-    g << "set title " << gp_quote(p.title) << "\nset xlabel " << gp_quote(p.xlabel)
-      << "\nset ylabel " << gp_quote(p.ylabel) << "\n";
-    g << "set grid\nset key outside right top\n" << p.extra;
-    g << "plot ";
-    for (size_t i = 0; i < live.size(); ++i) {
-      g << (i ? ", \\\n     " : "") << gp_quote(dat.filename().string()) << " index " << i
-        << " using 1:2 with " << (p.steps ? "steps" : "linespoints pointtype 7 pointsize 0.8")
-        << " title " << gp_quote(live[i]->title);
-    }
-    g << "\n";
-  }
+  out.data = d.str();
+  std::ostringstream g;
+  g << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+       "  set terminal pngcairo size 960,600 font 'Sans,11' linewidth 1.5\n"
+       "} else {\n"
+       "  set terminal png size 960,600\n"
+       "}\n"
+       "set termoption noenhanced\n";
+  g << "set output " << gp_quote(p.name + ".png") << "\n";
+  g << "set title " << gp_quote(p.title) << "\nset xlabel " << gp_quote(p.xlabel) << "\nset ylabel "
+    << gp_quote(p.ylabel) << "\n";
+  g << "set grid\nset key outside right top\n" << p.extra;
+  g << "plot ";
+  for (size_t i = 0; i < live.size(); ++i)
+    g << (i ? ", \\\n     " : "") << gp_quote(p.name + ".dat") << " index " << i
+      << " using 1:2 with " << live[i]->style << " title " << gp_quote(live[i]->title);
+  g << "\n";
+  out.script = g.str();
+  return out;
+}
+
+// Writes the script and data and runs gnuplot on them; returns the PNG, or "" after a warning.
+std::string draw(const PlotScript& p, const fs::path& dir, const std::string& gnuplot,
+                 std::ostream& log) {
+  const fs::path png = dir / (p.name + ".png");
+  std::ofstream(dir / (p.name + ".dat")) << p.data;
+  std::ofstream(dir / (p.name + ".gp")) << p.script;
   const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + gnuplot + " " +
-                          shell_quote(gp.filename().string()) + " > " +
-                          shell_quote(p.name + ".log") + " 2>&1";
+                          shell_quote(p.name + ".gp") + " > " + shell_quote(p.name + ".log") +
+                          " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::error_code ec;
   if (rc != 0 || !fs::exists(png, ec)) {
@@ -113,33 +127,173 @@ std::vector<std::pair<double, double>> cdf(std::vector<double> v) {
   return pts;
 }
 
+const char* const kGrey = " textcolor rgb 'gray40'";
+
 // A dashed grey reference line from `from` to `to`, labelled at `label_at` (gnuplot positions).
 std::string reference_line(const std::string& from, const std::string& to, const std::string& label,
                            const std::string& label_at) {
   return "set arrow from " + from + " to " + to + " nohead dashtype 2 linecolor rgb 'gray40'\n" +
-         "set label " + gp_quote(label) + " at " + label_at + " textcolor rgb 'gray40'\n";
-}
-
-// "first <v>": v on the x or y axis.
-std::string first_axis(double v) {
-  std::ostringstream o;
-  o << "first " << v;
-  return o.str();
+         "set label " + gp_quote(label) + " at " + label_at + kGrey + "\n";
 }
 
 std::string vline(double x, const std::string& label) {
-  const std::string at = first_axis(x);
+  const std::string at = "first " + num(x);
   return reference_line(at + ", graph 0", at + ", graph 1", label,
                         at + ", graph 0.04 offset 0.5,0");
 }
 
 std::string hline(double y, const std::string& label) {
-  const std::string at = first_axis(y);
+  const std::string at = "first " + num(y);
   return reference_line("graph 0, " + at, "graph 1, " + at, label,
                         "graph 0.01, " + at + " offset 0,0.7");
 }
 
+// 1, 2 or 5 times a power of ten, near span / 5: a tic step.
+double tic_step(double span) {
+  const double raw = span / 5, mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+// The x range of a CDF: its data (from 0 unless the data sit far from it), widened to take in
+// the SLO line when it lies close; an SLO far off the data is named at the edge instead, so the
+// data keep the picture.
+std::string cdf_range(const std::vector<double>& values, double slo_ms) {
+  if (values.empty())
+    return "set xrange [0:" + num(slo_ms * 1.1) + "]\n" + vline(slo_ms, "SLO " + ms_label(slo_ms));
+  const auto [min_it, max_it] = std::minmax_element(values.begin(), values.end());
+  const double lo_data = *min_it, hi_data = *max_it;
+  const double span = std::max(hi_data - lo_data, std::max(hi_data, 1e-3) * 0.02);
+  double lo = lo_data <= 0.6 * hi_data ? 0 : std::max(0.0, lo_data - 0.05 * span);
+  double hi = hi_data + 0.05 * span;
+  const double width = hi - lo;
+  std::string marks;
+  const std::string label = "SLO " + ms_label(slo_ms);
+  if (slo_ms > hi && slo_ms <= hi + 0.5 * width) {
+    hi = slo_ms + 0.03 * width;
+  } else if (slo_ms < lo && slo_ms >= lo - 0.5 * width) {
+    lo = std::max(0.0, slo_ms - 0.03 * width);
+  }
+  if (slo_ms > hi)
+    marks =
+        "set label " + gp_quote(label + " ->") + " at graph 0.99, graph 0.06 right" + kGrey + "\n";
+  else if (slo_ms < lo)
+    marks =
+        "set label " + gp_quote("<- " + label) + " at graph 0.01, graph 0.94 left" + kGrey + "\n";
+  else
+    marks = vline(slo_ms, label);
+  return "set xrange [" + num(lo) + ":" + num(hi) + "]\n" + marks;
+}
+
+// Attainment per rate; runs sent all at once get their own marker right of the finite rates,
+// past a dashed separator, under a tic of their own.
+Plot attainment_vs_rate(const ServeReport& r, const std::string& slo_text, double target) {
+  double max_finite = 0;
+  bool any_inf = false;
+  for (const auto& run : r.runs) {
+    if (std::isinf(run.rate))
+      any_inf = true;
+    else
+      max_finite = std::max(max_finite, run.rate);
+  }
+  const double step = tic_step(max_finite), x_inf = max_finite * 1.25;
+  std::string extra = "set yrange [0:105]\n" + hline(target, "target");
+  extra += "set xtics 0, " + num(step) + ", " + num(max_finite) + "\n";
+  if (any_inf) {
+    extra += "set xrange [0:" + num(max_finite * 1.35) + "]\n";
+    extra += "set xtics add ('all at once' " + num(x_inf) + ")\n";
+    extra += "set arrow from first " + num(max_finite * 1.125) + ", graph 0 to first " +
+             num(max_finite * 1.125) + ", graph 1 nohead dashtype 3 linecolor rgb 'gray60'\n";
+  } else {
+    extra += "set xrange [0:" + num(max_finite * 1.05) + "]\n";
+  }
+  Plot p{"attainment_vs_rate",
+         "SLO attainment (per request) vs request rate (" + slo_text + ")",
+         "request rate (req/s)",
+         "SLO attainment (%)",
+         {},
+         extra};
+  int color = 0;
+  for (const auto& e : r.endpoints) {
+    ++color;
+    const std::string lc = " linecolor " + std::to_string(color);
+    Series s{e.label, {}, kLineStyle + lc};
+    Series all{e.label + ", all at once", {}, "points pointtype 9 pointsize 1.6" + lc};
+    for (const auto& run : r.runs) {
+      if (run.label != e.label) continue;
+      (std::isinf(run.rate) ? all : s)
+          .points.push_back(
+              {std::isinf(run.rate) ? x_inf : run.rate, 100 * run.summary.attainment});
+    }
+    std::sort(s.points.begin(), s.points.end());
+    p.series.push_back(std::move(s));
+    p.series.push_back(std::move(all));
+  }
+  return p;
+}
+
 }  // namespace
+
+std::vector<PlotScript> plot_scripts(const ServeReport& r) {
+  const ServeOptions& o = r.options;
+  const double target = 100 * o.attainment_target;
+  const double ttft_slo = o.slo.ttft_ms * o.slo_scale, tpot_slo = o.slo.tpot_ms * o.slo_scale;
+  const std::string slo_text = "TTFT <= " + ms_label(ttft_slo) + ", TPOT <= " + ms_label(tpot_slo);
+  // The rates run, in order, once each (a goodput search picks them as it goes).
+  std::vector<double> rates;
+  for (const auto& run : r.runs)
+    if (std::find(rates.begin(), rates.end(), run.rate) == rates.end()) rates.push_back(run.rate);
+  std::vector<Plot> plots;
+  if (std::any_of(rates.begin(), rates.end(), [](double x) { return !std::isinf(x); }))
+    plots.push_back(attainment_vs_rate(r, slo_text, target));
+
+  // One picture per rate for the per-run views, so that each compares endpoints at one load.
+  const bool many_rates = rates.size() > 1;
+  for (double rate : rates) {
+    const std::string suffix = many_rates ? "_rate-" + stem_part(rate_file_label(rate)) : "";
+    const std::string at = ", " + rate_with_unit(rate);
+    Plot scale{"attainment_vs_slo_scale" + suffix,
+               "SLO attainment vs SLO scale" + at,
+               "SLO scale (x the targets)",
+               "SLO attainment (%)",
+               {},
+               "set yrange [0:105]\n" + hline(target, "target")};
+    Plot ttft{
+        "ttft_cdf" + suffix,   "TTFT CDF" + at, "time to first token (ms)", "requests (%)", {},
+        "set yrange [0:100]\n"};
+    Plot tpot{
+        "tpot_cdf" + suffix,   "TPOT CDF" + at, "time per output token (ms)", "requests (%)", {},
+        "set yrange [0:100]\n"};
+    std::vector<double> all_ttft, all_tpot;
+    for (const auto& run : r.runs) {
+      if (run.rate != rate) continue;
+      Series sc{run.label, {}, kLineStyle};
+      for (const auto& [s, a] : run.scale_curve) sc.points.push_back({s, 100 * a});
+      scale.series.push_back(std::move(sc));
+      std::vector<double> t1, t2;
+      for (const auto& rec : run.records) {
+        if (!rec.ok) continue;
+        const RequestMetrics m = request_metrics(rec);
+        t1.push_back(m.ttft_s * 1000);
+        if (m.tpot_s) t2.push_back(*m.tpot_s * 1000);
+      }
+      all_ttft.insert(all_ttft.end(), t1.begin(), t1.end());
+      all_tpot.insert(all_tpot.end(), t2.begin(), t2.end());
+      ttft.series.push_back({run.label, cdf(t1), kStepStyle});
+      tpot.series.push_back({run.label, cdf(t2), kStepStyle});
+    }
+    ttft.extra += cdf_range(all_ttft, ttft_slo);
+    tpot.extra += cdf_range(all_tpot, tpot_slo);
+    plots.push_back(std::move(scale));
+    plots.push_back(std::move(ttft));
+    plots.push_back(std::move(tpot));
+  }
+  std::vector<PlotScript> out;
+  for (const auto& p : plots)
+    if (PlotScript s = script_of(p); !s.name.empty()) out.push_back(std::move(s));
+  return out;
+}
 
 std::string find_gnuplot() {
   const char* env = std::getenv("SANDWICH_GNUPLOT");
@@ -165,84 +319,7 @@ std::vector<std::string> write_plots(const ServeReport& r, const std::string& ou
         << "; no pictures drawn\n";
     return files;
   }
-  const ServeOptions& o = r.options;
-  const double target = 100 * o.attainment_target;
-  const std::string slo_text = "TTFT <= " + rate_label(o.slo.ttft_ms * o.slo_scale) +
-                               " ms, TPOT <= " + rate_label(o.slo.tpot_ms * o.slo_scale) + " ms";
-  std::vector<Plot> plots;
-
-  bool finite_rate = false;
-  for (double x : o.rates) finite_rate |= !std::isinf(x);
-  if (finite_rate) {
-    Plot p{"attainment_vs_rate",
-           "SLO attainment vs request rate (" + slo_text + ")",
-           "request rate (req/s)",
-           "SLO attainment (%)",
-           {},
-           "set yrange [0:105]\nset xrange [0:*]\n" + hline(target, "target")};
-    for (const auto& e : r.endpoints) {
-      Series s{e.label, {}};
-      for (const auto& run : r.runs)
-        if (run.label == e.label && !std::isinf(run.rate))
-          s.points.push_back({run.rate, 100 * run.summary.attainment});
-      std::sort(s.points.begin(), s.points.end());
-      p.series.push_back(std::move(s));
-    }
-    plots.push_back(std::move(p));
-  }
-
-  // One picture per rate for the per-run views, so that each compares endpoints at one load.
-  const bool many_rates = o.rates.size() > 1;
-  for (double rate : o.rates) {
-    const std::string suffix = many_rates ? "_rate-" + stem_part(rate_label(rate)) : "";
-    const std::string at = " at " + rate_label(rate) + " req/s";
-    Plot scale{"attainment_vs_slo_scale" + suffix,
-               "SLO attainment vs SLO scale" + at,
-               "SLO scale (x the targets)",
-               "SLO attainment (%)",
-               {},
-               "set yrange [0:105]\n" + hline(target, "target")};
-    const double ttft_slo = o.slo.ttft_ms * o.slo_scale, tpot_slo = o.slo.tpot_ms * o.slo_scale;
-    double ttft_max = ttft_slo * 1.1, tpot_max = tpot_slo * 1.1;  // the SLO line stays in view
-    Plot ttft{"ttft_cdf" + suffix,
-              "TTFT CDF" + at,
-              "time to first token (ms)",
-              "requests (%)",
-              {},
-              "set yrange [0:100]\n" + vline(ttft_slo, "SLO"),
-              true};
-    Plot tpot{"tpot_cdf" + suffix,
-              "TPOT CDF" + at,
-              "time per output token (ms)",
-              "requests (%)",
-              {},
-              "set yrange [0:100]\n" + vline(tpot_slo, "SLO"),
-              true};
-    for (const auto& run : r.runs) {
-      if (run.rate != rate && !(std::isinf(run.rate) && std::isinf(rate))) continue;
-      Series sc{run.label, {}};
-      for (const auto& [s, a] : run.scale_curve) sc.points.push_back({s, 100 * a});
-      scale.series.push_back(std::move(sc));
-      std::vector<double> t1, t2;
-      for (const auto& rec : run.records) {
-        if (!rec.ok) continue;
-        const RequestMetrics m = request_metrics(rec);
-        t1.push_back(m.ttft_s * 1000);
-        if (m.tpot_s) t2.push_back(*m.tpot_s * 1000);
-      }
-      for (double v : t1) ttft_max = std::max(ttft_max, v * 1.02);
-      for (double v : t2) tpot_max = std::max(tpot_max, v * 1.02);
-      ttft.series.push_back({run.label, cdf(t1)});
-      tpot.series.push_back({run.label, cdf(t2)});
-    }
-    ttft.extra += "set xrange [0:" + std::to_string(ttft_max) + "]\n";
-    tpot.extra += "set xrange [0:" + std::to_string(tpot_max) + "]\n";
-    plots.push_back(std::move(scale));
-    plots.push_back(std::move(ttft));
-    plots.push_back(std::move(tpot));
-  }
-
-  for (const auto& p : plots)
+  for (const auto& p : plot_scripts(r))
     if (std::string png = draw(p, dir, gnuplot, log); !png.empty()) files.push_back(png);
   return files;
 }

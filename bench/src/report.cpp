@@ -16,20 +16,39 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 std::string rate_label(double rate) {
+  return std::isinf(rate) ? "all at once" : rate_file_label(rate);
+}
+
+std::string rate_with_unit(double rate) {
+  return std::isinf(rate) ? "all at once" : rate_file_label(rate) + " req/s";
+}
+
+std::string rate_file_label(double rate) {
   if (std::isinf(rate)) return "inf";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", rate);
   return buf;
 }
 
+std::string ms_label(double ms) {
+  char buf[48];
+  if (ms >= 1000)
+    std::snprintf(buf, sizeof buf, "%g s", ms / 1000);
+  else
+    std::snprintf(buf, sizeof buf, "%g ms", ms);
+  return buf;
+}
+
 // Every field under its own name.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Distribution, count, mean, median, p90, p99, min, max)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Slo, ttft_ms, tpot_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PercentileSlo, percentile, ttft_ms, tpot_ms, met)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Summary, requests, completed, failed, errors, duration_s,
                                    total_input_tokens, total_output_tokens, request_throughput,
                                    output_throughput, total_token_throughput, ttft_ms, tpot_ms,
                                    itl_ms, e2el_ms, prompt_tokens, output_tokens, slo, slo_scale,
-                                   good, attainment, goodput, output_len_mismatch,
+                                   good, attainment, ttft_attainment, tpot_attainment,
+                                   percentile_slo, good_request_rate, output_len_mismatch,
                                    prompt_len_mismatch)
 
 namespace {
@@ -49,6 +68,43 @@ std::string errors_text(const Summary& s) {
 
 json rate_json(double rate) {
   return std::isinf(rate) ? json("inf") : json(rate);
+}
+
+json optional_rate_json(const std::optional<double>& rate) {
+  return rate ? rate_json(*rate) : json(nullptr);
+}
+
+// "P90"
+std::string percentile_name(double percentile) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "P%g", percentile);
+  return buf;
+}
+
+// "P90 TTFT <= 200 ms and P90 TPOT <= 100 ms"
+std::string percentile_slo_text(const Summary& s) {
+  const std::string p = percentile_name(s.percentile_slo.percentile);
+  std::ostringstream o;
+  o << p << " TTFT <= " << ms_label(s.slo.ttft_ms * s.slo_scale) << " and " << p
+    << " TPOT <= " << ms_label(s.slo.tpot_ms * s.slo_scale);
+  return o.str();
+}
+
+std::string ms_or_never(double ms) {
+  return std::isinf(ms) ? std::string("inf (failures)") : fmt(ms);
+}
+
+// The goodput of one endpoint, with the bracket it was found in.
+std::string goodput_text(const EndpointReport& e, const ServeOptions& o) {
+  const double lowest =
+      o.goodput_search.enabled
+          ? o.goodput_search.min_rate
+          : (o.rates.empty() ? 0 : *std::min_element(o.rates.begin(), o.rates.end()));
+  if (!e.goodput_rate) return "< " + rate_label(e.goodput_miss_rate.value_or(lowest));
+  if (!e.goodput_miss_rate)
+    return (o.goodput_search.enabled || std::isinf(*e.goodput_rate) ? ">= " : "") +
+           rate_label(*e.goodput_rate);
+  return rate_label(*e.goodput_rate) + " (misses at " + rate_label(*e.goodput_miss_rate) + ")";
 }
 
 json summary_to_json(const Summary& s) {
@@ -99,6 +155,7 @@ std::string format_run_summary(const RunReport& run, double attainment_target) {
   o << "============ Serving Benchmark Result ============\n";
   row("Endpoint:", run.label + " (" + run.url + ")");
   row("Request rate (req/s):", rate_label(run.rate));
+  if (run.probe > 0) row("Goodput search probe:", std::to_string(run.probe));
   row("Successful requests:", std::to_string(s.completed));
   row("Failed requests:", std::to_string(s.failed) + (s.failed ? " (" + errors_text(s) + ")" : ""));
   row("Benchmark duration (s):", fmt(s.duration_s));
@@ -118,9 +175,15 @@ std::string format_run_summary(const RunReport& run, double attainment_target) {
   section("SLO");
   row("SLO (ms):", "TTFT <= " + fmt(s.slo.ttft_ms * s.slo_scale, 1) + ", TPOT <= " +
                        fmt(s.slo.tpot_ms * s.slo_scale, 1) + " (scale " + fmt(s.slo_scale) + ")");
-  row("SLO attainment (%):",
+  row("SLO attainment, per request (%):",
       fmt(100 * s.attainment) + (s.attainment >= attainment_target ? "" : "  (below target)"));
-  row("Goodput (req/s):", fmt(s.goodput));
+  row("TTFT / TPOT limit met (%):",
+      fmt(100 * s.ttft_attainment) + " / " + fmt(100 * s.tpot_attainment));
+  const std::string p = percentile_name(s.percentile_slo.percentile);
+  row(p + " TTFT / " + p + " TPOT (ms):",
+      ms_or_never(s.percentile_slo.ttft_ms) + " / " + ms_or_never(s.percentile_slo.tpot_ms));
+  row(percentile_slo_text(s) + ":", s.percentile_slo.met ? "met" : "missed");
+  row("Good request rate (req/s):", fmt(s.good_request_rate));
   if (s.output_len_mismatch)
     row("Output length != max_tokens:", std::to_string(s.output_len_mismatch) + " requests");
   o << "==================================================\n";
@@ -146,7 +209,11 @@ std::string markdown_report(const ServeReport& r) {
     << " ms and TPOT <= " << fmt(o.slo.tpot_ms * o.slo_scale, 1) << " ms ("
     << (o.slo_name.empty() ? "given" : "preset " + o.slo_name) << ": " << fmt(o.slo.ttft_ms, 0)
     << " / " << fmt(o.slo.tpot_ms, 0) << " ms, scale " << fmt(o.slo_scale)
-    << "); attainment target " << target << "\n\n";
+    << "); attainment target " << target << "; goodput judges a run "
+    << (o.slo_definition == SloDefinition::Percentile
+            ? "by P" + fmt(100 * o.attainment_target, 0) + " TTFT and TPOT against the targets"
+            : "by its per-request attainment")
+    << "\n\n";
 
   m << "## Endpoints\n\n| endpoint | URL | model | prompts built with | exact-length prompts "
        "|\n|---|---|---|---|---|\n";
@@ -156,14 +223,17 @@ std::string markdown_report(const ServeReport& r) {
                                        : e.tokenizer + " /tokenize")
       << " | " << e.prompts_exact << " / " << e.prompts << " |\n";
 
+  const std::string pct = percentile_name(100 * o.attainment_target);
   m << "\n## Results\n\nTimes in ms; TPOT = (E2E - TTFT) / (output tokens - 1); attainment = "
-       "requests meeting both SLOs / "
-       "requests sent; goodput = those requests / run duration.\n\n";
+       "requests meeting both SLOs / requests sent; "
+    << pct << " SLO = " << pct << " TTFT and " << pct
+    << " TPOT within the targets, failures counted as infinitely slow; good req/s = requests "
+       "meeting both SLOs / run duration (not goodput, which is a rate: below).\n\n";
   m << "| endpoint | rate (req/s) | ok / sent | errors | req/s | out tok/s | TTFT mean | TTFT P50 "
        "| TTFT P90 | TTFT P99 "
        "| TPOT mean | TPOT P50 | TPOT P90 | TPOT P99 | ITL P99 | E2E P50 | E2E P99 | attainment | "
-       "goodput (req/s) |\n";
-  m << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    << pct << " SLO | good req/s |\n";
+  m << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& run : r.runs) {
     const Summary& s = run.summary;
     const std::string errs = errors_text(s);
@@ -175,16 +245,28 @@ std::string markdown_report(const ServeReport& r) {
       << fmt(s.tpot_ms.median, 1) << " | " << fmt(s.tpot_ms.p90, 1) << " | "
       << fmt(s.tpot_ms.p99, 1) << " | " << fmt(s.itl_ms.p99, 1) << " | " << fmt(s.e2el_ms.median, 1)
       << " | " << fmt(s.e2el_ms.p99, 1) << " | " << fmt(100 * s.attainment, 1) << "% | "
-      << fmt(s.goodput) << " |\n";
+      << (s.percentile_slo.met ? "met" : "missed") << " | " << fmt(s.good_request_rate) << " |\n";
   }
 
-  if (o.rates.size() > 1) {
-    const double lowest = *std::min_element(o.rates.begin(), o.rates.end());
-    m << "\n## Goodput\n\nThe highest request rate at which SLO attainment stays >= " << target
-      << " (at every tested rate up to it).\n\n| endpoint | goodput (req/s) |\n|---|---|\n";
-    for (const auto& e : r.endpoints)
-      m << "| " << e.label << " | "
-        << (e.goodput_rate ? rate_label(*e.goodput_rate) : "< " + rate_label(lowest)) << " |\n";
+  const std::string criterion = o.slo_definition == SloDefinition::Percentile
+                                    ? pct + " TTFT and " + pct + " TPOT stay within the targets"
+                                    : "SLO attainment stays >= " + target;
+  if (const GoodputSearch& g = o.goodput_search; g.enabled) {
+    m << "\n## Goodput\n\nThe highest request rate at which " << criterion
+      << ", found by bisection between " << rate_with_unit(g.min_rate) << " and "
+      << rate_with_unit(g.max_rate) << " to a resolution of " << rate_with_unit(g.resolution)
+      << " (each probe " << r.lengths.size() << " requests at burstiness " << o.burstiness
+      << ").\n\n| endpoint | goodput (req/s) | probes |\n|---|---|---|\n";
+    for (const auto& e : r.endpoints) {
+      int probes = 0;
+      for (const auto& run : r.runs) probes += run.label == e.label && run.probe > 0;
+      m << "| " << e.label << " | " << goodput_text(e, o) << " | " << probes << " |\n";
+    }
+  } else if (o.rates.size() > 1) {
+    m << "\n## Goodput\n\nThe highest request rate at which " << criterion
+      << " (at every tested rate up to it), read off the sweep: the true value lies between it "
+         "and the next rate tested.\n\n| endpoint | goodput (req/s) |\n|---|---|\n";
+    for (const auto& e : r.endpoints) m << "| " << e.label << " | " << goodput_text(e, o) << " |\n";
   }
 
   m << "\n## SLO attainment vs SLO scale\n\n| endpoint | rate (req/s) |";
@@ -194,7 +276,7 @@ std::string markdown_report(const ServeReport& r) {
   m << "\n";
   for (const auto& run : r.runs) {
     m << "| " << run.label << " | " << rate_label(run.rate) << " |";
-    for (const auto& [s, a] : run.scale_curve) m << " " << fmt(100 * a, 1) << "% |";
+    for (const auto& [sc, a] : run.scale_curve) m << " " << fmt(100 * a, 1) << "% |";
     m << "\n";
   }
 
@@ -249,6 +331,7 @@ std::string run_json(const RunReport& run) {
             {"url", run.url},
             {"model", run.model},
             {"request_rate", rate_json(run.rate)},
+            {"probe", run.probe},
             {"summary", summary_to_json(run.summary)},
             {"slo_scale_curve", curve_json(run.scale_curve)},
             {"requests", std::move(reqs)}};
@@ -273,6 +356,12 @@ std::string summary_json(const ServeReport& r) {
       {"slo_scale", o.slo_scale},
       {"slo_scales", r.scales},
       {"attainment_target", o.attainment_target},
+      {"slo_definition", slo_definition_name(o.slo_definition)},
+      {"goodput_search", o.goodput_search.enabled
+                             ? json{{"min_rate", o.goodput_search.min_rate},
+                                    {"max_rate", o.goodput_search.max_rate},
+                                    {"resolution", o.goodput_search.resolution}}
+                             : json(nullptr)},
       {"request_timeout_s", o.timeout_s},
       {"warmup", o.warmup}};
   json eps = json::array();
@@ -281,6 +370,7 @@ std::string summary_json(const ServeReport& r) {
     for (const auto& run : r.runs) {
       if (run.label != e.label) continue;
       runs.push_back({{"request_rate", rate_json(run.rate)},
+                      {"probe", run.probe},
                       {"summary", summary_to_json(run.summary)},
                       {"slo_scale_curve", curve_json(run.scale_curve)}});
     }
@@ -292,7 +382,8 @@ std::string summary_json(const ServeReport& r) {
                     e.server_max_model_len ? json(*e.server_max_model_len) : json(nullptr)},
                    {"prompts_exact", e.prompts_exact},
                    {"prompts", e.prompts},
-                   {"goodput_rate", e.goodput_rate ? rate_json(*e.goodput_rate) : json(nullptr)},
+                   {"goodput_rate", optional_rate_json(e.goodput_rate)},
+                   {"goodput_miss_rate", optional_rate_json(e.goodput_miss_rate)},
                    {"notes", e.notes},
                    {"runs", std::move(runs)}});
   }
@@ -307,7 +398,7 @@ std::vector<std::string> write_report_files(const ServeReport& report, const std
   std::vector<std::string> files;
   for (const auto& run : report.runs) {
     const fs::path p =
-        fs::path(dir) / (file_stem(run.label) + "_rate-" + rate_label(run.rate) + ".json");
+        fs::path(dir) / (file_stem(run.label) + "_rate-" + rate_file_label(run.rate) + ".json");
     write_file(p, run_json(run));
     files.push_back(p.string());
   }

@@ -33,7 +33,7 @@ std::vector<RequestRecord> run_requests(HttpClient& client, const RunOptions& op
 
   std::mutex mu;
   std::condition_variable cv;
-  size_t in_flight = 0, finished = 0;
+  size_t in_flight = 0, finished = 0, failed = 0;
   const size_t limit =
       options.max_concurrency > 0 ? static_cast<size_t>(options.max_concurrency) : n + 1;
   const Clock::time_point t0 = Clock::now();
@@ -55,12 +55,13 @@ std::vector<RequestRecord> run_requests(HttpClient& client, const RunOptions& op
     h.on_body = [reader, since](std::string_view bytes, Clock::time_point at) {
       reader->on_bytes(bytes, since(at));
     };
-    h.on_end = [&, reader, since](const HttpEnd& end, Clock::time_point at) {
+    h.on_end = [&, i, reader, since](const HttpEnd& end, Clock::time_point at) {
       reader->on_end(end, since(at));
       std::lock_guard<std::mutex> lock(mu);
       --in_flight;
       ++finished;
-      if (options.progress) options.progress(finished, n);
+      failed += !records[i].ok;
+      if (options.progress) options.progress({finished, failed, n, since(Clock::now())});
       cv.notify_all();
     };
     client.post_stream(options.url, api_path(options.api), std::move(bodies[i]), options.timeout_s,

@@ -10,6 +10,7 @@
 
 #include "bench/arrivals.h"
 #include "bench/plots.h"
+#include "bench/progress.h"
 #include "bench/prompts.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -32,6 +33,13 @@ Endpoint parse_endpoint(const std::string& text) {
     e.url.prefix.resize(e.url.prefix.size() - 3);
   if (e.label.empty()) e.label = e.url.host + ":" + std::to_string(e.url.port);
   return e;
+}
+
+int GoodputSearch::max_probes() const {
+  int halvings = 0;
+  for (double width = max_rate - min_rate; width > resolution && halvings < 64; width /= 2)
+    ++halvings;
+  return 2 + halvings;
 }
 
 namespace {
@@ -62,6 +70,15 @@ void validate(const ServeOptions& o) {
     if (!(s > 0) || std::isinf(s)) bad("--slo-scales must be positive numbers");
   if (!(o.attainment_target > 0) || o.attainment_target > 1)
     bad("--attainment-target must be in (0, 1]");
+  if (const GoodputSearch& g = o.goodput_search; g.enabled) {
+    if (o.single_sequence) bad("--goodput-search and --single-sequence do not go together");
+    if (!(g.min_rate >= kMinRequestRate) || std::isinf(g.min_rate))
+      bad("--search-min-rate must be a number >= 0.001 (requests/s)");
+    if (!(g.max_rate > g.min_rate) || std::isinf(g.max_rate))
+      bad("--search-max-rate must be a number above --search-min-rate");
+    if (!(g.resolution > 0) || std::isinf(g.resolution))
+      bad("--search-resolution must be a positive number (requests/s)");
+  }
   if (o.max_model_len && (*o.max_model_len < 2 || *o.max_model_len > kMaxModelLen))
     bad("--max-model-len must be 2.." + std::to_string(kMaxModelLen));
   if (!(o.timeout_s > 0) || o.timeout_s > kMaxRequestTimeout)
@@ -131,7 +148,9 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
   std::sort(rep.scales.begin(), rep.scales.end());
   rep.scales.erase(std::unique(rep.scales.begin(), rep.scales.end()), rep.scales.end());
 
+  if (o.goodput_search.enabled) o.rates.clear();  // the search picks them
   HttpClient client(o.client_threads);
+  TerminalProgress progress;
   const double probe_timeout = std::min(o.timeout_s, 30.0);
   std::optional<int> smallest_ctx;
   for (const auto& ep : o.endpoints) {
@@ -174,7 +193,9 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
   // server's prefix cache (a sweep re-sending the same prompts handed llama-server KV-cache hits
   // at every rate after the first). Lengths and arrivals stay those of --seed.
   const int per_run = static_cast<int>(prompt_lens.size());
-  const int64_t salts = static_cast<int64_t>(per_run) * static_cast<int64_t>(o.rates.size() + 1);
+  const int64_t runs_per_endpoint = o.goodput_search.enabled ? o.goodput_search.max_probes()
+                                                             : static_cast<int64_t>(o.rates.size());
+  const int64_t salts = static_cast<int64_t>(per_run) * (runs_per_endpoint + 1);
   const int64_t invocations = std::max<int64_t>(1, std::min<int64_t>(4096, (INT_MAX - 1) / salts));
   const int invocation =
       static_cast<int>(std::random_device{}() % static_cast<uint64_t>(invocations));
@@ -221,26 +242,35 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
                            " warm-up requests failed");
     }
     ro.max_concurrency = o.max_concurrency;
-    ro.progress = [&log, &ep](size_t done, size_t total) {
-      // A line per tenth of a long run, so a person sees it move.
-      if (total >= 50 && done * 10 / total != (done - 1) * 10 / total)
-        log << "[" << ep.label << "]   " << done << " / " << total << " requests done\n"
+    std::string step;  // what the progress line calls the current run
+    ro.progress = [&log, &ep, &progress, &step](const RunProgress& p) {
+      if (progress.enabled()) return progress.update(ep.label, step, p);
+      // Without a terminal, a line per tenth of a long run, so a person reading the log sees
+      // it move.
+      if (p.total >= 50 && p.done * 10 / p.total != (p.done - 1) * 10 / p.total)
+        log << "[" << ep.label << "]   " << p.done << " / " << p.total << " requests done\n"
             << std::flush;
     };
-    std::vector<std::pair<double, double>> rate_att;
-    for (size_t ri = 0; ri < o.rates.size(); ++ri) {
-      const double rate = o.rates[ri];
-      if (ri > 0) {  // fresh salts for every run after the first
+    int run_index = 0;
+    // One run at this rate, with fresh salts for every run after the first.
+    auto run_at = [&](double rate, int probe) -> const RunReport& {
+      if (run_index > 0) {
         const std::vector<int> lens(prompt_lens.begin(),
                                     prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
-        const auto again =
-            build_prompts(client, ep, er, o, lens, salt0 + per_run * static_cast<int>(ri), log);
+        const auto again = build_prompts(client, ep, er, o, lens, salt0 + per_run * run_index, log);
         for (size_t i = 0; i < n; ++i) {
           requests[i].prompt = again[i].text;
           requests[i].prompt_tokens = again[i].tokens;
         }
       }
-      log << "[" << ep.label << "] " << n << " requests at rate " << rate_label(rate) << " req/s"
+      ++run_index;
+      step = probe > 0 ? "probe " + std::to_string(probe) + ", " + rate_with_unit(rate)
+                       : rate_with_unit(rate);
+      log << "[" << ep.label << "] "
+          << (probe > 0 ? "goodput search, probe " + std::to_string(probe) + " of at most " +
+                              std::to_string(o.goodput_search.max_probes()) + ": "
+                        : std::string())
+          << n << " requests, " << rate_with_unit(rate)
           << (o.max_concurrency > 0 ? ", concurrency <= " + std::to_string(o.max_concurrency)
                                     : std::string())
           << "\n";
@@ -249,15 +279,45 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
       run.url = er.url;
       run.model = er.model;
       run.rate = rate;
+      run.probe = probe;
       run.records = run_requests(client, ro, requests,
                                  arrival_times(static_cast<int>(n), rate, o.burstiness, o.seed));
-      run.summary = summarize(run.records, o.slo, o.slo_scale);
+      progress.clear();
+      run.summary = summarize(run.records, o.slo, o.slo_scale, o.attainment_target);
       for (double s : rep.scales) run.scale_curve.push_back({s, attainment(run.records, o.slo, s)});
-      rate_att.push_back({rate, run.summary.attainment});
       log << format_run_summary(run, o.attainment_target);
       rep.runs.push_back(std::move(run));
+      return rep.runs.back();
+    };
+    auto meets = [&](const RunReport& run) {
+      return run_meets_slo(run.summary, o.slo_definition, o.attainment_target);
+    };
+    if (const GoodputSearch& g = o.goodput_search; g.enabled) {
+      int probe = 0;
+      if (!meets(run_at(g.min_rate, ++probe))) {
+        er.goodput_miss_rate = g.min_rate;
+      } else if (meets(run_at(g.max_rate, ++probe))) {
+        er.goodput_rate = g.max_rate;
+      } else {
+        double hit = g.min_rate, miss = g.max_rate;
+        while (miss - hit > g.resolution && probe < g.max_probes()) {
+          const double mid = (hit + miss) / 2;
+          (meets(run_at(mid, ++probe)) ? hit : miss) = mid;
+        }
+        er.goodput_rate = hit;
+        er.goodput_miss_rate = miss;
+      }
+    } else {
+      std::vector<std::pair<double, bool>> rate_met;
+      for (double rate : o.rates) rate_met.push_back({rate, meets(run_at(rate, 0))});
+      er.goodput_rate = goodput_rate(rate_met);
+      std::sort(rate_met.begin(), rate_met.end());
+      for (const auto& [rate, met] : rate_met)
+        if (!met) {
+          er.goodput_miss_rate = rate;
+          break;
+        }
     }
-    er.goodput_rate = goodput_rate(rate_att, o.attainment_target);
   }
 
   if (!o.output_dir.empty()) {

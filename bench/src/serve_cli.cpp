@@ -51,7 +51,7 @@ std::vector<double> parse_list(const std::string& name, const std::string& v, bo
 int bench_serve_main(int argc, char** argv, int first_arg) {
   ServeOptions o;
   std::vector<std::string> endpoints;
-  std::string api = "completions", dataset = "sharegpt";
+  std::string api = "completions", dataset = "sharegpt", slo_definition = "per-request";
   std::optional<std::string> slo_preset, rate, rates, scales;
   std::optional<int> num_prompts, max_model_len;
   std::optional<double> ttft, tpot, target;
@@ -60,8 +60,9 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   ArgParser p(
       "sandwich-bench serve",
       "Streams a trace of requests to OpenAI-compatible servers (sandwichd, llama-server, vLLM) "
-      "and reports "
-      "TTFT, TPOT, ITL, E2E, throughput, SLO attainment and goodput, comparing the endpoints.");
+      "and reports TTFT, TPOT, ITL, E2E, throughput, SLO attainment and goodput (the highest "
+      "request rate meeting the SLO, from a sweep or --goodput-search), comparing the "
+      "endpoints.");
   p.add("--endpoint", &endpoints,
         "server to benchmark, [LABEL=]http://host:port (default http://127.0.0.1:8000)", "URL");
   p.add("--model", &o.model,
@@ -78,9 +79,25 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   p.add("--request-rate", &rate, "mean requests per second, or inf: all at once (default inf)",
         "R");
   p.add("--request-rates", &rates,
-        "sweep: comma-separated rates, e.g. 0.25,0.5,1,2; goodput = highest rate keeping "
-        "attainment >= the target",
+        "sweep: comma-separated rates, e.g. 0.25,0.5,1,2,inf; goodput = the highest rate meeting "
+        "the SLO (with every lower one)",
         "LIST");
+  p.add_flag("--goodput-search", &o.goodput_search.enabled,
+             "find goodput by bisection over the request rate (instead of --request-rate(s)): "
+             "each probe is a run of --num-prompts requests");
+  p.option("--search-min-rate", "R", "lower bound of the goodput search, req/s (default 0.25)",
+           [&](const std::string& v) {
+             o.goodput_search.min_rate = parse_rate("--search-min-rate", v);
+           });
+  p.option("--search-max-rate", "R", "upper bound of the goodput search, req/s (default 16)",
+           [&](const std::string& v) {
+             o.goodput_search.max_rate = parse_rate("--search-max-rate", v);
+           });
+  p.option("--search-resolution", "R",
+           "the goodput search stops when the bracket is at most R req/s wide (default 0.25)",
+           [&](const std::string& v) {
+             o.goodput_search.resolution = ArgParser::parse_double("--search-resolution", v);
+           });
   p.add("--burstiness", &o.burstiness,
         "gamma shape of the arrival gaps: 1 = Poisson, < 1 burstier (default 1)", "B");
   p.option("--max-concurrency", "C", "requests in flight at most (default: no limit)",
@@ -106,8 +123,14 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
         "LIST");
   p.option(
       "--attainment-target", "F",
-      "attainment that counts as meeting the SLO, for goodput (default 0.9, or the preset's)",
+      "attainment that counts as meeting the SLO, for goodput (default 0.9, or the preset's); "
+      "it also sets the percentile of --slo-definition percentile (0.9: P90)",
       [&](const std::string& v) { target = ArgParser::parse_double("--attainment-target", v); });
+  p.add("--slo-definition", &slo_definition,
+        "what meeting the SLO means for goodput: per-request (attainment >= the target; default) "
+        "or percentile (the paper's: P90 TTFT and P90 TPOT within the targets, for a target of "
+        "0.9)",
+        "D");
   p.option(
       "--max-model-len", "L",
       "filter the dataset to input + output <= L (default: the smallest server context, else 2048)",
@@ -133,6 +156,7 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
     for (const auto& e : endpoints) o.endpoints.push_back(parse_endpoint(e));
     o.api = parse_api(api);
     o.dataset = parse_dataset_spec(dataset);
+    o.slo_definition = parse_slo_definition(slo_definition);
     if (slo_preset) {
       const SloPreset preset = load_slo_preset(*slo_preset);
       o.slo = preset.slo;
@@ -153,6 +177,10 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
     throw CliError(
         "--single-sequence sends one request at a time; drop --request-rate(s) and "
         "--max-concurrency");
+  if (o.goodput_search.enabled && (rate || rates || o.single_sequence))
+    throw CliError(
+        "--goodput-search picks the request rates itself; drop --request-rate(s) and "
+        "--single-sequence");
   if (rate) o.rates = {parse_rate("--request-rate", *rate)};
   if (rates) o.rates = parse_list("--request-rates", *rates, true);
   if (scales) o.slo_scales = parse_list("--slo-scales", *scales, false);

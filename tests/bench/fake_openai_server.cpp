@@ -292,6 +292,20 @@ void FakeOpenAiServer::set_script(ScriptFn fn) {
   impl_->script = std::move(fn);
 }
 
+void FakeOpenAiServer::set_queueing_script(double service_s, const FakeScript& base) {
+  using Clock = std::chrono::steady_clock;
+  const auto service =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(service_s));
+  // Scripts run under the server's lock, one at a time, in the order requests are read.
+  set_script([service, base, busy_until = Clock::time_point{}](const json&, int) mutable {
+    const Clock::time_point now = Clock::now();
+    busy_until = std::max(now, busy_until) + service;
+    FakeScript s = base;
+    s.ttft_s = std::chrono::duration<double>(busy_until - now).count();
+    return s;
+  });
+}
+
 void FakeOpenAiServer::kill() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->stopping) return;

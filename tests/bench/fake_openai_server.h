@@ -93,6 +93,11 @@ class FakeOpenAiServer {
   void set_script(const FakeScript& s) {
     set_script([s](const nlohmann::json&, int) { return s; });
   }
+  // One worker and a queue, so that latency grows with load: each generation request waits for
+  // those read before it, then takes service_s to its first token; the rest streams as `base`
+  // says. With arrivals scaled from one seed, attainment falls monotonically with the rate, so
+  // a goodput search has one right answer.
+  void set_queueing_script(double service_s, const FakeScript& base);
   // A crash: stops listening (new connections are refused) and cuts every open connection.
   void kill();
   std::vector<FakeRequest> requests() const;  // generation requests, in arrival order

@@ -25,6 +25,15 @@ TEST(BenchPercentile, MatchesNumpyLinearInterpolation) {
   EXPECT_DOUBLE_EQ(percentile({}, 50), 0);
 }
 
+TEST(BenchPercentile, FailuresAsInfinityReachOnlyTheTail) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(percentile({1, 2, inf}, 50), 2);  // h = 1 exactly: no 0 * inf
+  EXPECT_EQ(percentile({1, 2, inf}, 51), inf);
+  EXPECT_EQ(percentile({inf, 1, 2, 3}, 100), inf);
+  EXPECT_DOUBLE_EQ(percentile({inf, 1, 2, 3}, 0), 1);
+  EXPECT_EQ(percentile({inf, inf}, 50), inf);
+}
+
 TEST(BenchDistribution, MeanMedianTailsAndEmpty) {
   const Distribution d = distribution({125, 500, 250, 125});
   EXPECT_EQ(d.count, 4u);
@@ -159,10 +168,37 @@ TEST(BenchSummary, EveryFigureOfAMixedRun) {
   EXPECT_DOUBLE_EQ(s.prompt_tokens.max, 20);
 
   EXPECT_EQ(s.good, 2);
-  EXPECT_DOUBLE_EQ(s.attainment, 0.4);  // failures count as misses
-  EXPECT_DOUBLE_EQ(s.goodput, 1.0);     // 2 good / 2 s
+  EXPECT_DOUBLE_EQ(s.attainment, 0.4);         // failures count as misses
+  EXPECT_DOUBLE_EQ(s.good_request_rate, 1.0);  // 2 good / 2 s
+  EXPECT_DOUBLE_EQ(s.ttft_attainment, 0.6);    // 250, 125, 125 of 250, 500, 125, fail, 125
+  EXPECT_DOUBLE_EQ(s.tpot_attainment, 0.4);    // 125 and the one-token request
+  // The paper's form: P90 over all five, the failure as +inf. TTFT sorted 125, 125, 250, 500,
+  // inf: h = 3.6 reaches the failure.
+  EXPECT_EQ(s.percentile_slo.percentile, 90);
+  EXPECT_TRUE(std::isinf(s.percentile_slo.ttft_ms));
+  EXPECT_FALSE(s.percentile_slo.met);
   EXPECT_EQ(s.output_len_mismatch, 1);
   EXPECT_EQ(s.prompt_len_mismatch, 1);
+}
+
+// Per request, 40% meet both limits; as percentiles at P50 both are met: the two definitions
+// differ, and the report gives both.
+TEST(BenchSummary, PercentileSloIsThePapersDefinition) {
+  const Summary s = summarize(scenario(), {300, 400}, 1.0, 0.5);
+  EXPECT_EQ(s.percentile_slo.percentile, 50);
+  EXPECT_DOUBLE_EQ(s.percentile_slo.ttft_ms, 250);  // 125, 125, 250, 500, inf: h = 2
+  // TPOT: 125, 250, 541.67, inf (the one-token request has none): h = 1.5
+  EXPECT_DOUBLE_EQ(s.percentile_slo.tpot_ms, 250 + 0.5 * (1625.0 / 3 - 250));
+  EXPECT_TRUE(s.percentile_slo.met);
+  EXPECT_DOUBLE_EQ(s.attainment, 0.4);
+  EXPECT_TRUE(run_meets_slo(s, SloDefinition::Percentile, 0.5));
+  EXPECT_FALSE(run_meets_slo(s, SloDefinition::PerRequest, 0.5));
+  EXPECT_FALSE(summarize(scenario(), {300, 390}, 1.0, 0.5).percentile_slo.met);
+  EXPECT_FALSE(summarize(scenario(), {240, 400}, 1.0, 0.5).percentile_slo.met);
+  EXPECT_TRUE(summarize(scenario(), {240, 400}, 2.0, 0.5).percentile_slo.met);  // scaled
+  EXPECT_EQ(parse_slo_definition("percentile"), SloDefinition::Percentile);
+  EXPECT_STREQ(slo_definition_name(SloDefinition::PerRequest), "per-request");
+  EXPECT_THROW(parse_slo_definition("p90"), std::invalid_argument);
 }
 
 TEST(BenchSummary, AttainmentCurveOverSloScales) {
@@ -186,7 +222,8 @@ TEST(BenchSummary, AllFailedRunIsReportedNotCrashed) {
   EXPECT_EQ(s.errors.at("timeout"), 1);
   EXPECT_EQ(s.ttft_ms.count, 0u);
   EXPECT_DOUBLE_EQ(s.attainment, 0);
-  EXPECT_DOUBLE_EQ(s.goodput, 0);
+  EXPECT_DOUBLE_EQ(s.good_request_rate, 0);
+  EXPECT_FALSE(s.percentile_slo.met);
   EXPECT_DOUBLE_EQ(s.request_throughput, 0);
 }
 
@@ -198,6 +235,8 @@ TEST(BenchGoodput, HighestRateWhoseLowerRatesAllMeetTheTarget) {
   EXPECT_EQ(goodput_rate({{inf, 0.99}, {1, 0.95}}, 0.9), inf);
   EXPECT_EQ(goodput_rate({{0.25, 1.0}, {0.5, 1.0}}, 0.9), 0.5);
   EXPECT_EQ(goodput_rate({}, 0.9), std::nullopt);
+  EXPECT_EQ(goodput_rate(std::vector<std::pair<double, bool>>{{3, true}, {1, true}, {2, false}}),
+            1.0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/arrivals.h"
 #include "bench/plots.h"
 #include "bench/serve.h"
 #include "bench/slo.h"
@@ -214,6 +215,97 @@ TEST(BenchServe, ShareGptLengthsFitTheServersContext) {
   }
 }
 
+// Requests (of 20) whose first token comes within ttft_limit_s from a one-worker queue with this
+// service time, the arrivals being those the benchmark releases at `rate` (seed 3, Poisson).
+int queue_meets(double rate, double service_s, double ttft_limit_s) {
+  const std::vector<double> a = arrival_times(20, rate, 1, 3);
+  double busy_until = 0;
+  int met = 0;
+  for (double t : a) {
+    busy_until = std::max(t, busy_until) + service_s;
+    met += busy_until - t <= ttft_limit_s;
+  }
+  return met;
+}
+
+// The highest rate at which 18 of 20 requests meet the limit (met falls as the rate grows: the
+// arrivals are one sample scaled by 1 / rate).
+double queue_goodput(double service_s, double ttft_limit_s) {
+  double hit = 0.01, miss = 1e4;
+  while (miss / hit > 1 + 1e-9) {
+    const double mid = std::sqrt(hit * miss);
+    (queue_meets(mid, service_s, ttft_limit_s) >= 18 ? hit : miss) = mid;
+  }
+  return hit;
+}
+
+TEST(BenchGoodputSearch, BisectionFindsTheRateAQueueingServerSustains) {
+  FakeOpenAiServer server;
+  const double service = 0.020, limit = 0.100;  // 20 ms per request, 100 ms TTFT SLO
+  server.set_queueing_script(service, test::timed(0, 0.001));
+  // Client and server timing, on a loaded machine, is off by well under 25 ms, so the answer
+  // lies between the queue's goodput with the limit 25 ms tighter and 25 ms looser (52 and 67
+  // req/s around 59).
+  const double jitter = 0.025, answer = queue_goodput(service, limit);
+  const double low = queue_goodput(service, limit - jitter),
+               high = queue_goodput(service, limit + jitter);
+  ASSERT_GT(answer, 40);  // probes of 20 requests take 0.5 s at most
+  ASSERT_LT(answer, 100);
+  ServeOptions o = lenient_options(server, "fixed:6,2", 20);
+  o.seed = 3;
+  o.slo = {1000 * limit, 1000};
+  o.goodput_search = {true, answer / 1.5, answer * 1.5, answer / 6};
+  std::ostringstream log;
+  const ServeReport r = run_serve(o, log);
+  const EndpointReport& e = r.endpoints[0];
+  ASSERT_TRUE(e.goodput_rate && e.goodput_miss_rate) << log.str();
+  EXPECT_LE(*e.goodput_miss_rate - *e.goodput_rate, answer / 6);  // the resolution
+  EXPECT_LE(*e.goodput_rate, high * 1.0001) << "answer " << answer << "\n" << log.str();
+  EXPECT_GE(*e.goodput_miss_rate, low * 0.9999) << "answer " << answer << "\n" << log.str();
+  // Probes: the bounds, then halvings; each a run of its own with its probe number.
+  ASSERT_GE(r.runs.size(), 3u);
+  EXPECT_LE(static_cast<int>(r.runs.size()), o.goodput_search.max_probes());
+  EXPECT_EQ(r.runs[0].rate, answer / 1.5);
+  EXPECT_EQ(r.runs[1].rate, answer * 1.5);
+  EXPECT_EQ(r.runs[2].rate, (answer / 1.5 + answer * 1.5) / 2);
+  for (size_t i = 0; i < r.runs.size(); ++i) EXPECT_EQ(r.runs[i].probe, static_cast<int>(i + 1));
+  EXPECT_NE(log.str().find("goodput search, probe 3 of at most"), std::string::npos) << log.str();
+}
+
+TEST(BenchGoodputSearch, BoundsThatDoNotBracketTheAnswerSaySo) {
+  FakeOpenAiServer fast, slow;
+  fast.set_script(test::timed(0.001, 0.001));
+  slow.set_script(test::timed(0.050, 0.001));
+  test::TempDir dir;
+  ServeOptions o;
+  o.endpoints = {parse_endpoint("fast=" + fast.url()), parse_endpoint("slow=" + slow.url())};
+  o.dataset = parse_dataset_spec("fixed:6,2");
+  o.num_prompts = 4;
+  o.slo = {30, 1000};
+  o.slo_definition = SloDefinition::Percentile;
+  o.goodput_search = {true, 100, 400, 50};
+  o.output_dir = dir.path().string();
+  o.plots = false;
+  std::ostringstream log;
+  const ServeReport r = run_serve(o, log);
+  EXPECT_EQ(r.endpoints[0].goodput_rate, 400.0);  // met at the upper bound: two probes
+  EXPECT_FALSE(r.endpoints[0].goodput_miss_rate);
+  EXPECT_FALSE(r.endpoints[1].goodput_rate);  // missed at the lower bound: one probe
+  EXPECT_EQ(r.endpoints[1].goodput_miss_rate, 100.0);
+  ASSERT_EQ(r.runs.size(), 3u);
+  const std::string md = slurp(dir / "report.md");
+  EXPECT_NE(md.find("| fast | >= 400 | 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| slow | < 100 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("P90 TTFT and P90 TPOT stay within the targets, found by bisection"),
+            std::string::npos)
+      << md;
+  const json s = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(s["config"]["goodput_search"]["resolution"], 50.0);
+  EXPECT_EQ(s["config"]["slo_definition"], "percentile");
+  EXPECT_EQ(s["endpoints"][1]["goodput_miss_rate"], 100.0);
+  EXPECT_EQ(s["endpoints"][0]["runs"][1]["probe"], 2);
+}
+
 TEST(BenchSloPresets, ThePapersValues) {
   test::ScopedEnv configs("SANDWICH_CONFIGS", (test::source_dir() / "configs").string());
   struct Want {
@@ -281,6 +373,15 @@ TEST(BenchServeCli, BadInputIsAOneLineError) {
   EXPECT_NE(with_slo({"--extra-body", "[1]"}).find("--extra-body"), std::string::npos);
   EXPECT_NE(with_slo({"--slo", "nosuch"}).find("unknown SLO preset"), std::string::npos);
   EXPECT_NE(with_slo({"--frobnicate"}).find("unknown option"), std::string::npos);
+  EXPECT_NE(with_slo({"--goodput-search", "--request-rate", "2"}).find("picks the request rates"),
+            std::string::npos);
+  EXPECT_NE(with_slo({"--goodput-search", "--search-min-rate", "4", "--search-max-rate", "2"})
+                .find("--search-max-rate"),
+            std::string::npos);
+  EXPECT_NE(with_slo({"--goodput-search", "--search-resolution", "0"}).find("--search-resolution"),
+            std::string::npos);
+  EXPECT_NE(with_slo({"--slo-definition", "p90"}).find("per-request or percentile"),
+            std::string::npos);
   EXPECT_NE(with_slo({"--endpoint", url}).find("labelled"),
             std::string::npos);  // the same label twice
 }
@@ -367,7 +468,7 @@ TEST(BenchServeCli, PresetScaleAndOutputDir) {
            dir.path().string(), "--no-plots"});
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, 0);
-  EXPECT_NE(out.find("| fake | inf | 3 / 3 |"), std::string::npos) << out;
+  EXPECT_NE(out.find("| fake | all at once | 3 / 3 |"), std::string::npos) << out;
   EXPECT_NE(out.find("TTFT <= 400.0 ms and TPOT <= 200.0 ms (preset batched-160m"),
             std::string::npos)
       << out;

@@ -2,6 +2,8 @@
 // Serving-benchmark metrics as pure functions of what the client recorded (timestamps, token
 // counts), so that every figure in a report can be checked exactly: per-request TTFT, TPOT,
 // inter-token latencies and E2E; percentiles; throughput; SLO attainment and goodput.
+// Names: "goodput" is the highest request rate whose run meets the SLO (DistServe's and the
+// paper's); the requests per second that met the SLO within one run is the "good request rate".
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -47,7 +49,8 @@ RequestMetrics request_metrics(const RequestRecord& r);
 
 // numpy.percentile's default ("linear"): sort, h = (n - 1) * p / 100,
 // result = v[floor(h)] + (h - floor(h)) * (v[floor(h) + 1] - v[floor(h)]).
-// p in [0, 100]; an empty input gives 0.
+// p in [0, 100]; an empty input gives 0. +inf values (failed requests) are allowed: a
+// percentile that reaches one is +inf.
 double percentile(std::vector<double> v, double p);
 
 struct Distribution {
@@ -64,6 +67,24 @@ struct Slo {
 // meets that target (as in vLLM's goodput). A failed request never meets the SLO.
 bool meets_slo(const RequestMetrics& m, const Slo& slo, double scale);
 
+// The paper's form of the SLO: P<percentile> TTFT <= target and P<percentile> TPOT <= target,
+// the percentile being 100 x the attainment target (P90 for 0.9). Failed requests count as
+// infinitely slow in both; requests without a TPOT (<= 1 output token) are left out of the TPOT
+// percentile. A percentile that is +inf is written as null in JSON.
+struct PercentileSlo {
+  double percentile = 90;
+  double ttft_ms = 0, tpot_ms = 0;  // the percentiles, with failures as +inf
+  bool met = false;                 // both <= their targets x scale
+};
+
+// Which form decides whether a run meets the SLO, for goodput.
+enum class SloDefinition {
+  PerRequest,  // attainment (requests meeting both limits / requests sent) >= the target
+  Percentile,  // PercentileSlo::met
+};
+SloDefinition parse_slo_definition(const std::string& name);  // throws std::invalid_argument
+const char* slo_definition_name(SloDefinition d);             // "per-request" or "percentile"
+
 struct Summary {
   int requests = 0, completed = 0, failed = 0;
   std::map<std::string, int> errors;  // failed requests by error_kind
@@ -76,15 +97,23 @@ struct Summary {
   Distribution ttft_ms, tpot_ms, itl_ms, e2el_ms, prompt_tokens, output_tokens;
   Slo slo;
   double slo_scale = 1;
-  int good = 0;           // completed and met both SLOs
-  double attainment = 0;  // good / requests (failures count as misses)
-  double goodput = 0;     // good / duration, requests per second
+  int good = 0;                // completed and met both SLOs
+  double attainment = 0;       // per request: good / requests (failures count as misses)
+  double ttft_attainment = 0;  // requests meeting the TTFT limit / requests sent
+  double tpot_attainment = 0;  // requests meeting the TPOT limit (or with no TPOT) / requests sent
+  PercentileSlo percentile_slo;
+  double good_request_rate = 0;  // good / duration, requests per second (not goodput)
   int output_len_mismatch =
       0;  // completed with output tokens != max_tokens (server ignored ignore_eos?)
   int prompt_len_mismatch = 0;  // completed with prompt tokens != the trace's input length
 };
 
-Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo, double slo_scale);
+// attainment_target sets the percentile of percentile_slo (0.9: P90).
+Summary summarize(const std::vector<RequestRecord>& records, const Slo& slo, double slo_scale,
+                  double attainment_target = 0.9);
+
+// Whether a run met the SLO under the definition, with this attainment target.
+bool run_meets_slo(const Summary& s, SloDefinition definition, double target);
 
 // Fraction of all requests meeting both SLOs at this scale.
 double attainment(const std::vector<RequestRecord>& records, const Slo& slo, double scale);
@@ -94,5 +123,7 @@ double attainment(const std::vector<RequestRecord>& records, const Slo& slo, dou
 // (rate, attainment) in any order; rate may be +inf. None when the lowest rate already fails.
 std::optional<double> goodput_rate(std::vector<std::pair<double, double>> rate_attainment,
                                    double target);
+// The same over (rate, met the SLO) pairs.
+std::optional<double> goodput_rate(std::vector<std::pair<double, bool>> rate_met);
 
 }  // namespace sandwich::bench

@@ -10,6 +10,18 @@
 
 namespace sandwich::bench {
 
+// One picture as gnuplot gets it: the script (<name>.gp, which draws <name>.png) and its data
+// (<name>.dat).
+struct PlotScript {
+  std::string name, script, data;
+};
+
+// Every picture of the report, as scripts; nothing is drawn (gnuplot is not needed). The
+// attainment-vs-rate picture shows runs sent all at once as their own marker right of the
+// rates; CDFs span their data, with the SLO line drawn, or named at the edge when it lies far
+// off the data.
+std::vector<PlotScript> plot_scripts(const ServeReport& report);
+
 // The gnuplot command ($SANDWICH_GNUPLOT, else "gnuplot") if it runs, else "".
 std::string find_gnuplot();
 

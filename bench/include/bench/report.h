@@ -8,7 +8,10 @@
 
 namespace sandwich::bench {
 
-std::string rate_label(double rate);  // "inf", or the rate as %g
+std::string rate_label(double rate);       // "all at once" for an unlimited rate, else %g
+std::string rate_with_unit(double rate);   // "all at once", or e.g. "2 req/s"
+std::string rate_file_label(double rate);  // "inf", or %g: for file names and JSON
+std::string ms_label(double ms);           // "200 ms", or "2.5 s" from 1000 ms on
 
 std::string format_run_summary(const RunReport& run, double attainment_target);
 std::string markdown_report(const ServeReport& report);

@@ -18,6 +18,12 @@ struct BenchRequest {
   int max_tokens = 0;     // the trace's output length
 };
 
+// Where a run stands, as each request ends.
+struct RunProgress {
+  size_t done = 0, failed = 0, total = 0;  // failed is part of done
+  double elapsed_s = 0;                    // since the run started
+};
+
 struct RunOptions {
   Url url;
   Api api = Api::Completions;
@@ -27,7 +33,7 @@ struct RunOptions {
   int max_concurrency = 0;  // 0: no limit
   double timeout_s = 600;   // per request, from sending it to its last byte
   // Called as each request ends (on an I/O thread, never two at once).
-  std::function<void(size_t finished, size_t total)> progress;
+  std::function<void(const RunProgress&)> progress;
 };
 
 // requests[i] is released at arrivals[i] seconds after the start; a released request waits

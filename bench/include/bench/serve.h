@@ -1,7 +1,8 @@
 #pragma once
 // `sandwich-bench serve`: the whole comparison. For every endpoint: ask its model and context,
-// build prompts with its tokenizer, run the trace at each request rate; then summaries, SLO
-// attainment (per rate and per SLO scale), goodput, JSON, a Markdown table and plots.
+// build prompts with its tokenizer, run the trace at each request rate (or at the rates a
+// goodput search probes); then summaries, SLO attainment (per rate and per SLO scale), goodput,
+// JSON, a Markdown table and plots.
 #include <iosfwd>
 #include <limits>
 #include <optional>
@@ -33,6 +34,19 @@ constexpr int kMaxClientThreads = 64;       // --client-threads
 constexpr double kMinRequestRate = 0.001;   // req/s (messages say 0.001): a mean gap of 1000 s
 constexpr double kMaxRequestTimeout = 1e6;  // seconds (11.6 days)
 
+// Goodput by bisection over the request rate: probe the lower bound (a miss: goodput is below
+// it), the upper bound (a hit: goodput is at least it), then halve the bracket [hit, miss) until
+// it is at most `resolution` wide. Each probe is a run of --num-prompts requests with arrivals
+// of the configured burstiness (1: Poisson). Assumes the SLO is met below some rate and missed
+// above it; a noisy server can make a probe lie, as it would in a sweep.
+struct GoodputSearch {
+  bool enabled = false;
+  double min_rate = 0.25, max_rate = 16;  // req/s
+  double resolution = 0.25;               // req/s: the width of the final bracket, at most
+  // Probes the search may need: the two bounds and the halvings.
+  int max_probes() const;
+};
+
 struct ServeOptions {
   std::vector<Endpoint> endpoints;
   std::string model;  // "" = each server's first /v1/models id
@@ -50,6 +64,8 @@ struct ServeOptions {
   double slo_scale = 1;
   std::vector<double> slo_scales;  // attainment curve; empty: a default 0.5..3 grid
   double attainment_target = 0.9;
+  SloDefinition slo_definition = SloDefinition::PerRequest;  // what meeting the SLO is, for goodput
+  GoodputSearch goodput_search;                              // replaces rates when enabled
   std::optional<int> max_model_len;  // default: the smallest context among the endpoints, else 2048
   double timeout_s = 600;
   int warmup = 0;  // unrecorded requests per endpoint before its runs
@@ -63,6 +79,7 @@ struct ServeOptions {
 struct RunReport {
   std::string label, url, model;
   double rate = 0;
+  int probe = 0;  // 1, 2, ... for a goodput search's probes; 0 for a run of the given rates
   std::vector<RequestRecord> records;
   Summary summary;
   std::vector<std::pair<double, double>> scale_curve;  // (SLO scale, attainment)
@@ -74,7 +91,10 @@ struct EndpointReport {
   std::optional<int> server_max_model_len;
   int prompts_exact = 0, prompts = 0;
   std::vector<std::string> notes;
-  std::optional<double> goodput_rate;  // highest rate with attainment >= target
+  // Goodput: the highest rate run that met the SLO (every lower run too); none when the lowest
+  // missed. goodput_miss_rate: the lowest rate run above it that missed (none when none did), so
+  // goodput lies in [goodput_rate, goodput_miss_rate).
+  std::optional<double> goodput_rate, goodput_miss_rate;
 };
 
 struct ServeReport {
