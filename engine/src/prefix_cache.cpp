@@ -99,7 +99,10 @@ bool PrefixCache::reserve(std::vector<int32_t>& table, int64_t tokens) {
 
 void PrefixCache::release(std::vector<int32_t>& table, PrefixChain& chain) {
   chain.ids.clear();
-  if (!enabled_) return kv_.release(table);
+  if (!enabled_) {
+    kv_.release(table);
+    return;
+  }
   std::vector<int32_t> to_free;
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
     Block& blk = blocks_[static_cast<size_t>(*it)];
