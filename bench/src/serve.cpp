@@ -84,6 +84,8 @@ void validate(const ServeOptions& o) {
   if (!(o.timeout_s > 0) || o.timeout_s > kMaxRequestTimeout)
     bad("--request-timeout must be > 0 and at most " +
         std::to_string(static_cast<int64_t>(kMaxRequestTimeout)) + " s");
+  if (o.shared_prefix_tokens < 0 || o.shared_prefix_tokens > kMaxModelLen)
+    bad("--shared-prefix-tokens must be 0.." + std::to_string(kMaxModelLen));
   if (o.warmup < 0 || o.warmup > kMaxPrompts)
     bad("--warmup must be 0.." + std::to_string(kMaxPrompts));
   if (o.client_threads < 1 || o.client_threads > kMaxClientThreads)
@@ -91,10 +93,12 @@ void validate(const ServeOptions& o) {
   openai_request_body(o.api, "m", "p", 1, o.extra_body);  // rejects a bad --extra-body now
 }
 
-// Prompts for one endpoint: exact under its tokenizer when it has one, else approximate.
+// Prompts for one endpoint: exact under its tokenizer when it has one, else approximate. With
+// --shared-prefix-tokens each starts with the same prefix (salted by prefix_salt, so that it is
+// new to the server in each invocation).
 std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, EndpointReport& er,
                                        const ServeOptions& o, const std::vector<int>& lengths,
-                                       int salt0, std::ostream& log) {
+                                       int salt0, int prefix_salt, std::ostream& log) {
   RemoteTokenizer tok(client, ep.url, er.model, o.api, o.api_key, std::min(o.timeout_s, 60.0));
   const TokenizerStyle style = tok.probe();
   std::vector<BuiltPrompt> out;
@@ -115,11 +119,34 @@ std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, E
   }
   PromptBuilder builder(tok, o.seed);
   bool exact_ok = style != TokenizerStyle::None;
+  const int n_prefix = o.shared_prefix_tokens;
+  BuiltPrompt prefix;
+  if (n_prefix > 0) {
+    try {
+      if (exact_ok) prefix = builder.build(prefix_salt, n_prefix);
+    } catch (const std::exception& e) {
+      exact_ok = false;
+      er.tokenizer = "approximate";
+      er.notes.push_back(std::string("tokenizing failed (") + e.what() +
+                         "); the shared prefix and all prompts are approximate");
+    }
+    if (!exact_ok) prefix = approximate_prompt(prefix_salt, n_prefix, o.seed);
+  }
+  // The prompt after the prefix is built one token longer: its BOS does not count once joined.
+  auto join = [&](BuiltPrompt p, bool exact) {
+    if (n_prefix == 0) return p;
+    p.text = prefix.text + " " + p.text;
+    const int want = p.tokens + n_prefix - 1;
+    p.tokens = exact ? tok.count_prompt(p.text) : want;
+    p.exact = exact && p.tokens == want;
+    return p;
+  };
+  const int extra = n_prefix > 0 ? 1 : 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
     const int idx = salt0 + static_cast<int>(i);
     if (exact_ok) {
       try {
-        out.push_back(builder.build(idx, lengths[i]));
+        out.push_back(join(builder.build(idx, lengths[i] + extra), true));
         continue;
       } catch (const std::exception& e) {
         exact_ok = false;
@@ -128,7 +155,7 @@ std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, E
                            std::to_string(i) + " on are approximate");
       }
     }
-    out.push_back(approximate_prompt(idx, lengths[i], o.seed));
+    out.push_back(join(approximate_prompt(idx, lengths[i] + extra, o.seed), false));
   }
   return out;
 }
@@ -181,7 +208,19 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
         "no server reported its context length: the dataset was filtered to 2048 tokens "
         "(set --max-model-len)");
   }
-  rep.lengths = sample_lengths(o.dataset, o.num_prompts, o.seed, rep.max_model_len, o.dataset_path);
+  if (o.shared_prefix_tokens > 0) {
+    if (o.shared_prefix_tokens > rep.max_model_len - 8)
+      throw std::invalid_argument("--shared-prefix-tokens " +
+                                  std::to_string(o.shared_prefix_tokens) +
+                                  " leaves too little of the context (" +
+                                  std::to_string(rep.max_model_len) + " tokens) for the prompts");
+    rep.notes.push_back("every prompt starts with the same " +
+                        std::to_string(o.shared_prefix_tokens) +
+                        "-token prefix (--shared-prefix-tokens); the dataset's lengths follow it");
+  }
+  // The dataset's pairs fit after the shared prefix.
+  rep.lengths = sample_lengths(o.dataset, o.num_prompts, o.seed,
+                               rep.max_model_len - o.shared_prefix_tokens, o.dataset_path);
 
   const size_t n = rep.lengths.size();
   std::vector<int> prompt_lens;
@@ -203,12 +242,15 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
     const Endpoint& ep = o.endpoints[e];
     EndpointReport& er = rep.endpoints[e];
     const int salt0 = static_cast<int>(invocation * salts);
+    // Runs use salts salt0 + per_run * run + i with i < n <= per_run: the last one is free.
+    const int prefix_salt = salt0 + static_cast<int>(salts) - 1;
     const std::vector<BuiltPrompt> built =
-        build_prompts(client, ep, er, o, prompt_lens, salt0, log);
+        build_prompts(client, ep, er, o, prompt_lens, salt0, prefix_salt, log);
     std::vector<BenchRequest> requests, warmups;
     for (size_t i = 0; i < built.size(); ++i) {
       const LengthPair& len = rep.lengths[i % n];
-      BenchRequest q{built[i].text, len.input, built[i].tokens, len.output};
+      BenchRequest q{built[i].text, len.input + o.shared_prefix_tokens, built[i].tokens,
+                     len.output};
       if (i < n) {
         er.prompts_exact += built[i].exact;
         ++er.prompts;
@@ -257,7 +299,8 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
       if (run_index > 0) {
         const std::vector<int> lens(prompt_lens.begin(),
                                     prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
-        const auto again = build_prompts(client, ep, er, o, lens, salt0 + per_run * run_index, log);
+        const auto again =
+            build_prompts(client, ep, er, o, lens, salt0 + per_run * run_index, prefix_salt, log);
         for (size_t i = 0; i < n; ++i) {
           requests[i].prompt = again[i].text;
           requests[i].prompt_tokens = again[i].tokens;

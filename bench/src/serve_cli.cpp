@@ -141,6 +141,12 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
         "seconds a request may take, from sending to its last byte (default 600)", "S");
   p.option("--warmup", "N", "unrecorded requests per endpoint before its runs (default 0)",
            [&](const std::string& v) { o.warmup = parse_count("--warmup", v, 0, kMaxPrompts); });
+  p.option("--shared-prefix-tokens", "N",
+           "every prompt starts with the same N-token prefix (a system prompt) before its own "
+           "(default 0)",
+           [&](const std::string& v) {
+             o.shared_prefix_tokens = parse_count("--shared-prefix-tokens", v, 0, kMaxModelLen);
+           });
   p.add("--extra-body", &o.extra_body, "JSON object merged into every request body", "JSON");
   p.add("--api-key", &o.api_key, "sent as 'Authorization: Bearer KEY'", "KEY");
   p.option("--client-threads", "N", "client I/O threads (default 1)", [&](const std::string& v) {

@@ -13,6 +13,7 @@
 #include "engine/kv_cache.h"
 #include "engine/stop_strings.h"
 #include "engine/tokenizer.h"
+#include "prefix_cache.h"
 
 namespace sandwich {
 namespace {
@@ -29,6 +30,8 @@ struct Seq {
   int32_t n_prompt = 0;
   int32_t n_computed = 0;  // positions whose K/V are cached
   std::vector<int32_t> blocks;
+  PrefixChain chain;
+  int32_t cached_tokens = -1;  // prompt tokens found in the prefix cache at first admission
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<IncrementalDecoder> decoder;
   std::unique_ptr<StopStringMatcher> stops;
@@ -51,6 +54,7 @@ struct Scheduler::Impl {
   const Model& model;
   SchedulerOptions opt;
   std::unique_ptr<KVCache> kv;
+  std::unique_ptr<PrefixCache> cache;
   std::unique_ptr<Executor> prefill_ex, decode_ex;  // decode_ex null when both phases share one
   std::vector<int32_t> stop_ids;
 
@@ -113,6 +117,7 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   I.prompt_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
   I.gen_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
   I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes);
+  I.cache = std::make_unique<PrefixCache>(*I.kv, I.opt.enable_prefix_caching);
   if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
     throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
                                 " bytes) cannot hold one sequence of max_model_len " +
@@ -284,7 +289,8 @@ void Scheduler::Impl::publish_counts() {
   std::lock_guard<std::mutex> lock(mu);
   st.waiting = static_cast<int32_t>(waiting.size() + inbox.size());
   st.running = static_cast<int32_t>(running.size());
-  st.kv_blocks_used = kv->used_blocks();
+  st.kv_blocks_used = cache->used_blocks();
+  st.kv_blocks_cached = cache->cached_blocks();
 }
 
 void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
@@ -295,7 +301,8 @@ void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
   out.abort_reason = why;
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
-  kv->release(s.blocks);
+  out.cached_tokens = std::max(s.cached_tokens, 0);
+  cache->release(s.blocks, s.chain);
   s.done = true;
   {
     // Out of the queue's count before anyone hears of it: a client told that its request failed
@@ -329,7 +336,8 @@ void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
   if (!s.stops->stopped()) out.text = s.stops->push(s.decoder->flush()) + s.stops->flush();
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
-  kv->release(s.blocks);
+  out.cached_tokens = std::max(s.cached_tokens, 0);
+  cache->release(s.blocks, s.chain);
   s.done = true;
   if (s.req.on_output) s.req.on_output(out);
   observe_finished(s);
@@ -347,7 +355,19 @@ void Scheduler::Impl::admit() {
   // FCFS: the head of the queue waits for room rather than being overtaken.
   while (!waiting.empty() && static_cast<int32_t>(running.size()) < opt.max_num_seqs) {
     Seq& s = *waiting.front();
-    if (!kv->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) break;
+    // A preempted sequence looks up again: its own blocks may still be cached.
+    const int32_t hit = cache->acquire(s.tokens, s.chain, s.blocks);
+    if (!cache->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) {
+      cache->release(s.blocks, s.chain);
+      break;
+    }
+    s.n_computed = hit;
+    if (s.cached_tokens < 0) s.cached_tokens = std::min(hit, s.n_prompt);
+    if (cache->enabled()) {
+      std::lock_guard<std::mutex> lock(mu);
+      st.prefix_cache_queries += s.tokens.size();
+      st.prefix_cache_hits += static_cast<uint64_t>(hit);
+    }
     s.queued = false;
     if (!s.was_scheduled) {
       s.was_scheduled = true;
@@ -359,7 +379,7 @@ void Scheduler::Impl::admit() {
 }
 
 void Scheduler::Impl::preempt(Seq& s) {
-  kv->release(s.blocks);
+  cache->release(s.blocks, s.chain);
   s.n_computed = 0;
   s.queued = true;
   {
@@ -422,6 +442,7 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   out.text = s.stops->push(s.decoder->push(next), s.generated() >= s.req.min_tokens);
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
+  out.cached_tokens = s.cached_tokens;
   if (s.req.on_output) s.req.on_output(out);
   if (s.stops->stopped())
     finish(s, FinishReason::Stop);
@@ -464,6 +485,7 @@ void Scheduler::Impl::prefill_step() {
   for (size_t i = 0; i < batch.size(); ++i) {
     Seq& s = *seqs[i];
     s.n_computed += static_cast<int32_t>(batch[i].tokens.size());
+    cache->commit(s.tokens, s.n_computed, s.blocks, s.chain);
     if (batch[i].want_logits)
       accept_token(s, logits.data() + static_cast<size_t>(row++) * model.config.vocab_size);
   }
@@ -473,7 +495,7 @@ void Scheduler::Impl::decode_step() {
   // Room for one more position per sequence; preempt the newest sequences when blocks run out.
   for (size_t i = 0; i < running.size();) {
     Seq& s = *running[i];
-    if (s.in_prefill() || kv->reserve(s.blocks, s.n_computed + 1)) {
+    if (s.in_prefill() || cache->reserve(s.blocks, s.n_computed + 1)) {
       ++i;
       continue;
     }
@@ -504,6 +526,7 @@ void Scheduler::Impl::decode_step() {
   }
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i]->n_computed += 1;
+    cache->commit(seqs[i]->tokens, seqs[i]->n_computed, seqs[i]->blocks, seqs[i]->chain);
     accept_token(*seqs[i], logits.data() + i * static_cast<size_t>(model.config.vocab_size));
   }
 }

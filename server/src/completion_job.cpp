@@ -62,7 +62,7 @@ class Job {
  private:
   struct Choice {
     std::string text, finish_reason;
-    int32_t prompt_tokens = 0, completion_tokens = 0;
+    int32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
     bool done = false, sent_first = false;
     int32_t prev_token = -1;
     // Bytes of the completion before the next token's text. Not text.size(): text lags behind
@@ -208,6 +208,7 @@ void Job::on_output(size_t idx, const RequestOutput& o) {
       c.text += o.text;
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
+      c.cached_tokens = o.cached_tokens;
       json lp = logprobs_ >= 0 ? logprobs_delta(c, o) : json::array();
       if (logprobs_ < 0 && !o.tokens.empty()) c.prev_token = o.tokens.back();
       if (reason) c.finish_reason = *reason;
@@ -254,7 +255,9 @@ Usage Job::usage() const {
   // Each prompt counts once even when n > 1 asks for several choices of it.
   for (size_t i = 0; i < choices_.size(); ++i) {
     u.completion_tokens += choices_[i].completion_tokens;
-    if (i % n_per_prompt_ == 0) u.prompt_tokens += choices_[i].prompt_tokens;
+    if (i % n_per_prompt_ != 0) continue;
+    u.prompt_tokens += choices_[i].prompt_tokens;
+    u.cached_tokens += choices_[i].cached_tokens;
   }
   return u;
 }

@@ -123,6 +123,11 @@ std::string metrics_text(const MetricsSnapshot& m) {
             static_cast<double>(st.prompt_tokens));
   p.counter("sandwich:generation_tokens_total", "Tokens generated",
             static_cast<double>(st.generation_tokens));
+  p.counter("sandwich:prefix_cache_queries_total",
+            "Tokens of admitted sequences looked up in the prefix cache",
+            static_cast<double>(st.prefix_cache_queries));
+  p.counter("sandwich:prefix_cache_hits_total", "Tokens found in the prefix cache",
+            static_cast<double>(st.prefix_cache_hits));
   p.counter("sandwich:num_preemptions_total", "Sequences preempted for lack of KV blocks",
             static_cast<double>(st.preemptions));
   p.counter("sandwich:prefill_steps_total", "Prefill steps run",

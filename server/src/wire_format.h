@@ -24,6 +24,7 @@ struct ResponseHeader {
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
 };
 
 // A generated token's logprob, and its alternatives', with the tokens as text.

@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
         "--kv-cache-memory", "BYTES",
         "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
         [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes("--kv-cache-memory", v); });
+    p.flag("--no-prefix-caching", "do not reuse the KV blocks of prompts' shared prefixes",
+           [&] { sched.enable_prefix_caching = false; });
+    p.flag("--enable-prefix-caching", "reuse the KV blocks of shared prefixes (the default)",
+           [&] { sched.enable_prefix_caching = true; });
     p.add("--max-waiting", &sched.max_waiting,
           "waiting-queue bound; beyond it requests get 429 (default 256)");
     add_plan_options(p, plan);

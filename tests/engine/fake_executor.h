@@ -171,7 +171,8 @@ inline void FakeBackend::run(const std::string& phase, const ExecutorLimits& lim
   const int32_t B = KVCache::kBlockTokens;
   if (static_cast<int32_t>(batch.size()) > limits.max_entries)
     violation("step " + std::to_string(index) + " has more entries than max_entries");
-  std::vector<int32_t> seen_blocks;
+  // Entries may share blocks they only read (a cached prefix), never one that any of them writes.
+  std::vector<int32_t> written, read_only;
   for (const BatchEntry& e : batch) {
     FakeEntry f;
     f.tokens.assign(e.tokens.begin(), e.tokens.end());
@@ -183,13 +184,18 @@ inline void FakeBackend::run(const std::string& phase, const ExecutorLimits& lim
       violation("step " + std::to_string(index) + ": an empty chunk or a negative position");
     if (static_cast<int64_t>(e.block_table.size()) * B < end)
       violation("step " + std::to_string(index) + ": the block table does not cover the chunk");
-    for (int32_t blk : e.block_table) {
+    auto in = [](const std::vector<int32_t>& v, int32_t b) {
+      return std::find(v.begin(), v.end(), b) != v.end();
+    };
+    for (size_t i = 0; i < e.block_table.size(); ++i) {
+      const int32_t blk = e.block_table[i];
       if (blk < 0 || blk >= kv.num_blocks())
         violation("step " + std::to_string(index) + ": block " + std::to_string(blk));
-      if (std::find(seen_blocks.begin(), seen_blocks.end(), blk) != seen_blocks.end())
+      const bool writes = static_cast<int64_t>(i + 1) * B > e.start_pos;
+      if (in(written, blk) || (writes && in(read_only, blk)))
         violation("step " + std::to_string(index) + ": two entries share block " +
-                  std::to_string(blk));
-      seen_blocks.push_back(blk);
+                  std::to_string(blk) + ", written by one");
+      (writes ? written : read_only).push_back(blk);
     }
     for (int32_t t : e.tokens)
       if (t < 0 || t >= vocab_) violation("step " + std::to_string(index) + ": token outside");

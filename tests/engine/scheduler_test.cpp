@@ -449,7 +449,11 @@ TEST_F(SchedulerTest, PrefillAndDecodeStepsAlternateWhileBothHaveWork) {
 
 TEST_F(SchedulerTest, RunningOutOfKvBlocksPreemptsTheNewestWhichRecomputesToTheSameOutput) {
   // 4 blocks; each sequence grows to 40 positions (3 blocks): they cannot both finish at once.
-  Scheduler& s = start(four_kv_blocks());
+  // Without prefix caching the preempted sequence recomputes everything (see "prefix caching"
+  // below for it with).
+  SchedulerOptions o = four_kv_blocks();
+  o.enable_prefix_caching = false;
+  Scheduler& s = start(o);
   const auto a = prompt(300, 10), b = prompt(350, 10);
   Collector& ca = collector();
   Collector& cb = collector();
@@ -487,6 +491,178 @@ TEST_F(SchedulerTest, RunningOutOfKvBlocksPreemptsTheNewestWhichRecomputesToTheS
   EXPECT_EQ(st.generation_tokens, 60u);
   for (auto& step : steps) EXPECT_LE(step.kv_used_blocks, 4);
   EXPECT_EQ(st.kv_blocks_used, 0);
+}
+
+// ---- prefix caching ----
+
+std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The first entry of a step holding a prefill chunk of this prompt's sequence.
+const FakeEntry* first_prefill(const std::vector<FakeStep>& steps, const std::vector<int32_t>& p) {
+  for (auto& st : steps)
+    for (auto& e : st.entries)
+      if (belongs_to(e, p) && e.tokens.size() > 1) return &e;
+  return nullptr;
+}
+
+TEST_F(SchedulerTest, APromptSharingCachedBlocksSkipsTheirPrefill) {
+  Scheduler& s = start(options());
+  const auto shared = prompt(300, 40);  // 2 full blocks and 8 tokens
+  const auto a = concat(shared, prompt(360, 5)), b = concat(shared, prompt(380, 9));
+  Collector& ca = collector();
+  s.submit(request(a, 4, ca));
+  ASSERT_TRUE(ca.wait_finished());
+  EXPECT_EQ(ca.last().cached_tokens, 0);
+  Collector& cb = collector();
+  s.submit(request(b, 4, cb));
+  ASSERT_TRUE(cb.wait_finished());
+  const auto steps = fake.steps();
+  const FakeEntry* e = first_prefill(steps, b);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->start_pos, 32) << "the two full blocks of the shared prefix are not computed again";
+  EXPECT_EQ(e->tokens.size(), b.size() - 32);
+  EXPECT_EQ(e->context, b) << "the cached blocks hold the prefix";
+  EXPECT_EQ(cb.tokens(), expected_tokens(b, 4));
+  EXPECT_EQ(cb.last().cached_tokens, 32);
+  EXPECT_EQ(cb.outputs().front().cached_tokens, 32);
+  s.shutdown(true);
+  const SchedulerStats st = s.stats();
+  EXPECT_EQ(st.prefix_cache_queries, a.size() + b.size());
+  EXPECT_EQ(st.prefix_cache_hits, 32u);
+  EXPECT_EQ(st.prompt_tokens, a.size() + b.size() - 32);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  // a's 3 full blocks (its 45 prompt tokens and 3 generated ones), and b's third.
+  EXPECT_EQ(st.kv_blocks_cached, 4);
+}
+
+TEST_F(SchedulerTest, WithPrefixCachingOffEveryPromptIsPrefilledWhole) {
+  SchedulerOptions o = options();
+  o.enable_prefix_caching = false;
+  Scheduler& s = start(o);
+  const auto p = prompt(300, 40);
+  for (int i = 0; i < 2; ++i) {
+    Collector& c = collector();
+    s.submit(request(p, 3, c));
+    ASSERT_TRUE(c.wait_finished());
+    EXPECT_EQ(c.tokens(), expected_tokens(p, 3));
+    EXPECT_EQ(c.last().cached_tokens, 0);
+  }
+  for (auto& st : fake.steps())
+    for (auto& e : st.entries) EXPECT_TRUE(e.start_pos == 0 || e.tokens.size() == 1);
+  s.shutdown(true);
+  EXPECT_EQ(s.stats().prefix_cache_queries + s.stats().prefix_cache_hits, 0u);
+  EXPECT_EQ(s.stats().kv_blocks_cached, 0);
+}
+
+TEST_F(SchedulerTest, UnderATinyKvBudgetTheLeastRecentlyUsedBlocksAreEvicted) {
+  Scheduler& s = start(four_kv_blocks());  // 4 blocks, 48 positions per request at most
+  const auto a = prompt(300, 33), c = prompt(400, 40);
+  Collector& ca = collector();
+  s.submit(request(a, 2, ca));
+  ASSERT_TRUE(ca.wait_finished());
+  // a's 2 full blocks are cached. c needs 3 blocks with 2 free: a's last full block goes, its
+  // first stays.
+  Collector& cc = collector();
+  s.submit(request(c, 2, cc));
+  ASSERT_TRUE(cc.wait_finished());
+  Collector& ca2 = collector();
+  s.submit(request(a, 2, ca2));
+  ASSERT_TRUE(ca2.wait_finished());
+  const auto steps = fake.steps();
+  std::vector<int32_t> starts;
+  for (auto& st : steps)
+    for (auto& e : st.entries)
+      if (belongs_to(e, a) && e.tokens.size() > 1) starts.push_back(e.start_pos);
+  EXPECT_EQ(starts, (std::vector<int32_t>{0, 16}));
+  EXPECT_EQ(ca2.tokens(), expected_tokens(a, 2));
+  EXPECT_EQ(cc.tokens(), expected_tokens(c, 2));
+  for (auto& st : steps) EXPECT_LE(st.kv_used_blocks, 4);
+  // Nothing leaked: a request needing every block still runs, evicting all that is cached.
+  Collector& all = collector();
+  s.submit(request(prompt(450, 47), 1, all));
+  ASSERT_TRUE(all.wait_finished());
+  EXPECT_EQ(all.last().finish_reason, FinishReason::Length) << all.last().error;
+  s.shutdown(true);
+  EXPECT_EQ(s.stats().kv_blocks_used, 0);
+}
+
+TEST_F(SchedulerTest, APreemptedSequenceDropsOnlyItsReferencesAndFindsItsBlocksOnResume) {
+  // 5 blocks. a and b share 2 full blocks and grow to 60 positions (4 blocks each, 6 together):
+  // b, the newest, is preempted; a keeps reading the shared blocks.
+  SchedulerOptions o = options();
+  o.max_model_len = 64;
+  o.kv_cache_bytes = 5 * block_bytes();
+  Scheduler& s = start(o);
+  const auto shared = prompt(300, 32);
+  const auto a = concat(shared, prompt(350, 3)), b = concat(shared, prompt(380, 3));
+  Collector& ca = collector();
+  Collector& cb = collector();
+  fake.hold_at(1);  // a's first decode: a's prefill is done, b comes now
+  s.submit(request(a, 25, ca));
+  ASSERT_TRUE(fake.wait_held(1));
+  s.submit(request(b, 25, cb));
+  fake.release();
+  ASSERT_TRUE(all_finish());
+  s.shutdown(true);
+  EXPECT_EQ(ca.tokens(), expected_tokens(a, 25));
+  EXPECT_EQ(cb.tokens(), expected_tokens(b, 25)) << "the preempted sequence's output changed";
+  const SchedulerStats st = s.stats();
+  EXPECT_EQ(st.preemptions, 1u);
+  // b computes the 3 tokens after the shared blocks, then one at a time. Preempted at 48
+  // positions (3 full blocks, its own third one cached when it let go), it resumes after a is
+  // done exactly where it stopped: nothing is computed twice.
+  const auto steps = fake.steps();
+  const size_t a_last = steps_of(steps, a).back();
+  std::vector<std::pair<int32_t, size_t>> b_entries;
+  size_t resumed_step = 0;
+  for (size_t i = 0; i < steps.size(); ++i)
+    for (auto& e : steps[i].entries)
+      if (belongs_to(e, b)) {
+        b_entries.emplace_back(e.start_pos, e.tokens.size());
+        if (e.start_pos == 48) resumed_step = i;
+      }
+  ASSERT_FALSE(b_entries.empty());
+  EXPECT_EQ(b_entries[0], (std::pair<int32_t, size_t>{32, 3}));
+  for (size_t i = 1; i < b_entries.size(); ++i)
+    EXPECT_EQ(b_entries[i].first,
+              b_entries[i - 1].first + static_cast<int32_t>(b_entries[i - 1].second))
+        << "b computed positions again";
+  EXPECT_GT(resumed_step, a_last) << "b was not preempted at 48 positions";
+  EXPECT_EQ(cb.last().cached_tokens, 32) << "cached tokens are those of the first admission";
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  EXPECT_GT(st.kv_blocks_cached, 0);
+}
+
+TEST_F(SchedulerTest, CancellingASequenceThatSharesBlocksLeavesTheOtherAlone) {
+  Scheduler& s = start(options());
+  const auto shared = prompt(300, 32);
+  const auto a = concat(shared, prompt(350, 3)), b = concat(shared, prompt(380, 3));
+  Collector& ca = collector();
+  Collector& cb = collector();
+  fake.hold_at(1);
+  s.submit(request(a, 20, ca));
+  ASSERT_TRUE(fake.wait_held(1));
+  const uint64_t id_b = s.submit(request(b, 20, cb));
+  fake.release(4);
+  ASSERT_TRUE(fake.wait_held(4));
+  s.cancel(id_b);
+  fake.release();
+  ASSERT_TRUE(all_finish());
+  EXPECT_EQ(cb.last().abort_reason, AbortReason::Cancelled);
+  EXPECT_EQ(cb.last().cached_tokens, 32);
+  EXPECT_EQ(ca.tokens(), expected_tokens(a, 20));
+  // The shared blocks are still cached for the next one.
+  Collector& cc = collector();
+  const auto c = concat(shared, prompt(400, 2));
+  s.submit(request(c, 2, cc));
+  ASSERT_TRUE(cc.wait_finished());
+  EXPECT_EQ(cc.last().cached_tokens, 32);
+  EXPECT_EQ(cc.tokens(), expected_tokens(c, 2));
+  s.shutdown(true);
+  EXPECT_EQ(s.stats().kv_blocks_used, 0);
 }
 
 // ---- cancellation ----
@@ -528,7 +704,10 @@ TEST_F(SchedulerTest, CancellingARunningRequestFreesItsBlocksAtTheNextStep) {
   fake.release(3);
   ASSERT_TRUE(fake.wait_held(3));
   const FakeStep next = fake.steps()[3];
-  EXPECT_EQ(next.kv_used_blocks, 1);
+  // b's block, and a's full first block, which the prefix cache keeps (held by none).
+  EXPECT_EQ(next.kv_used_blocks, 2);
+  EXPECT_EQ(s.stats().kv_blocks_used, 1);
+  EXPECT_EQ(s.stats().kv_blocks_cached, 1);
   ASSERT_EQ(next.entries.size(), 1u);
   EXPECT_TRUE(belongs_to(next.entries[0], b));
   fake.release();

@@ -43,6 +43,8 @@ TEST(Prometheus, FullPage) {
   st.prompt_tokens = 98765;
   st.generation_tokens = 12345678901ull;  // past %.10g: printed rounded, as always
   st.preemptions = 2;
+  st.prefix_cache_queries = 5000;
+  st.prefix_cache_hits = 1200;
   st.finished_stop = 7;
   st.finished_length = 18446744073709551615ull;
   st.finished_abort = 0;
@@ -108,6 +110,12 @@ sandwich:prompt_tokens_total{model_name="llama"} 98765
 # HELP sandwich:generation_tokens_total Tokens generated
 # TYPE sandwich:generation_tokens_total counter
 sandwich:generation_tokens_total{model_name="llama"} 1.23456789e+10
+# HELP sandwich:prefix_cache_queries_total Tokens of admitted sequences looked up in the prefix cache
+# TYPE sandwich:prefix_cache_queries_total counter
+sandwich:prefix_cache_queries_total{model_name="llama"} 5000
+# HELP sandwich:prefix_cache_hits_total Tokens found in the prefix cache
+# TYPE sandwich:prefix_cache_hits_total counter
+sandwich:prefix_cache_hits_total{model_name="llama"} 1200
 # HELP sandwich:num_preemptions_total Sequences preempted for lack of KV blocks
 # TYPE sandwich:num_preemptions_total counter
 sandwich:num_preemptions_total{model_name="llama"} 2

@@ -87,11 +87,13 @@ TEST(WireFormat, ChatLogprobsAreEntriesWithBytes) {
 TEST(WireFormat, UsageChunk) {
   EXPECT_EQ(dump_json(completions_format().usage_chunk(kCmpl, {3, 5})),
             R"({"choices":[],"created":7,"id":"cmpl-a","model":"m","object":"text_completion",)"
-            R"("usage":{"completion_tokens":5,"prompt_tokens":3,"total_tokens":8}})");
-  EXPECT_EQ(dump_json(chat_completions_format().usage_chunk(kChat, {3, 5})),
+            R"("usage":{"completion_tokens":5,"prompt_tokens":3,)"
+            R"("prompt_tokens_details":{"cached_tokens":0},"total_tokens":8}})");
+  EXPECT_EQ(dump_json(chat_completions_format().usage_chunk(kChat, {3, 5, 2})),
             R"({"choices":[],"created":7,"id":"chatcmpl-a","model":"m",)"
             R"("object":"chat.completion.chunk",)"
-            R"("usage":{"completion_tokens":5,"prompt_tokens":3,"total_tokens":8}})");
+            R"("usage":{"completion_tokens":5,"prompt_tokens":3,)"
+            R"("prompt_tokens_details":{"cached_tokens":2},"total_tokens":8}})");
 }
 
 TEST(WireFormat, CompletionsResponse) {
@@ -101,13 +103,15 @@ TEST(WireFormat, CompletionsResponse) {
             R"({"choices":[{"finish_reason":"length","index":0,"logprobs":null,"text":"a b"},)"
             R"({"finish_reason":"stop","index":1,"logprobs":null,"text":"c"}],"created":7,)"
             R"("id":"cmpl-a","model":"m","object":"text_completion",)"
-            R"("usage":{"completion_tokens":3,"prompt_tokens":4,"total_tokens":7}})");
+            R"("usage":{"completion_tokens":3,"prompt_tokens":4,)"
+            R"("prompt_tokens_details":{"cached_tokens":0},"total_tokens":7}})");
   // Logprobs asked for: lists, empty when no token came.
   EXPECT_EQ(dump_json(f.response(kCmpl, {{"", "stop", json::array()}}, {1, 0})),
             R"({"choices":[{"finish_reason":"stop","index":0,"logprobs":{"text_offset":[],)"
             R"("token_logprobs":[],"tokens":[],"top_logprobs":[]},"text":""}],"created":7,)"
             R"("id":"cmpl-a","model":"m","object":"text_completion",)"
-            R"("usage":{"completion_tokens":0,"prompt_tokens":1,"total_tokens":1}})");
+            R"("usage":{"completion_tokens":0,"prompt_tokens":1,)"
+            R"("prompt_tokens_details":{"cached_tokens":0},"total_tokens":1}})");
 }
 
 TEST(WireFormat, ChatResponse) {
@@ -116,13 +120,14 @@ TEST(WireFormat, ChatResponse) {
             R"({"choices":[{"finish_reason":"stop","index":0,"logprobs":null,"message":)"
             R"({"content":"Hello","role":"assistant"}}],"created":7,"id":"chatcmpl-a",)"
             R"("model":"m","object":"chat.completion",)"
-            R"("usage":{"completion_tokens":1,"prompt_tokens":2,"total_tokens":3}})");
+            R"("usage":{"completion_tokens":1,"prompt_tokens":2,)"
+            R"("prompt_tokens_details":{"cached_tokens":0},"total_tokens":3}})");
   EXPECT_EQ(
       dump_json(f.response(kChat, {{"", "length", json::array()}}, {2, 0})),
       R"({"choices":[{"finish_reason":"length","index":0,"logprobs":{"content":[]},"message":)"
       R"({"content":"","role":"assistant"}}],"created":7,"id":"chatcmpl-a","model":"m",)"
       R"("object":"chat.completion","usage":{"completion_tokens":0,"prompt_tokens":2,)"
-      R"("total_tokens":2}})");
+      R"("prompt_tokens_details":{"cached_tokens":0},"total_tokens":2}})");
 }
 
 TEST(WireFormat, ServerSentEvents) {

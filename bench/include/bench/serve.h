@@ -69,6 +69,9 @@ struct ServeOptions {
   std::optional<int> max_model_len;  // default: the smallest context among the endpoints, else 2048
   double timeout_s = 600;
   int warmup = 0;  // unrecorded requests per endpoint before its runs
+  // Every prompt starts with the same prefix of this many tokens (a system prompt), then its own
+  // salted prompt of the dataset's length: what a server's prefix cache is for.
+  int shared_prefix_tokens = 0;
   std::string extra_body;
   std::string api_key;
   int client_threads = 1;

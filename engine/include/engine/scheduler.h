@@ -4,7 +4,8 @@
 // (one token for every running sequence, under the decode plan). Steps alternate while both
 // kinds of work exist, so a long prompt delays running decodes by one chunk at most. KV blocks
 // are allocated on demand with admission control; when they run out the newest sequence is
-// preempted (its blocks freed, its tokens recomputed later).
+// preempted (its blocks freed, its tokens recomputed later). Full blocks stay cached for
+// requests that start with the same tokens (prefix caching), until their room is needed.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,9 @@ struct SchedulerOptions {
   std::optional<topo::ServiceConfig> prefill_config, decode_config;
   // Greedy outputs and logprobs independent of the batch (ExecutorLimits::batch_invariant).
   bool batch_invariant = false;
+  // Automatic prefix caching: full KV blocks are reused by requests whose tokens start the same
+  // (prefix_cache.h).
+  bool enable_prefix_caching = true;
   // A step of a multi-rank group not finished by then counts as a hung rank (the group is
   // re-formed and the step's requests fail).
   double rank_step_timeout_seconds = 300;
@@ -74,6 +78,7 @@ struct RequestOutput {
   AbortReason abort_reason = AbortReason::None;  // set with FinishReason::Abort: for code
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
 };
 
 struct EngineRequest {
@@ -103,6 +108,10 @@ struct QueueFull : std::runtime_error {
 struct SchedulerStats {
   int32_t waiting = 0, running = 0;
   int32_t kv_blocks_total = 0, kv_blocks_used = 0;
+  int32_t kv_blocks_cached = 0;  // held by no sequence, kept for the prefix cache (evictable)
+  // Tokens of admitted sequences looked up in the prefix cache, and those found (vLLM's
+  // prefix_cache_queries and prefix_cache_hits).
+  uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   uint64_t prefill_steps = 0, decode_steps = 0;
   double prefill_seconds = 0, decode_seconds = 0;
   uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
