@@ -19,7 +19,8 @@ struct ServiceOptions {
   // 'Authorization: Bearer <key>'.
   std::optional<std::string> api_key;
   bool metrics_need_key = false;
-  std::optional<std::string> chat_template;  // "llama3", "llama2", "chatml", or a template file
+  // "llama3", "llama2", "chatml", or a file holding a Jinja template; unset: the model's own
+  std::optional<std::string> chat_template;
   int request_timeout_seconds = 600;
   int max_n = 16;  // largest "n" a request may ask for
 };
@@ -31,6 +32,8 @@ class OpenAiService {
 
   // The model is ready: from now on /health is 200 and the API answers.
   void attach(const Model& model, Scheduler& scheduler);
+  // The chat template in use (once attached), for the start-up log.
+  const std::string& chat_template_note() const;
   // Draining: /health and every new model request get 503 "shutting down".
   void begin_shutdown();
   // Requests still producing output.
