@@ -19,6 +19,8 @@ void add_globals(Dict& globals);
 
 // Python's str.strip family: chars empty means whitespace.
 std::string py_strip(const std::string& s, const std::string* chars, bool left, bool right);
+// Python's printf-style formatting (fmt % args, the format filter): %s, %r, %d, %i, %f, %%.
+std::string py_format(const std::string& fmt, const List& args);
 // A value as a list to iterate: lists, dict keys, a string's characters; undefined is empty.
 List iterate(const Value& v);
 

@@ -53,9 +53,15 @@ class Renderer {
       case Node::Kind::Text:
         out += n.text;
         break;
-      case Node::Kind::Output:
-        out += to_str(eval(*n.expr, f));
+      case Node::Kind::Output: {
+        const Value v = eval(*n.expr, f);
+        try {
+          out += to_str(v);
+        } catch (const ValueError& e) {
+          fail_at(n.where, e.what());
+        }
         break;
+      }
       case Node::Kind::If:
         for (const auto& [cond, body] : n.branches)
           if (!cond || eval(*cond, f).truthy()) {
@@ -432,6 +438,11 @@ class Renderer {
         return l;
       }
     }
+    if (op == "%" && a.is_string()) {
+      const std::string s = py_format(a.as_string(), b.is_list() ? b.as_list() : List{b});
+      check_size(s.size(), x.where);
+      return s;
+    }
     if (op == "*" && (a.is_string() || a.is_list() || b.is_string() || b.is_list())) {
       const Value& seq = a.is_int() ? b : a;
       const Value& times = a.is_int() ? a : b;
@@ -515,7 +526,11 @@ std::string render_tree(const Node& root, const nlohmann::ordered_json& context,
   Renderer r(limits, top);
   std::string out;
   Flow flow = Flow::Normal;
-  r.exec_body(root.body, top, out, flow);
+  try {
+    r.exec_body(root.body, top, out, flow);
+  } catch (const ValueError& e) {
+    throw Error(e.what());  // every error the caller sees is an Error
+  }
   return out;
 }
 

@@ -172,6 +172,10 @@ Value apply_filter(const std::string& f, const Value& in, const CallArgs& a) {
       m.positional.push_back(*c);
     return *call_method(Value(to_str(in)), "replace", m);
   }
+  if (f == "format") {
+    if (!in.is_string()) throw ValueError("format needs a format string");
+    return py_format(in.as_string(), a.positional);
+  }
   if (f == "list") return iterate(in);
   if (f == "string") return to_str(in);
   if (f == "safe") return in;

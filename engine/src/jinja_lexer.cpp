@@ -86,10 +86,11 @@ class Lexer {
       if (kind == '#') {
         const size_t end = src_.find("#}", pos_);
         if (end == std::string::npos) fail_at(where(tag), "unclosed comment ('{#' without '#}')");
-        strip_next = end > pos_ && src_[end - 1] == '-';
+        const char close_sign = end > pos_ ? src_[end - 1] : '\0';
+        strip_next = close_sign == '-';
         pos_ = end + 2;
         consumed_from = end;
-        if (!strip_next && !(end > pos_ && src_[end - 1] == '+')) trim_newline();
+        if (close_sign != '-' && close_sign != '+') trim_newline();
       } else {
         const bool block = kind == '%';
         tokens_.push_back(

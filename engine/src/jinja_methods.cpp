@@ -1,5 +1,6 @@
 // Methods of strings, dicts and lists as Python has them, and the global functions.
 #include <cctype>
+#include <cstdio>
 #include <ctime>
 
 #include "jinja_builtins.h"
@@ -213,6 +214,44 @@ std::string py_strip(const std::string& s, const std::string* chars, bool left, 
   return s.substr(b, e - b);
 }
 
+std::string py_format(const std::string& fmt, const List& args) {
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    if (++i >= fmt.size()) throw ValueError("incomplete format");
+    const char c = fmt[i];
+    if (c == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= args.size()) throw ValueError("not enough arguments for format string");
+    const Value& a = args[next++];
+    if (c == 's') {
+      out += to_str(a);
+    } else if (c == 'r') {
+      out += to_repr(a);
+    } else if (c == 'd' || c == 'i') {
+      if (!a.is_number() && !a.is_bool()) throw ValueError("%d format: a number is required");
+      out += std::to_string(a.is_bool()  ? int64_t{a.as_bool()}
+                            : a.is_int() ? a.as_int()
+                                         : static_cast<int64_t>(a.as_number()));
+    } else if (c == 'f') {
+      if (!a.is_number()) throw ValueError("%f format: a number is required");
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%f", a.as_number());
+      out += buf;
+    } else {
+      throw ValueError(std::string("unsupported format character '") + c + "'");
+    }
+  }
+  if (next < args.size()) throw ValueError("not all arguments converted during string formatting");
+  return out;
+}
+
 List iterate(const Value& v) {
   if (v.is_list()) return v.as_list();
   if (v.is_undefined()) return {};
@@ -284,11 +323,11 @@ void add_globals(Dict& g) {
           const int64_t step = n == 3 ? a.positional[2].as_int() : 1;
           if (step == 0) throw ValueError("range() step must not be zero");
           // A bound on memory: no chat template needs more.
-          constexpr int64_t kMax = 1'000'000;
+          constexpr int64_t kMax = 100'000;
           List out;
           for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
             if (static_cast<int64_t>(out.size()) >= kMax)
-              throw ValueError("range() of more than 1000000 items");
+              throw ValueError("range() of more than 100000 items");
             out.push_back(i);
           }
           return Value(std::move(out));

@@ -108,7 +108,20 @@ void json_string(std::string& out, const std::string& s) {
   out += '"';
 }
 
+// Values nest as deep as a template builds them (a loop can wrap a list in a list): printing and
+// comparing stop at a depth no real value reaches, before the stack would.
+constexpr int kMaxNesting = 256;
+
+void check_nesting(int level) {
+  if (level > kMaxNesting)
+    throw ValueError("a value nests deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+
+std::string repr(const Value& v, int level);
+bool equal(const Value& a, const Value& b, int level);
+
 void json_value(std::string& out, const Value& v, int indent, int level) {
+  check_nesting(level);
   auto newline = [&](int lvl) {
     out += '\n';
     out.append(static_cast<size_t>(indent * lvl), ' ');
@@ -159,6 +172,67 @@ void json_value(std::string& out, const Value& v, int indent, int level) {
     if (indent >= 0) newline(level);
     out += '}';
   }
+}
+
+std::string repr(const Value& v, int level) {
+  check_nesting(level);
+  if (v.is_undefined()) return {};
+  if (v.is_none()) return "None";
+  if (v.is_bool()) return v.as_bool() ? "True" : "False";
+  if (v.is_int()) return std::to_string(v.as_int());
+  if (v.is_float()) return float_repr(std::get<double>(v.v));
+  if (v.is_string()) return string_repr(v.as_string());
+  if (v.is_list()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.as_list().size(); ++i) {
+      if (i) out += ", ";
+      out += repr(v.as_list()[i], level + 1);
+    }
+    return out + "]";
+  }
+  if (v.is_dict()) {
+    const Dict& d = v.as_dict();
+    std::string out = d.is_namespace ? "<Namespace {" : "{";
+    for (size_t i = 0; i < d.items.size(); ++i) {
+      if (i) out += ", ";
+      out += string_repr(d.items[i].first) + ": " + repr(d.items[i].second, level + 1);
+    }
+    return out + (d.is_namespace ? "}>" : "}");
+  }
+  return "<function " + v.as_callable().name + ">";
+}
+
+bool equal(const Value& a, const Value& b, int level) {
+  check_nesting(level);
+  const bool an = a.is_number() || a.is_bool(), bn = b.is_number() || b.is_bool();
+  if (an && bn) {
+    auto num = [](const Value& x) {
+      return x.is_bool() ? (x.as_bool() ? 1.0 : 0.0) : x.as_number();
+    };
+    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
+    return num(a) == num(b);
+  }
+  if (a.v.index() != b.v.index()) return false;
+  if (a.is_undefined() || a.is_none()) return true;
+  if (a.is_string()) return a.as_string() == b.as_string();
+  if (a.is_list()) {
+    const List &x = a.as_list(), &y = b.as_list();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!equal(x[i], y[i], level + 1)) return false;
+    return true;
+  }
+  if (a.is_dict()) {
+    const Dict &x = a.as_dict(), &y = b.as_dict();
+    if (&x == &y) return true;
+    if (x.is_namespace || y.is_namespace || x.items.size() != y.items.size()) return false;
+    for (const auto& [k, val] : x.items) {
+      const Value* o = y.find(k);
+      if (!o || !equal(val, *o, level + 1)) return false;
+    }
+    return true;
+  }
+  return &a.as_callable() == &b.as_callable();
 }
 
 }  // namespace
@@ -223,30 +297,7 @@ std::string to_str(const Value& v) {
 }
 
 std::string to_repr(const Value& v) {
-  if (v.is_undefined()) return {};
-  if (v.is_none()) return "None";
-  if (v.is_bool()) return v.as_bool() ? "True" : "False";
-  if (v.is_int()) return std::to_string(v.as_int());
-  if (v.is_float()) return float_repr(std::get<double>(v.v));
-  if (v.is_string()) return string_repr(v.as_string());
-  if (v.is_list()) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.as_list().size(); ++i) {
-      if (i) out += ", ";
-      out += to_repr(v.as_list()[i]);
-    }
-    return out + "]";
-  }
-  if (v.is_dict()) {
-    const Dict& d = v.as_dict();
-    std::string out = d.is_namespace ? "<Namespace {" : "{";
-    for (size_t i = 0; i < d.items.size(); ++i) {
-      if (i) out += ", ";
-      out += string_repr(d.items[i].first) + ": " + to_repr(d.items[i].second);
-    }
-    return out + (d.is_namespace ? "}>" : "}");
-  }
-  return "<function " + v.as_callable().name + ">";
+  return repr(v, 0);
 }
 
 std::string to_json(const Value& v, int indent) {
@@ -256,35 +307,7 @@ std::string to_json(const Value& v, int indent) {
 }
 
 bool values_equal(const Value& a, const Value& b) {
-  const bool an = a.is_number() || a.is_bool(), bn = b.is_number() || b.is_bool();
-  if (an && bn) {
-    auto num = [](const Value& x) {
-      return x.is_bool() ? (x.as_bool() ? 1.0 : 0.0) : x.as_number();
-    };
-    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
-    return num(a) == num(b);
-  }
-  if (a.v.index() != b.v.index()) return false;
-  if (a.is_undefined() || a.is_none()) return true;
-  if (a.is_string()) return a.as_string() == b.as_string();
-  if (a.is_list()) {
-    const List &x = a.as_list(), &y = b.as_list();
-    if (x.size() != y.size()) return false;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (!values_equal(x[i], y[i])) return false;
-    return true;
-  }
-  if (a.is_dict()) {
-    const Dict &x = a.as_dict(), &y = b.as_dict();
-    if (&x == &y) return true;
-    if (x.is_namespace || y.is_namespace || x.items.size() != y.items.size()) return false;
-    for (const auto& [k, val] : x.items) {
-      const Value* o = y.find(k);
-      if (!o || !values_equal(val, *o)) return false;
-    }
-    return true;
-  }
-  return &a.as_callable() == &b.as_callable();
+  return equal(a, b, 0);
 }
 
 std::vector<size_t> code_points(const std::string& s) {
