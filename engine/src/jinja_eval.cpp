@@ -159,7 +159,14 @@ class Renderer {
       const Value* ns = f.find(n.targets[0]);
       if (!ns || !ns->is_dict() || !ns->as_dict().is_namespace)
         fail_at(n.where, "cannot set an attribute of '" + n.targets[0] + "': not a namespace()");
+      // Checked with the value in place: a namespace set into itself is a cycle, undone here.
       ns->as_dict().set(n.attr, std::move(v));
+      try {
+        check_nesting_of(*ns);
+      } catch (const ValueError& e) {
+        ns->as_dict().set(n.attr, None{});
+        fail_at(n.where, e.what());
+      }
       return;
     }
     assign(f, n.targets, v, n.where);
@@ -261,7 +268,9 @@ class Renderer {
       case Expr::Kind::List: {
         List l;
         for (const ExprPtr& e : x.args) l.push_back(eval(*e, f));
-        return l;
+        Value v(std::move(l));
+        check_nesting_of(v);
+        return v;
       }
       case Expr::Kind::Dict: {
         auto d = std::make_shared<Dict>();
@@ -270,7 +279,9 @@ class Renderer {
           if (!k.is_string()) throw ValueError("dict keys must be strings here");
           d->set(k.as_string(), eval(*x.args[i + 1], f));
         }
-        return d;
+        Value v(std::move(d));
+        check_nesting_of(v);
+        return v;
       }
     }
     return {};

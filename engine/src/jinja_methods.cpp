@@ -306,12 +306,16 @@ void add_globals(Dict& g) {
             for (const auto& [k, v] : p.as_dict().items) d->set(k, v);
           }
           for (const auto& [k, v] : a.keyword) d->set(k, v);
-          return Value(d);
+          Value out(d);
+          check_nesting_of(out);
+          return out;
         }));
   g.set("dict", callable("dict", [](const CallArgs& a) {
           auto d = std::make_shared<Dict>();
           for (const auto& [k, v] : a.keyword) d->set(k, v);
-          return Value(d);
+          Value out(d);
+          check_nesting_of(out);
+          return out;
         }));
   g.set("range", callable("range", [](const CallArgs& a) {
           for (const Value& v : a.positional)

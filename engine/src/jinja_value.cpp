@@ -117,6 +117,20 @@ void check_nesting(int level) {
     throw ValueError("a value nests deeper than " + std::to_string(kMaxNesting) + " levels");
 }
 
+bool too_deep(const Value& v, int level) {
+  if (level > kMaxNesting) return true;
+  auto deeper = [&](const Value& e) {
+    return (e.is_list() || e.is_dict()) && too_deep(e, level + 1);
+  };
+  if (v.is_list())
+    for (const Value& e : v.as_list())
+      if (deeper(e)) return true;
+  if (v.is_dict())
+    for (const auto& kv : v.as_dict().items)
+      if (deeper(kv.second)) return true;
+  return false;
+}
+
 std::string repr(const Value& v, int level);
 bool equal(const Value& a, const Value& b, int level);
 
@@ -308,6 +322,11 @@ std::string to_json(const Value& v, int indent) {
 
 bool values_equal(const Value& a, const Value& b) {
   return equal(a, b, 0);
+}
+
+void check_nesting_of(const Value& v) {
+  if (too_deep(v, 1))
+    throw ValueError("a value nests deeper than " + std::to_string(kMaxNesting) + " levels");
 }
 
 std::vector<size_t> code_points(const std::string& s) {

@@ -131,6 +131,10 @@ std::string to_json(const Value& v, int indent);
 // Python's ==.
 bool values_equal(const Value& a, const Value& b);
 
+// Throws ValueError for a value that nests lists, dicts and namespaces deeper than any real one
+// (256 levels): checked where a template builds one, so that no value outgrows the stack.
+void check_nesting_of(const Value& v);
+
 // Where each code point of a UTF-8 string starts: Python indexes and measures strings by them.
 std::vector<size_t> code_points(const std::string& s);
 

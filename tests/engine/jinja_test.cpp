@@ -190,9 +190,17 @@ TEST(Jinja, RunawayTemplatesAreStopped) {
             std::string::npos);
   EXPECT_NE(
       error_of("{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}"
-               "{% endfor %}{{ ns.x }}")
+               "{% endfor %}")
           .find("a value nests deeper than 256 levels"),
       std::string::npos);
+  // Namespaces nest too, and one holding itself is as deep as it gets.
+  EXPECT_NE(error_of("{% set ns = namespace(p=none) %}{% for i in range(1000) %}"
+                     "{% set ns.p = namespace(p=ns.p) %}{% endfor %}")
+                .find("a value nests deeper than 256 levels"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}")
+                .find("a value nests deeper than 256 levels"),
+            std::string::npos);
   // Deep nesting is refused when parsed, before it could exhaust the stack.
   EXPECT_NE(error_of("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}")
                 .find("nests deeper than"),
