@@ -1,67 +1,74 @@
 #include "engine/chat_template.h"
 
 namespace sandwich {
-namespace {
 
-std::string strip(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+std::string_view builtin_chat_template(ChatFormat f) {
+  switch (f) {
+    case ChatFormat::Llama3:
+      return "{% if bos_token %}{{ '<|begin_of_text|>' }}{% endif %}"
+             "{% for message in messages %}"
+             "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + "
+             "message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+             "{% if add_generation_prompt %}"
+             "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
+    case ChatFormat::ChatML:
+      return "{% for message in messages %}"
+             "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+             "{% endfor %}"
+             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    case ChatFormat::Llama2:
+      // The system prompt is folded into the first turn; every user turn opens with BOS, every
+      // assistant turn closes with EOS.
+      return "{% if messages and messages[0]['role'] == 'system' %}"
+             "{% set system = messages[0]['content'] %}{% set loop_messages = messages[1:] %}"
+             "{% else %}{% set system = '' %}{% set loop_messages = messages %}{% endif %}"
+             "{% for message in loop_messages %}"
+             "{% set content = message['content'] %}"
+             "{% if loop.first and system %}"
+             "{% set content = '<<SYS>>\\n' + system + '\\n<</SYS>>\\n\\n' + content %}{% endif %}"
+             "{% if message['role'] == 'user' %}"
+             "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+             "{% elif message['role'] == 'assistant' %}"
+             "{{ ' ' + content.strip() + ' ' + eos_token }}{% endif %}"
+             "{% endfor %}"
+             "{% if not loop_messages and system %}"
+             "{{ bos_token + '[INST] <<SYS>>\\n' + system + '\\n<</SYS>>\\n\\n [/INST]' }}"
+             "{% endif %}";
+  }
+  return {};
 }
 
-}  // namespace
+ChatTemplate::ChatTemplate(std::string_view source, std::string bos_token, std::string eos_token)
+    : template_(source), bos_(std::move(bos_token)), eos_(std::move(eos_token)) {}
 
-std::optional<ChatFormat> detect_chat_format(std::string_view t) {
-  if (t.find("<|start_header_id|>") != std::string_view::npos) return ChatFormat::Llama3;
-  if (t.find("<|im_start|>") != std::string_view::npos) return ChatFormat::ChatML;
-  if (t.find("[INST]") != std::string_view::npos) return ChatFormat::Llama2;
-  return std::nullopt;
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                 bool add_generation_prompt) const {
+  // What apply_chat_template passes: the messages, the special tokens, and no tools/documents.
+  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
+  nlohmann::ordered_json& msgs = ctx["messages"] = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+  ctx["add_generation_prompt"] = add_generation_prompt;
+  ctx["bos_token"] = bos_;
+  ctx["eos_token"] = eos_;
+  ctx["tools"] = nullptr;
+  ctx["documents"] = nullptr;
+  return template_.render(ctx);
+}
+
+std::string chat_template_of_config(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array())
+    for (const auto& t : value)
+      if (t.is_object() && t.contains("name") && t["name"] == "default" && t.contains("template") &&
+          t["template"].is_string())
+        return t["template"].get<std::string>();
+  return {};
 }
 
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt, const std::string& bos,
                         const std::string& eos) {
-  std::string out;
-  switch (f) {
-    case ChatFormat::Llama3:
-      if (!bos.empty()) out += "<|begin_of_text|>";
-      for (const auto& m : messages)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + strip(m.content) +
-               "<|eot_id|>";
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      break;
-    case ChatFormat::ChatML:
-      for (const auto& m : messages)
-        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
-      break;
-    case ChatFormat::Llama2: {
-      // Meta's template: the system prompt is folded into the first user turn; every user turn
-      // opens with BOS, every assistant turn closes with EOS.
-      size_t i = 0;
-      std::string system;
-      if (!messages.empty() && messages[0].role == "system") {
-        system = messages[0].content;
-        i = 1;
-      }
-      bool first = true;
-      for (; i < messages.size(); ++i) {
-        const auto& m = messages[i];
-        std::string content = m.content;
-        if (first && !system.empty()) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
-        first = false;
-        if (m.role == "user")
-          out += bos + "[INST] " + strip(content) + " [/INST]";
-        else if (m.role == "assistant")
-          out.append(" ").append(strip(content)).append(" ").append(eos);
-      }
-      if (first && !system.empty())
-        out += bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]";
-      break;
-    }
-  }
-  return out;
+  return ChatTemplate(builtin_chat_template(f), bos, eos).render(messages, add_generation_prompt);
 }
 
 }  // namespace sandwich

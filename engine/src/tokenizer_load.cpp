@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat_template.h"
 #include "engine/gguf.h"
 #include "engine/tokenizer.h"
 #include "spm_tokenizer.h"
@@ -55,8 +56,8 @@ void attach_config_template(Tokenizer& t, const fs::path& file) {
   std::ifstream in(cfg);
   try {
     const auto j = nlohmann::json::parse(in);
-    if (j.contains("chat_template") && j["chat_template"].is_string())
-      t.set_chat_template(j["chat_template"]);
+    if (j.contains("chat_template"))
+      t.set_chat_template(chat_template_of_config(j["chat_template"]));
   } catch (const std::exception&) {
     // The template is optional: an unreadable file (even a directory by that name) means none.
   }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_file.h"
+#include "engine/chat_template.h"
 #include "engine/mapped_file.h"
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
@@ -346,8 +347,7 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
       v.add_bos = c["add_bos_token"].get<bool>();
       add_bos_known = true;
     }
-    if (c.contains("chat_template") && c["chat_template"].is_string())
-      v.chat_template = c["chat_template"];
+    if (c.contains("chat_template")) v.chat_template = chat_template_of_config(c["chat_template"]);
   }
   if (v.bos_id < 0)
     for (const char* s : {"<|begin_of_text|>", "<s>", "<|startoftext|>"})

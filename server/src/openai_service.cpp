@@ -72,7 +72,8 @@ struct OpenAiService::Impl {
   Scheduler* scheduler = nullptr;
   std::atomic<bool> ready{false}, shutting_down{false};
   std::atomic<int> active{0};
-  ChatFormat chat_format = ChatFormat::Llama2;
+  std::optional<ChatTemplate> chat_template;
+  std::string chat_template_note;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
   std::function<HttpServerStats()> http_stats;
   std::unique_ptr<EngineStatsLogger> stats_log;  // while attached and not shutting down
@@ -118,9 +119,8 @@ struct OpenAiService::Impl {
   }
 
   ParseContext parse_context() const {
-    return {*model->tokenizer,        chat_format,
-            model->config.vocab_size, scheduler->max_model_len(),
-            scheduler->max_waiting(), opt.max_n};
+    return {*model->tokenizer,          *chat_template,           model->config.vocab_size,
+            scheduler->max_model_len(), scheduler->max_waiting(), opt.max_n};
   }
 
   void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
@@ -177,10 +177,16 @@ void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
   Impl& I = *impl_;
   I.model = &model;
   I.scheduler = &scheduler;
-  I.chat_format = choose_chat_format(I.opt.chat_template, *model.tokenizer);
+  const ChosenChatTemplate chosen = choose_chat_template(I.opt.chat_template, *model.tokenizer);
+  I.chat_template.emplace(make_chat_template(chosen, *model.tokenizer));
+  I.chat_template_note = describe(chosen);
   if (I.opt.log_interval_seconds > 0)
     I.stats_log = std::make_unique<EngineStatsLogger>(scheduler, I.opt.log_interval_seconds);
   I.ready = true;
+}
+
+const std::string& OpenAiService::chat_template_note() const {
+  return impl_->chat_template_note;
 }
 
 void OpenAiService::begin_shutdown() {

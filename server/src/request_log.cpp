@@ -39,13 +39,22 @@ std::optional<std::string> engine_stats_message(const SchedulerStats& before,
   const double s = seconds > 0 ? seconds : 1;
   const double kv =
       now.kv_blocks_total > 0 ? 100.0 * now.kv_blocks_used / now.kv_blocks_total : 0.0;
-  char buf[200];
+  char buf[256];
   std::snprintf(buf, sizeof buf,
                 "prompt throughput %.1f tokens/s, generation throughput %.1f tokens/s, running %d, "
                 "waiting %d, KV cache usage %.1f%%",
                 static_cast<double>(prompt) / s, static_cast<double>(generated) / s, now.running,
                 now.waiting, kv);
-  return std::string(buf);
+  std::string out = buf;
+  // The hit rate of the interval's lookups, as vLLM's line gives it.
+  const uint64_t queries = now.prefix_cache_queries - before.prefix_cache_queries;
+  if (queries > 0) {
+    std::snprintf(buf, sizeof buf, ", prefix cache hit rate %.1f%%",
+                  100.0 * static_cast<double>(now.prefix_cache_hits - before.prefix_cache_hits) /
+                      static_cast<double>(queries));
+    out += buf;
+  }
+  return out;
 }
 
 EngineStatsLogger::EngineStatsLogger(const Scheduler& scheduler, double interval_seconds)

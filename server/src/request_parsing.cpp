@@ -1,6 +1,7 @@
 #include "request_parsing.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -94,12 +95,13 @@ std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
     }
     msgs.push_back({role == "developer" ? "system" : role, content});
   }
-  const Tokenizer& tok = ctx.tokenizer;
-  const std::string bos =
-      tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string();
-  const std::string eos =
-      tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string();
-  return tok.encode(render_chat(ctx.chat_format, msgs, true, bos, eos), false, true);
+  std::string text;
+  try {
+    text = ctx.chat_template.render(msgs, true);
+  } catch (const jinja::Error& e) {
+    bad(std::string("chat template error: ") + e.what(), "messages");
+  }
+  return ctx.tokenizer.encode(text, false, true);
 }
 
 // The sampling fields, max_tokens, stop and ignore_eos.
@@ -338,32 +340,69 @@ std::vector<int32_t> parse_detokenize_request(const json& body, const Tokenizer&
   return ids;
 }
 
-ChatFormat choose_chat_format(const std::optional<std::string>& chat_template,
-                              const Tokenizer& tok) {
-  std::optional<ChatFormat> fmt;
+namespace {
+
+std::string text_of(const Tokenizer& tok, int32_t id) {
+  return id >= 0 ? std::string(tok.token_text(id)) : std::string();
+}
+
+// Parses, and renders a one-message chat (what every template must take), or throws jinja::Error.
+void check_usable(const std::string& source, const Tokenizer& tok) {
+  ChatTemplate(source, text_of(tok, tok.bos_id()), text_of(tok, tok.eos_id()))
+      .render({{"user", "Hello"}}, true);
+}
+
+}  // namespace
+
+ChosenChatTemplate choose_chat_template(const std::optional<std::string>& chat_template,
+                                        const Tokenizer& tok) {
   if (chat_template) {
     const std::string& t = *chat_template;
-    fmt = value_named(t, kChatFormatNames);
-    if (!fmt) {
-      std::ifstream in(t);
-      if (!in)
-        throw std::runtime_error("--chat-template '" + t + "' is not a built-in format (" +
-                                 names_of(kChatFormatNames) + ") and not a readable file");
-      std::stringstream ss;
-      ss << in.rdbuf();
-      fmt = detect_chat_format(ss.str());
-      if (!fmt)
-        throw std::runtime_error("--chat-template " + t +
-                                 ": not a Llama-3, Llama-2 or ChatML template");
+    if (const auto f = value_named(t, kChatFormatNames))
+      return {std::string(builtin_chat_template(*f)), "built-in " + t + " (--chat-template)"};
+    std::ifstream in(t);
+    std::stringstream ss;
+    if (!in || !(ss << in.rdbuf()))
+      throw std::runtime_error("--chat-template '" + t + "' is not a built-in template (" +
+                               names_of(kChatFormatNames) + ") and not a readable file");
+    try {
+      check_usable(ss.str(), tok);
+    } catch (const jinja::Error& e) {
+      throw std::runtime_error("--chat-template " + t + ": " + e.what());
     }
-  } else if (!tok.chat_template().empty()) {
-    fmt = detect_chat_format(tok.chat_template());
+    return {ss.str(), "file " + t + " (--chat-template)"};
   }
-  if (fmt) return *fmt;
-  // No template in the model: go by its special tokens.
-  if (tok.token_id("<|start_header_id|>") >= 0) return ChatFormat::Llama3;
-  if (tok.token_id("<|im_start|>") >= 0) return ChatFormat::ChatML;
-  return ChatFormat::Llama2;
+  std::string why = "the model has none";
+  if (!tok.chat_template().empty()) {
+    try {
+      check_usable(tok.chat_template(), tok);
+      return {tok.chat_template(), "the model's"};
+    } catch (const jinja::Error& e) {
+      why = std::string("the model's cannot be used: ") + e.what() +
+            "; give one with --chat-template";
+    }
+  }
+  const ChatFormat f = tok.token_id("<|start_header_id|>") >= 0 ? ChatFormat::Llama3
+                       : tok.token_id("<|im_start|>") >= 0      ? ChatFormat::ChatML
+                                                                : ChatFormat::Llama2;
+  return {std::string(builtin_chat_template(f)),
+          "built-in " + std::string(name_of(f, kChatFormatNames)) + " (" + why + ")"};
+}
+
+std::string describe(const ChosenChatTemplate& chosen) {
+  // FNV-1a: a short fingerprint to tell templates apart in logs.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : chosen.source) h = (h ^ c) * 1099511628211ull;
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(h));
+  std::string first = chosen.source.substr(0, chosen.source.find('\n'));
+  if (first.size() > 60) first = first.substr(0, 57) + "...";
+  return chosen.origin + ", " + std::to_string(chosen.source.size()) + " bytes, fnv " + hash +
+         ": " + first;
+}
+
+ChatTemplate make_chat_template(const ChosenChatTemplate& chosen, const Tokenizer& tok) {
+  return ChatTemplate(chosen.source, text_of(tok, tok.bos_id()), text_of(tok, tok.eos_id()));
 }
 
 }  // namespace sandwich::server

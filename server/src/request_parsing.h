@@ -19,7 +19,7 @@ namespace sandwich::server {
 // What parsing needs to know of the model and the server.
 struct ParseContext {
   const Tokenizer& tokenizer;
-  ChatFormat chat_format;
+  const ChatTemplate& chat_template;
   int32_t vocab_size;     // the model's: token ids in prompts and logit_bias are below it
   int32_t max_model_len;  // prompt + completion tokens at most
   int32_t max_waiting;    // sequences the queue holds: one request may ask for no more
@@ -64,9 +64,24 @@ std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const Pa
 // /detokenize: 'tokens', checked against the tokenizer's vocabulary.
 std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, const Tokenizer& tok);
 
-// The chat format of --chat-template (a name or a template file), else of the model's template,
-// else guessed from its special tokens. Throws std::runtime_error for a template it cannot use.
-ChatFormat choose_chat_format(const std::optional<std::string>& chat_template,
-                              const Tokenizer& tok);
+// The chat template in use and where it came from (for the start-up log).
+struct ChosenChatTemplate {
+  std::string source;  // Jinja
+  std::string origin;  // e.g. "the model's", "file t.jinja", "built-in llama2 (the model has none)"
+};
+
+// --chat-template (a built-in name, or a file holding a Jinja template), else the model's own
+// template, else a built-in one by the model's special tokens (Llama-3, ChatML, else Llama-2).
+// A model template that does not parse, or cannot render a one-message chat, falls back the same
+// way, said so in `origin`. Throws std::runtime_error for a --chat-template that is neither a name
+// nor a readable file, or whose template does not parse or render.
+ChosenChatTemplate choose_chat_template(const std::optional<std::string>& chat_template,
+                                        const Tokenizer& tok);
+
+// For the start-up log: where it came from, its size, a hash and its first line.
+std::string describe(const ChosenChatTemplate& chosen);
+
+// The template with the tokenizer's BOS and EOS texts.
+ChatTemplate make_chat_template(const ChosenChatTemplate& chosen, const Tokenizer& tok);
 
 }  // namespace sandwich::server

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     p.add_flag("--metrics-need-key", &svc.metrics_need_key,
                "with --api-key: /metrics needs the key too");
     p.add("--chat-template", &chat_template,
-          "llama3, llama2, chatml, or a Jinja template file (default: the model's)", "T");
+          "llama3, llama2, chatml, or a Jinja template file (default: the model's own)", "T");
     p.add("-c,--ctx-size,--max-model-len", &sched.max_model_len,
           "prompt + output limit (default: the model's context)");
     p.add("--max-num-seqs", &sched.max_num_seqs, "running sequences at most (default 64)");
@@ -222,6 +222,7 @@ int main(int argc, char** argv) {
       sched.decode_config = configs.plan.decode;
       scheduler = std::make_unique<Scheduler>(*model, sched);
       service.attach(*model, *scheduler);
+      logf(LogLevel::Info, "sandwichd", "chat template: %s", service.chat_template_note().c_str());
     } catch (...) {
       server.stop();
       throw;

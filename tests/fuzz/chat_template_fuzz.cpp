@@ -1,6 +1,7 @@
 // Chat templates and messages: the input is a template text, then role/content pairs, each
-// part ended by a NUL byte. The template is recognised (or not), every format renders the
-// messages, and the rendering is encoded with special tokens parsed, as a chat request is.
+// part ended by a NUL byte. The template is parsed and rendered with the messages (a Jinja error
+// is a fine outcome; anything else is not), every built-in format renders them, and the
+// renderings are encoded with special tokens parsed, as a chat request is.
 #include <string>
 #include <vector>
 
@@ -17,12 +18,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parts.emplace_back(in.substr(b, e - b));
     b = e + 1;
   }
-  const std::optional<ChatFormat> detected = detect_chat_format(parts[0]);
   std::vector<ChatMessage> messages;
   for (size_t i = 1; i + 1 < parts.size(); i += 2) messages.push_back({parts[i], parts[i + 1]});
+  try {
+    // Small limits: a template that loops long is stopped, fast.
+    const jinja::RenderLimits limits{20000, 1 << 16, 20};
+    const jinja::Template t(parts[0]);
+    nlohmann::ordered_json ctx = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
+    ctx["add_generation_prompt"] = true;
+    for (const ChatMessage& m : messages)
+      ctx["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    (void)tok->encode(t.render(ctx, limits), false, true);
+  } catch (const jinja::Error&) {
+  }
   for (ChatFormat f : {ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::ChatML}) {
-    const bool generation_prompt = !detected || *detected == f;
-    const std::string text = render_chat(f, messages, generation_prompt, "<s>", "</s>");
+    const std::string text = render_chat(f, messages, true, "<s>", "</s>");
     (void)tok->encode(text, false, true);
   }
   return 0;

@@ -17,6 +17,19 @@ const Tokenizer& tokenizer() {
   return *t;
 }
 
+// The built-in templates, and one that raises on roles it does not take (as Gemma's does).
+const ChatTemplate& chat_template(size_t i) {
+  static const ChatTemplate templates[] = {
+      {builtin_chat_template(ChatFormat::Llama3), "<s>", "</s>"},
+      {builtin_chat_template(ChatFormat::Llama2), "<s>", "</s>"},
+      {builtin_chat_template(ChatFormat::ChatML), "<s>", "</s>"},
+      {"{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
+       "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
+       "<start_of_turn>{{ m.role }}\n{{ m.content | trim }}<end_of_turn>\n{% endfor %}",
+       "<bos>", "<eos>"}};
+  return templates[i % 4];
+}
+
 template <class F>
 void expect_client_error_at_most(F&& f) {
   try {
@@ -29,10 +42,9 @@ void expect_client_error_at_most(F&& f) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Tokenizer& tok = tokenizer();
-  // The chat format varies with the input, so each format's renderer sees every request.
-  const auto format = static_cast<ChatFormat>(size % 3);
+  // The chat template varies with the input, so each one sees every request.
   const server::ParseContext ctx{.tokenizer = tok,
-                                 .chat_format = format,
+                                 .chat_template = chat_template(size),
                                  .vocab_size = tok.vocab_size(),
                                  .max_model_len = 256,
                                  .max_waiting = 64,

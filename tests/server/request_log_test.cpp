@@ -45,6 +45,11 @@ TEST(RequestLog, EngineLineOnlyWhenSomethingRan) {
   EXPECT_EQ(engine_stats_message(a, b, 10),
             "prompt throughput 50.0 tokens/s, generation throughput 12.0 tokens/s, running 2, "
             "waiting 1, KV cache usage 12.5%");
+  b.prefix_cache_queries = 400;
+  b.prefix_cache_hits = 100;
+  EXPECT_EQ(engine_stats_message(a, b, 10),
+            "prompt throughput 50.0 tokens/s, generation throughput 12.0 tokens/s, running 2, "
+            "waiting 1, KV cache usage 12.5%, prefix cache hit rate 25.0%");
   a = b;
   b.running = b.waiting = 0;
   EXPECT_EQ(engine_stats_message(a, b, 10), std::nullopt);  // idle since the last line

@@ -17,11 +17,13 @@ using test::TempDir;
 
 class RequestParsing : public ::testing::Test {
  protected:
-  RequestParsing() : tok_(make_tokenizer(make_synthetic_vocab(Vocab::Kind::SentencePiece, 300))) {}
+  RequestParsing()
+      : tok_(make_tokenizer(make_synthetic_vocab(Vocab::Kind::SentencePiece, 300))),
+        chatml_(builtin_chat_template(ChatFormat::ChatML), "<s>", "</s>") {}
 
   ParseContext ctx() const {
     return {*tok_,
-            ChatFormat::ChatML,
+            chatml_,
             /*vocab_size=*/300,
             /*max_model_len=*/256,
             /*max_waiting=*/10,
@@ -60,6 +62,7 @@ class RequestParsing : public ::testing::Test {
   }
 
   std::unique_ptr<Tokenizer> tok_;
+  ChatTemplate chatml_;
 };
 
 TEST_F(RequestParsing, CompletionDefaults) {
@@ -431,18 +434,71 @@ TEST_F(RequestParsing, TokenizeAndDetokenize) {
     EXPECT_THROW(parse_detokenize_request({{"tokens", bad_tokens}}, *tok_), ApiError) << bad_tokens;
 }
 
-TEST_F(RequestParsing, ChatFormatChoice) {
-  EXPECT_EQ(choose_chat_format("llama3", *tok_), ChatFormat::Llama3);
-  EXPECT_EQ(choose_chat_format("chatml", *tok_), ChatFormat::ChatML);
-  EXPECT_EQ(choose_chat_format("llama2", *tok_), ChatFormat::Llama2);
-  // No template and no telling special tokens: Llama-2.
-  EXPECT_EQ(choose_chat_format(std::nullopt, *tok_), ChatFormat::Llama2);
+TEST_F(RequestParsing, ChatTemplateChoice) {
+  auto source_of = [](const std::optional<std::string>& flag, const Tokenizer& tok) {
+    return choose_chat_template(flag, tok).source;
+  };
+  EXPECT_EQ(source_of("llama3", *tok_), builtin_chat_template(ChatFormat::Llama3));
+  EXPECT_EQ(source_of("chatml", *tok_), builtin_chat_template(ChatFormat::ChatML));
+  EXPECT_EQ(source_of("llama2", *tok_), builtin_chat_template(ChatFormat::Llama2));
+  // No template and no telling special tokens: Llama-2, and the log says why.
+  const ChosenChatTemplate none = choose_chat_template(std::nullopt, *tok_);
+  EXPECT_EQ(none.source, builtin_chat_template(ChatFormat::Llama2));
+  EXPECT_EQ(none.origin, "built-in llama2 (the model has none)");
   auto bpe = make_tokenizer(make_synthetic_vocab(Vocab::Kind::ByteLevelBPE, 1000));
-  EXPECT_EQ(choose_chat_format(std::nullopt, *bpe), ChatFormat::Llama3);
-  EXPECT_THROW(choose_chat_format("/no/such/template.jinja", *tok_), std::runtime_error);
+  EXPECT_EQ(source_of(std::nullopt, *bpe), builtin_chat_template(ChatFormat::Llama3));
+  EXPECT_THROW(choose_chat_template("/no/such/template.jinja", *tok_), std::runtime_error);
+  // A template file is used as it is; one that does not parse is refused with the place.
   TempDir dir;
-  std::ofstream(dir / "t.jinja") << "{{ nothing we know }}";
-  EXPECT_THROW(choose_chat_format((dir / "t.jinja").string(), *tok_), std::runtime_error);
+  const std::string mine = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  std::ofstream(dir / "t.jinja") << mine;
+  const ChosenChatTemplate file = choose_chat_template((dir / "t.jinja").string(), *tok_);
+  EXPECT_EQ(file.source, mine);
+  EXPECT_EQ(file.origin, "file " + (dir / "t.jinja").string() + " (--chat-template)");
+  EXPECT_NE(describe(file).find("fnv "), std::string::npos) << describe(file);
+  std::ofstream(dir / "bad.jinja") << "{% for m in messages %}";
+  try {
+    choose_chat_template((dir / "bad.jinja").string(), *tok_);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 1, column 24: the template ends before"),
+              std::string::npos)
+        << e.what();
+  }
+  // The model's own template wins; one that cannot render falls back, saying why.
+  tok_->set_chat_template(mine);
+  EXPECT_EQ(source_of(std::nullopt, *tok_), mine);
+  EXPECT_EQ(source_of("chatml", *tok_), builtin_chat_template(ChatFormat::ChatML));
+  tok_->set_chat_template("{{ messages | no_such_filter }}");
+  const ChosenChatTemplate broken = choose_chat_template(std::nullopt, *tok_);
+  EXPECT_EQ(broken.source, builtin_chat_template(ChatFormat::Llama2));
+  EXPECT_NE(broken.origin.find("unknown filter 'no_such_filter'"), std::string::npos)
+      << broken.origin;
+}
+
+TEST_F(RequestParsing, ChatTemplateErrorsAre400s) {
+  const ChatTemplate strict(
+      "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
+      "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+      "{% endif %}{{ m.content }}{% endfor %}",
+      "", "");
+  const ParseContext c{*tok_, strict, 300, 256, 10, 4};
+  const json body = {
+      {"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}}}}};
+  try {
+    parse_generate_request(body, ApiKind::Chat, c);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "messages");
+    EXPECT_EQ(e.message,
+              "chat template error: Conversation roles must alternate "
+              "user/assistant/user/assistant/...");
+  }
+  EXPECT_THROW(parse_tokenize_request(body, c), ApiError);
+  const json fine = {{"messages", {{{"role", "user"}, {"content", "a"}}}}};
+  EXPECT_EQ(parse_generate_request(fine, ApiKind::Chat, c).prompts[0],
+            tok_->encode("a", false, true));
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ struct ServiceOptions {
   // 'Authorization: Bearer <key>'.
   std::optional<std::string> api_key;
   bool metrics_need_key = false;
-  std::optional<std::string> chat_template;  // "llama3", "llama2", "chatml", or a template file
+  // "llama3", "llama2", "chatml", or a file holding a Jinja template; unset: the model's own
+  std::optional<std::string> chat_template;
   int request_timeout_seconds = 600;
   int max_n = 16;  // largest "n" a request may ask for
   // The engine's throughput line in the log every this many seconds while it works (0: never).
@@ -33,6 +34,8 @@ class OpenAiService {
 
   // The model is ready: from now on /health is 200 and the API answers.
   void attach(const Model& model, Scheduler& scheduler);
+  // The chat template in use (once attached), for the start-up log.
+  const std::string& chat_template_note() const;
   // Draining: /health and every new model request get 503 "shutting down". Stops the engine's
   // log line too: call it before the scheduler goes away.
   void begin_shutdown();
