@@ -93,10 +93,13 @@ TEST(BenchSharedPrefix, SandwichdFindsThePrefixInItsCache) {
   // One request after another: the last three find the prefix's full blocks (48 tokens or more:
   // the prefix's last block may hold tokens of the prompt after it).
   const std::string page = test::Client(d.port()).get("/metrics").body;
-  const std::string name = "\nsandwich:prefix_cache_hits_total ";
+  // The sample carries a model_name label.
+  const std::string name = "\nsandwich:prefix_cache_hits_total{";
   const size_t at = page.find(name);
   ASSERT_NE(at, std::string::npos) << page;
-  EXPECT_GE(std::stod(page.substr(at + name.size())), 3 * 48) << page;
+  const size_t value = page.find("} ", at);
+  ASSERT_NE(value, std::string::npos) << page;
+  EXPECT_GE(std::stod(page.substr(value + 2)), 3 * 48) << page;
 }
 
 }  // namespace

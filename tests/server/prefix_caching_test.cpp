@@ -22,10 +22,15 @@ json completion(const std::string& prompt) {
   return {{"model", "stories"}, {"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}};
 }
 
-// A sample's value on a /metrics page (-1 when absent).
+// A sample's value on a /metrics page, whatever its labels (-1 when absent).
 double metric(const std::string& page, const std::string& name) {
-  const size_t at = page.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(page.substr(at + name.size() + 2));
+  for (size_t at = page.find("\n" + name); at != std::string::npos;
+       at = page.find("\n" + name, at + 1)) {
+    size_t v = at + 1 + name.size();
+    if (v < page.size() && page[v] == '{') v = page.find("} ", v) + 1;
+    if (v < page.size() && page[v] == ' ') return std::stod(page.substr(v + 1));
+  }
+  return -1;
 }
 
 struct Answer {
