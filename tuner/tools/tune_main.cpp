@@ -36,19 +36,13 @@
 #include "tuner/measured_evaluator.h"
 #include "tuner/model_gemms.h"
 #include "tuner/search_report.h"
+#include "tuner/search_setup.h"
 #include "tuner/trace_sampler.h"
 
 using namespace sandwich;
 using namespace sandwich::tuner;
 
 namespace {
-
-ModelConfig load_model_shape(const std::string& m, const std::string& command) {
-  if (m.empty())
-    throw CliError(command + " needs --model (a preset name such as llama3-8b, or a config.json)");
-  if (std::filesystem::exists(m)) return read_model_config(m);
-  return load_preset(m);
-}
 
 int cmd_topology(int argc, char** argv, int first) {
   std::string topology, dot;
@@ -86,62 +80,12 @@ const Subcommand kTopologyCommand{
     "print the machine's TopoTree (levels, then the tree); --dot writes it for Graphviz",
     cmd_topology};
 
-struct SearchSetup {
-  MachineDescription machine;
-  ModelConfig model;
-  MachineParams params;
-  RequestTrace trace;
-  std::vector<std::string> notes;
-};
-
 struct CommonOptions {
   std::string topology, model, params_file, trace_file;
   int trace_samples = 64, decode_batch = 1, prefill_chunk = 512;
   uint64_t seed = 0;
   bool recalibrate = false;
 };
-
-MachineParams params_for(const MachineDescription& m, const CommonOptions& o,
-                         std::vector<std::string>& notes) {
-  if (!o.params_file.empty()) {
-    const nlohmann::json j = read_json_file(o.params_file);
-    MachineParams p =
-        MachineParams::from_json(j.contains("params") ? j["params"] : j, o.params_file);
-    if (p.source == "generic defaults") p.source = o.params_file;
-    return p;
-  }
-  if (m.params) return *m.params;
-  if (m.local) {
-    std::filesystem::path cache;
-    const Calibration c = local_calibration(m.tree, o.recalibrate, &cache);
-    MachineParams p = c.params();
-    p.source += ", cached in " + cache.string();
-    return p;
-  }
-  notes.push_back(
-      "no speeds are known for this topology: the simulator uses generic defaults (give --params "
-      "FILE)");
-  return MachineParams{};
-}
-
-RequestTrace trace_for(const CommonOptions& o, const ModelConfig& model,
-                       std::vector<std::string>& notes) {
-  if (o.trace_samples < 1) throw CliError("--trace-samples must be at least 1");
-  std::filesystem::path table =
-      o.trace_file.empty() ? default_length_trace() : std::filesystem::path(o.trace_file);
-  if (o.trace_file.empty() && !std::filesystem::exists(table)) {
-    notes.push_back(
-        "no request trace at " + table.string() +
-        " (set SANDWICH_SHARED or --trace): using requests of 256 input and 256 output tokens");
-    RequestTrace t;
-    t.requests.assign(static_cast<size_t>(o.trace_samples),
-                      {std::min(256, model.max_seq_len / 2), std::min(256, model.max_seq_len / 2)});
-    t.source = std::to_string(o.trace_samples) + " fixed requests";
-    return t;
-  }
-  return sample_trace(read_length_trace(table), o.trace_samples, o.seed, model.max_seq_len,
-                      table.filename().string());
-}
 
 void add_common(ArgParser& p, CommonOptions& o) {
   p.add("--topology", &o.topology, "machine (default: this one; see 'sandwich-tune --help')", "T");
@@ -150,7 +94,9 @@ void add_common(ArgParser& p, CommonOptions& o) {
         "calibration on this machine, or generic)",
         "FILE");
   p.add("--trace", &o.trace_file,
-        "request lengths CSV (default: $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv)", "CSV");
+        "request lengths: sharegpt (default: $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv), "
+        "lmsys (a model of LMSYS-Chat-1M's lengths) or a CSV file",
+        "T");
   p.add("--trace-samples", &o.trace_samples, "requests sampled from the trace (default 64)");
   p.option("--seed", "N", "trace sampling seed (default 0)", [&o](const std::string& v) {
     const int64_t s = ArgParser::parse_int("--seed", v);
@@ -166,19 +112,15 @@ void add_common(ArgParser& p, CommonOptions& o) {
 SearchSetup setup(const CommonOptions& o, const std::string& command) {
   if (o.decode_batch < 1) throw CliError("--decode-batch must be at least 1");
   if (o.prefill_chunk < 1) throw CliError("--prefill-chunk must be at least 1");
-  SearchSetup s{load_machine(o.topology), load_model_shape(o.model, command), {}, {}, {}};
-  s.params = params_for(s.machine, o, s.notes);
-  s.trace = trace_for(o, s.model, s.notes);
-  return s;
-}
-
-std::string trace_line(const SearchSetup& s, const WorkloadOptions& w) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(0) << s.trace.source << ": mean input "
-     << s.trace.mean_input() << ", output " << s.trace.mean_output() << " tokens; prefill chunk "
-     << w.prefill_chunk << ", decode batch " << w.decode_batch << " at mean context "
-     << s.trace.mean_decode_context();
-  return os.str();
+  SetupOptions so;
+  so.topology = o.topology;
+  so.model = o.model;
+  so.params_file = o.params_file;
+  so.trace = o.trace_file;
+  so.trace_samples = o.trace_samples;
+  so.seed = o.seed;
+  so.recalibrate = o.recalibrate;
+  return make_search_setup(so, command);
 }
 
 int cmd_configs(int argc, char** argv, int first) {
@@ -263,7 +205,7 @@ int cmd_survey(int argc, char** argv, int first) {
   const ModelConfig model = load_model_shape(model_name, "survey");
   std::vector<std::string> notes;
   CommonOptions o;
-  const RequestTrace trace = trace_for(o, model, notes);
+  const RequestTrace trace = request_trace("", o.trace_samples, o.seed, model, notes);
   nlohmann::json all = nlohmann::json::array();
   std::ostringstream os;
   os << "model " << model.name << ", " << trace.source << "\n"
