@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -21,8 +22,10 @@
 #include "common/tool.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/plan.h"
 #include "engine/schedule_table.h"
 #include "engine/tool_options.h"
+#include "plan_command.h"
 #include "topotree/hwloc_loader.h"
 #include "topotree/service_config.h"
 #include "topotree/tree_render.h"
@@ -142,6 +145,11 @@ int cmd_configs(int argc, char** argv, int first) {
              "tell apart trees of the same shape on different PUs "
              "(strided groups); larger search");
   p.add_flag("--json", &json, "print JSON (configs in the engine's service-configuration form)");
+  std::string plan_out;
+  p.add("--plan-out", &plan_out,
+        "also write a plan of the best prefill and decode configuration (this machine; no "
+        "kernel table: see 'sandwich-tune plan')",
+        "FILE");
   std::string evaluator = "simulator";
   p.add("--evaluator", &evaluator,
         "simulator (default) or measured (runs engine steps; this machine only)", "E");
@@ -157,7 +165,12 @@ int cmd_configs(int argc, char** argv, int first) {
   so.numa_local = numa_local;
   so.hash = placement_hash ? topo::HashMode::Placement : topo::HashMode::Structure;
 
+  if (!plan_out.empty() && !phase.empty())
+    throw CliError("--plan-out needs both phases; drop --phase");
   SearchSetup s = setup(o, "configs");
+  if (!plan_out.empty() && !s.machine.local)
+    throw CliError("--plan-out writes a plan for this machine; drop --topology '" + s.machine.name +
+                   "'");
   WorkloadOptions w;
   w.decode_batch = o.decode_batch;
   w.prefill_chunk = o.prefill_chunk;
@@ -184,6 +197,52 @@ int cmd_configs(int argc, char** argv, int first) {
   } else {
     std::cout << report_header(ctx);
     for (const auto& r : results) std::cout << report_text(r);
+  }
+  if (!plan_out.empty()) {
+    Plan plan;
+    plan.version = kPlanVersion;
+    const RankedConfig& pf = results.at(0).ranked.front();
+    const RankedConfig& dc = results.at(1).ranked.front();
+    plan.prefill = pf.config;
+    plan.decode = dc.config;
+    // A weights file says its own type (dummy weights of a preset are BF16).
+    std::string dtype = "bf16";
+    if (std::filesystem::is_regular_file(o.model) &&
+        std::filesystem::path(o.model).extension() != ".json") {
+      LoadOptions lo;
+      lo.model = o.model;
+      lo.require_tokenizer = false;
+      if (load_model(lo)->weight_dtype() == WeightDType::F32) dtype = "f32";
+    }
+    plan.model = model_identity(s.model, dtype, std::filesystem::exists(o.model) ? o.model : "");
+    std::vector<int> cpus;
+    for (const auto* c : {&pf.config, &dc.config})
+      for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    plan.machine = this_machine_fingerprint(format_cpu_list(cpus));
+    const bool simulated = !measured;
+    (simulated ? plan.prefill_figures.simulated_ms : plan.prefill_figures.measured_ms) =
+        pf.prediction.ms;
+    (simulated ? plan.decode_figures.simulated_ms : plan.decode_figures.measured_ms) =
+        dc.prediction.ms;
+    {
+      const std::time_t t = std::time(nullptr);
+      std::tm tm{};
+      gmtime_r(&t, &tm);
+      char buf[32];
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      plan.created = buf;
+    }
+    plan.command = "sandwich-tune";
+    for (int i = first - 1; i < argc; ++i) plan.command += std::string(" ") + argv[i];
+    plan.objective = "the lowest " + ev.name() +
+                     " figure of each phase (mean prefill ms per request; ms per decode step of " +
+                     std::to_string(o.decode_batch) + "); no kernel table";
+    plan.details_json = report_json(ctx, results, s.params.to_json()).dump();
+    write_plan(plan, plan_out);
+    (json ? std::cerr : std::cout) << "wrote " << plan_out << " (prefill " << pf.config.to_string(8)
+                                   << ", decode " << dc.config.to_string(8) << ")\n";
   }
   return 0;
 }
@@ -594,7 +653,8 @@ const Subcommand kKernelsCommand{
 
 int main(int argc, char** argv) {
   const Subcommand commands[] = {kTopologyCommand, kConfigsCommand,   kCompareCommand,
-                                 kSurveyCommand,   kCalibrateCommand, kKernelsCommand};
+                                 kSurveyCommand,   kCalibrateCommand, kKernelsCommand,
+                                 kPlanCommand};
   return run_subcommands(
       "sandwich-tune", commands, argc, argv,
       "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"
