@@ -416,13 +416,20 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
   const auto run_start = Clock::now();
   double prefill_tokens = 0;  // mean prompt of the requests the prefill measurements run
 
+  // Bad input (a trace that is not there) is refused before any stage starts.
+  std::optional<MachineParams> search_params;
+  std::optional<RequestTrace> search_trace;
+  if (!st.has("search")) {
+    search_params = machine_params_for(machine, a.params_file, false, notes);
+    search_trace = request_trace(a.trace, a.trace_samples, a.seed, model.config, notes);
+  }
+
   try {
     // ---- 1. search ------------------------------------------------------------------------
     if (!st.has("search")) {
       progress.stage(1, "search", "simulator-ranked configurations of " + machine.name);
-      const MachineParams params = machine_params_for(machine, a.params_file, false, notes);
-      const RequestTrace trace =
-          request_trace(a.trace, a.trace_samples, a.seed, model.config, notes);
+      const MachineParams& params = *search_params;
+      const RequestTrace& trace = *search_trace;
       LatencySimulator sim(machine.tree, params, model.config, trace, w);
       WorkloadOptions w1 = w;
       w1.decode_batch = 1;
