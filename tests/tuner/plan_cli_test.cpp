@@ -140,6 +140,8 @@ TEST(PlanCli, BadInputIsOneLine) {
                     "drop -o");
   expect_tune_error(tune("plan --model llama-1.3b --load-format dummy --slo nosuchslo" + o),
                     "unknown SLO preset 'nosuchslo'");
+  expect_tune_error(tune("plan --model llama-1.3b --load-format dummy --slo-scale 0" + o),
+                    "--slo-scale");
   expect_tune_error(tune("plan --model llama-1.3b --load-format dummy --trace nosuchtrace" + o),
                     "unknown trace 'nosuchtrace'");
   expect_tune_error(tune("plan --model llama-1.3b --load-format dummy"), "-o FILE");

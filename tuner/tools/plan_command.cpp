@@ -57,7 +57,7 @@ struct PlanArgs {
   std::string trace, slo, out, budget_text = "30m", params_file, topology;
   int trace_samples = 64, top_k = 4, prefill_chunk = 512, decode_batch = 16, max_num_seqs = 64;
   int64_t max_m = 0;  // 0: no cap
-  double min_seconds = 0.002;
+  double min_seconds = 0.002, slo_scale = 1;
   uint64_t seed = 0;
   bool resume = false, dry_run = false, no_attention = false, quiet = false;
 };
@@ -69,6 +69,7 @@ json options_json(const PlanArgs& a) {
           {"trace_samples", a.trace_samples},
           {"seed", a.seed},
           {"slo", a.slo},
+          {"slo_scale", a.slo_scale},
           {"top_k", a.top_k},
           {"prefill_chunk", a.prefill_chunk},
           {"decode_batch", a.decode_batch},
@@ -320,6 +321,12 @@ std::string objective_text(const SloTarget& slo) {
   return os.str();
 }
 
+std::string ms_text(double ms) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(ms < 1 ? 3 : (ms < 100 ? 2 : 1)) << ms;
+  return os.str();
+}
+
 std::string rate_text(double r) {
   std::ostringstream os;
   os << std::setprecision(3) << r;
@@ -374,8 +381,12 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
   if (!a.dry_run && a.out.empty()) throw CliError("plan needs -o FILE (the plan to write)");
   const std::string slo_name = a.slo.empty() ? "" : a.slo;
   const ModelInfo model = describe_model(a.load, a.dry_run);
-  const SloTarget slo =
+  if (!(a.slo_scale > 0)) throw CliError("--slo-scale must be positive");
+  SloTarget slo =
       load_slo_target(slo_name.empty() ? default_slo_preset(model.config.name) : slo_name);
+  slo.ttft_ms *= a.slo_scale;
+  slo.tpot_ms *= a.slo_scale;
+  if (a.slo_scale != 1) slo.name += " x " + rate_text(a.slo_scale);
   const int decode_batch = std::min(a.decode_batch, a.max_num_seqs);
 
   const fs::path out = a.out;
@@ -766,13 +777,15 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
        << t.mean_input() << ", output " << t.mean_output() << " tokens\n"
        << std::setprecision(1);
     os << "objective  " << objective_text(slo) << "\n";
-    os << "prefill    " << short_config(P.config) << ": measured " << P.measured_ms.value_or(-1)
-       << " ms per request (simulated " << P.simulated_ms << "), "
-       << prefill_tokens / P.measured_ms.value_or(1) * 1000 << " prompt tokens/s\n";
-    os << "decode     " << short_config(D.config) << ": measured " << D.measured_ms.value_or(-1)
-       << " ms per step of " << decode_batch << " (simulated " << D.simulated_ms << "), "
+    os << "prefill    " << short_config(P.config) << ": measured "
+       << ms_text(P.measured_ms.value_or(-1)) << " ms per request (simulated "
+       << ms_text(P.simulated_ms) << "), " << prefill_tokens / P.measured_ms.value_or(1) * 1000
+       << " prompt tokens/s\n";
+    os << "decode     " << short_config(D.config) << ": measured "
+       << ms_text(D.measured_ms.value_or(-1)) << " ms per step of " << decode_batch
+       << " (simulated " << ms_text(D.simulated_ms) << "), "
        << decode_batch / D.measured_ms.value_or(1) * 1000 << " tokens/s; one sequence "
-       << D.measured_decode_1_ms.value_or(-1) << " ms, "
+       << ms_text(D.measured_decode_1_ms.value_or(-1)) << " ms, "
        << 1000 / D.measured_decode_1_ms.value_or(1) << " tokens/s\n";
     os << "goodput    " << rate_text(st.choice.at("goodput_rps").get<double>())
        << " requests/s estimated (limited by " << st.choice.at("limited_by").get<std::string>()
@@ -780,6 +793,9 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
        << st.choice.at("ttft_ms").get<double>() << " ms, TPOT "
        << st.choice.at("tpot_ms").get<double>() << " ms, " << st.choice.at("batch").get<double>()
        << " sequences decoding)\n";
+    if (st.choice.at("goodput_rps").get<double>() <= 0)
+      os << "           no pair meets the SLO at any rate on this machine (" << slo.name
+         << "): the pair with the lowest latency was chosen; --slo-scale loosens the SLO\n";
     os << "stages    ";
     double total = 0;
     for (const char* s : {"search", "measure", "choose", "kernels", "write"}) {
@@ -829,6 +845,8 @@ int cmd_plan(int argc, char** argv, int first) {
         "SLO preset (configs/slo/) or file the pair is chosen for (default: the model's own "
         "preset, else batched-1.3b)",
         "PRESET");
+  p.add("--slo-scale", &a.slo_scale,
+        "multiply the SLO's limits (the presets are the paper's, for larger machines; default 1)");
   p.add("--top-k", &a.top_k, "candidates of each phase measured (default 4)", "K");
   p.add("--budget", &a.budget_text,
         "wall time for the whole run, e.g. 30m (default), 900s, 1h; shorter budgets measure "
