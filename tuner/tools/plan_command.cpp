@@ -531,6 +531,23 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
             --n_decode;
         }
         st.prefill_samples = samples;
+        // The requests prefilled are spread over the trace's prompt lengths (its quantiles),
+        // not the first few drawn: their mean prompt sets the per-token time the choice uses.
+        std::vector<LengthPair> by_input = st.trace;
+        std::stable_sort(
+            by_input.begin(), by_input.end(),
+            [](const LengthPair& x, const LengthPair& y) { return x.input < y.input; });
+        std::vector<LengthPair> picked;
+        std::vector<bool> taken(by_input.size(), false);
+        for (int k = 0; k < samples && k < static_cast<int>(by_input.size()); ++k) {
+          const size_t i =
+              static_cast<size_t>((k + 0.5) * static_cast<double>(by_input.size()) / samples);
+          taken[i] = true;
+          picked.push_back(by_input[i]);
+        }
+        for (size_t i = 0; i < by_input.size(); ++i)
+          if (!taken[i]) picked.push_back(by_input[i]);
+        st.trace = std::move(picked);
         if (samples < 8)
           st.cuts.push_back("prefill measured on " + std::to_string(samples) +
                             " trace requests instead of 8");
@@ -769,7 +786,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
     os << std::fixed << std::setprecision(1);
     os << "wrote " << out.string() << " (kernel table " << table_file.string() << ")\n";
     os << "model      " << model.config.name << " (" << model.dtype
-       << (model.weights_file.empty() ? ", shapes only" : ", " + model.weights_file) << ")\n";
+       << (model.weights_file.empty() ? ", dummy weights" : ", " + model.weights_file) << ")\n";
     os << "machine    " << plan.machine->cpu << ", CPUs " << format_cpu_list(cpus) << "\n";
     RequestTrace t;
     t.requests = st.trace;
