@@ -74,16 +74,8 @@ std::vector<LengthPair> sample_lengths(const DatasetSpec& spec, int n, uint64_t 
       for (int i = 0; i < n; ++i) out.push_back(rows[static_cast<size_t>(i) % rows.size()]);
       return out;
     }
-    case DatasetSpec::Kind::Lmsys: {
-      std::mt19937_64 rng(seed);
-      std::geometric_distribution<int> prompt(1.0 / kLmsysMeanPrompt),
-          response(1.0 / kLmsysMeanResponse);
-      while (static_cast<int>(out.size()) < n) {
-        const LengthPair p{1 + prompt(rng), 1 + response(rng)};
-        if (p.input + p.output <= max_model_len) out.push_back(p);
-      }
-      return out;
-    }
+    case DatasetSpec::Kind::Lmsys:
+      return lmsys_lengths(n, seed, max_model_len);
     case DatasetSpec::Kind::ShareGpt: {
       const auto rows = read_length_trace(
           sharegpt_path.empty() ? default_length_trace() : std::filesystem::path(sharegpt_path));

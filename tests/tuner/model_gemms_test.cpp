@@ -34,6 +34,14 @@ TEST(ModelGemms, Llama13bTwoRanksShardColumnsAndRows) {
   EXPECT_EQ(keys, want);
 }
 
+TEST(ModelGemms, TheLmHeadKeysAreAmongThem) {
+  const ModelConfig c = load_preset("llama-1.3b");
+  EXPECT_EQ(lm_head_gemms(c, 1, 2, DType::BF16),
+            (std::vector<GemmKey>{{32000, 2048, DType::BF16, 2, false}}));
+  EXPECT_EQ(lm_head_gemms(c, 2, 1, DType::F32),
+            (std::vector<GemmKey>{{16000, 2048, DType::F32, 1, false}}));
+}
+
 TEST(ModelGemms, UnevenShardsAndUnalignedHeadsAreEachRanksShape) {
   ModelConfig c = load_preset("llama-1.3b");
   c.n_heads = c.n_kv_heads = 6;

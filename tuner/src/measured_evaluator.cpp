@@ -53,6 +53,7 @@ const ModelConfig& MeasuredEvaluator::model_config() const {
 }
 
 Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
+  if (phase == Phase::Decode) return evaluate_decode(config, workload_.decode_batch);
   const ModelConfig& c = model_->config;
   ExecutorLimits limits;
   limits.max_tokens = workload_.prefill_chunk;
@@ -62,7 +63,7 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
   std::mt19937 rng(7);
   auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size)); };
   Prediction p;
-  if (phase == Phase::Prefill) {
+  {
     std::vector<float> logits(static_cast<size_t>(c.vocab_size));
     auto prefill = [&](const LengthPair& r) {
       const int32_t n = std::min(r.input, c.max_seq_len - 1);
@@ -89,7 +90,21 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
     p.ms = total / static_cast<double>(trace_.requests.size());
     return p;
   }
-  const int b = workload_.decode_batch;
+}
+
+Prediction MeasuredEvaluator::evaluate_decode(const topo::ServiceConfig& config, int b) {
+  if (b < 1 || b > workload_.decode_batch)
+    throw std::invalid_argument("the measured evaluator decodes 1.." +
+                                std::to_string(workload_.decode_batch) + " sequences, not " +
+                                std::to_string(b));
+  const ModelConfig& c = model_->config;
+  ExecutorLimits limits;
+  limits.max_tokens = workload_.prefill_chunk;
+  limits.max_entries = std::max(1, workload_.decode_batch);
+  auto ex = make_executor(*model_, *kv_, config, limits);
+  std::mt19937 rng(7);
+  auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size)); };
+  Prediction p;
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(b));
   std::vector<int32_t> tokens(static_cast<size_t>(b));
   for (auto& t : tables)

@@ -53,4 +53,18 @@ std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int t
   return keys;
 }
 
+std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int threads,
+                                            kernels::DType weights) {
+  model_gemms(c, ranks, threads, weights);  // the same checks
+  const int64_t P = kernels::kPanel;
+  std::vector<kernels::GemmKey> keys;
+  for (int r = 0; r < ranks; ++r) {
+    const IndexRange panels = partition((c.vocab_size + P - 1) / P, r, ranks);
+    const int64_t n = std::min<int64_t>(c.vocab_size, panels.end * P) - panels.begin * P;
+    const kernels::GemmKey key{n, c.dim, weights, threads, false};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  return keys;
+}
+
 }  // namespace sandwich::tuner

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -21,8 +22,10 @@
 #include "common/tool.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/plan.h"
 #include "engine/schedule_table.h"
 #include "engine/tool_options.h"
+#include "plan_command.h"
 #include "topotree/hwloc_loader.h"
 #include "topotree/service_config.h"
 #include "topotree/tree_render.h"
@@ -30,24 +33,19 @@
 #include "tuner/calibration.h"
 #include "tuner/config_search.h"
 #include "tuner/gemm_tuner.h"
+#include "tuner/kernel_table_tuning.h"
 #include "tuner/latency_simulator.h"
 #include "tuner/machine_description.h"
 #include "tuner/measured_evaluator.h"
 #include "tuner/model_gemms.h"
 #include "tuner/search_report.h"
+#include "tuner/search_setup.h"
 #include "tuner/trace_sampler.h"
 
 using namespace sandwich;
 using namespace sandwich::tuner;
 
 namespace {
-
-ModelConfig load_model_shape(const std::string& m, const std::string& command) {
-  if (m.empty())
-    throw CliError(command + " needs --model (a preset name such as llama3-8b, or a config.json)");
-  if (std::filesystem::exists(m)) return read_model_config(m);
-  return load_preset(m);
-}
 
 int cmd_topology(int argc, char** argv, int first) {
   std::string topology, dot;
@@ -85,62 +83,12 @@ const Subcommand kTopologyCommand{
     "print the machine's TopoTree (levels, then the tree); --dot writes it for Graphviz",
     cmd_topology};
 
-struct SearchSetup {
-  MachineDescription machine;
-  ModelConfig model;
-  MachineParams params;
-  RequestTrace trace;
-  std::vector<std::string> notes;
-};
-
 struct CommonOptions {
   std::string topology, model, params_file, trace_file;
   int trace_samples = 64, decode_batch = 1, prefill_chunk = 512;
   uint64_t seed = 0;
   bool recalibrate = false;
 };
-
-MachineParams params_for(const MachineDescription& m, const CommonOptions& o,
-                         std::vector<std::string>& notes) {
-  if (!o.params_file.empty()) {
-    const nlohmann::json j = read_json_file(o.params_file);
-    MachineParams p =
-        MachineParams::from_json(j.contains("params") ? j["params"] : j, o.params_file);
-    if (p.source == "generic defaults") p.source = o.params_file;
-    return p;
-  }
-  if (m.params) return *m.params;
-  if (m.local) {
-    std::filesystem::path cache;
-    const Calibration c = local_calibration(m.tree, o.recalibrate, &cache);
-    MachineParams p = c.params();
-    p.source += ", cached in " + cache.string();
-    return p;
-  }
-  notes.push_back(
-      "no speeds are known for this topology: the simulator uses generic defaults (give --params "
-      "FILE)");
-  return MachineParams{};
-}
-
-RequestTrace trace_for(const CommonOptions& o, const ModelConfig& model,
-                       std::vector<std::string>& notes) {
-  if (o.trace_samples < 1) throw CliError("--trace-samples must be at least 1");
-  std::filesystem::path table =
-      o.trace_file.empty() ? default_length_trace() : std::filesystem::path(o.trace_file);
-  if (o.trace_file.empty() && !std::filesystem::exists(table)) {
-    notes.push_back(
-        "no request trace at " + table.string() +
-        " (set SANDWICH_SHARED or --trace): using requests of 256 input and 256 output tokens");
-    RequestTrace t;
-    t.requests.assign(static_cast<size_t>(o.trace_samples),
-                      {std::min(256, model.max_seq_len / 2), std::min(256, model.max_seq_len / 2)});
-    t.source = std::to_string(o.trace_samples) + " fixed requests";
-    return t;
-  }
-  return sample_trace(read_length_trace(table), o.trace_samples, o.seed, model.max_seq_len,
-                      table.filename().string());
-}
 
 void add_common(ArgParser& p, CommonOptions& o) {
   p.add("--topology", &o.topology, "machine (default: this one; see 'sandwich-tune --help')", "T");
@@ -149,7 +97,9 @@ void add_common(ArgParser& p, CommonOptions& o) {
         "calibration on this machine, or generic)",
         "FILE");
   p.add("--trace", &o.trace_file,
-        "request lengths CSV (default: $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv)", "CSV");
+        "request lengths: sharegpt (default: $SANDWICH_SHARED/data/traces/sharegpt_lengths.csv), "
+        "lmsys (a model of LMSYS-Chat-1M's lengths) or a CSV file",
+        "T");
   p.add("--trace-samples", &o.trace_samples, "requests sampled from the trace (default 64)");
   p.option("--seed", "N", "trace sampling seed (default 0)", [&o](const std::string& v) {
     const int64_t s = ArgParser::parse_int("--seed", v);
@@ -165,19 +115,15 @@ void add_common(ArgParser& p, CommonOptions& o) {
 SearchSetup setup(const CommonOptions& o, const std::string& command) {
   if (o.decode_batch < 1) throw CliError("--decode-batch must be at least 1");
   if (o.prefill_chunk < 1) throw CliError("--prefill-chunk must be at least 1");
-  SearchSetup s{load_machine(o.topology), load_model_shape(o.model, command), {}, {}, {}};
-  s.params = params_for(s.machine, o, s.notes);
-  s.trace = trace_for(o, s.model, s.notes);
-  return s;
-}
-
-std::string trace_line(const SearchSetup& s, const WorkloadOptions& w) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(0) << s.trace.source << ": mean input "
-     << s.trace.mean_input() << ", output " << s.trace.mean_output() << " tokens; prefill chunk "
-     << w.prefill_chunk << ", decode batch " << w.decode_batch << " at mean context "
-     << s.trace.mean_decode_context();
-  return os.str();
+  SetupOptions so;
+  so.topology = o.topology;
+  so.model = o.model;
+  so.params_file = o.params_file;
+  so.trace = o.trace_file;
+  so.trace_samples = o.trace_samples;
+  so.seed = o.seed;
+  so.recalibrate = o.recalibrate;
+  return make_search_setup(so, command);
 }
 
 int cmd_configs(int argc, char** argv, int first) {
@@ -199,6 +145,11 @@ int cmd_configs(int argc, char** argv, int first) {
              "tell apart trees of the same shape on different PUs "
              "(strided groups); larger search");
   p.add_flag("--json", &json, "print JSON (configs in the engine's service-configuration form)");
+  std::string plan_out;
+  p.add("--plan-out", &plan_out,
+        "also write a plan of the best prefill and decode configuration (this machine; no "
+        "kernel table: see 'sandwich-tune plan')",
+        "FILE");
   std::string evaluator = "simulator";
   p.add("--evaluator", &evaluator,
         "simulator (default) or measured (runs engine steps; this machine only)", "E");
@@ -214,7 +165,12 @@ int cmd_configs(int argc, char** argv, int first) {
   so.numa_local = numa_local;
   so.hash = placement_hash ? topo::HashMode::Placement : topo::HashMode::Structure;
 
+  if (!plan_out.empty() && !phase.empty())
+    throw CliError("--plan-out needs both phases; drop --phase");
   SearchSetup s = setup(o, "configs");
+  if (!plan_out.empty() && !s.machine.local)
+    throw CliError("--plan-out writes a plan for this machine; drop --topology '" + s.machine.name +
+                   "'");
   WorkloadOptions w;
   w.decode_batch = o.decode_batch;
   w.prefill_chunk = o.prefill_chunk;
@@ -242,6 +198,52 @@ int cmd_configs(int argc, char** argv, int first) {
     std::cout << report_header(ctx);
     for (const auto& r : results) std::cout << report_text(r);
   }
+  if (!plan_out.empty()) {
+    Plan plan;
+    plan.version = kPlanVersion;
+    const RankedConfig& pf = results.at(0).ranked.front();
+    const RankedConfig& dc = results.at(1).ranked.front();
+    plan.prefill = pf.config;
+    plan.decode = dc.config;
+    // A weights file says its own type (dummy weights of a preset are BF16).
+    std::string dtype = "bf16";
+    if (std::filesystem::is_regular_file(o.model) &&
+        std::filesystem::path(o.model).extension() != ".json") {
+      LoadOptions lo;
+      lo.model = o.model;
+      lo.require_tokenizer = false;
+      if (load_model(lo)->weight_dtype() == WeightDType::F32) dtype = "f32";
+    }
+    plan.model = model_identity(s.model, dtype, std::filesystem::exists(o.model) ? o.model : "");
+    std::vector<int> cpus;
+    for (const auto* c : {&pf.config, &dc.config})
+      for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    plan.machine = this_machine_fingerprint(format_cpu_list(cpus));
+    const bool simulated = !measured;
+    (simulated ? plan.prefill_figures.simulated_ms : plan.prefill_figures.measured_ms) =
+        pf.prediction.ms;
+    (simulated ? plan.decode_figures.simulated_ms : plan.decode_figures.measured_ms) =
+        dc.prediction.ms;
+    {
+      const std::time_t t = std::time(nullptr);
+      std::tm tm{};
+      gmtime_r(&t, &tm);
+      char buf[32];
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      plan.created = buf;
+    }
+    plan.command = "sandwich-tune";
+    for (int i = first - 1; i < argc; ++i) plan.command += std::string(" ") + argv[i];
+    plan.objective = "the lowest " + ev.name() +
+                     " figure of each phase (mean prefill ms per request; ms per decode step of " +
+                     std::to_string(o.decode_batch) + "); no kernel table";
+    plan.details_json = report_json(ctx, results, s.params.to_json()).dump();
+    write_plan(plan, plan_out);
+    (json ? std::cerr : std::cout) << "wrote " << plan_out << " (prefill " << pf.config.to_string(8)
+                                   << ", decode " << dc.config.to_string(8) << ")\n";
+  }
   return 0;
 }
 
@@ -262,7 +264,7 @@ int cmd_survey(int argc, char** argv, int first) {
   const ModelConfig model = load_model_shape(model_name, "survey");
   std::vector<std::string> notes;
   CommonOptions o;
-  const RequestTrace trace = trace_for(o, model, notes);
+  const RequestTrace trace = request_trace("", o.trace_samples, o.seed, model, notes);
   nlohmann::json all = nlohmann::json::array();
   std::ostringstream os;
   os << "model " << model.name << ", " << trace.source << "\n"
@@ -487,101 +489,6 @@ extern "C" void on_sigint(int) {
   g_interrupted.store(true);
 }
 
-std::string dtype_text(kernels::DType d) {
-  return d == kernels::DType::BF16 ? "bf16" : "f32";
-}
-
-nlohmann::json key_json(const kernels::GemmKey& k) {
-  return {{"n", k.n},
-          {"k", k.k},
-          {"dtype", dtype_text(k.weights)},
-          {"threads", k.threads},
-          {"pair", k.pair}};
-}
-
-// The resume state: the options that must match, and every group's points so far.
-struct TuneState {
-  std::string model, config, dtype;
-  int64_t max_m = 0;
-  int window = 0;
-  double reuse_threshold = 0;
-  std::vector<GemmGroupResult> groups;  // finished or partial, in tuning order
-};
-
-std::string resume_json(const TuneState& s) {
-  nlohmann::json groups = nlohmann::json::array();
-  for (const GemmGroupResult& g : s.groups) {
-    nlohmann::json points = nlohmann::json::array();
-    for (const TunedPoint& p : g.points)
-      points.push_back({p.m, p.schedule.to_string(), p.seconds, p.how, p.default_seconds});
-    groups.push_back({{"key", key_json(g.key)}, {"points", points}});
-  }
-  return nlohmann::json{{"model", s.model},   {"config", s.config},
-                        {"dtype", s.dtype},   {"max_m", s.max_m},
-                        {"window", s.window}, {"reuse_threshold", s.reuse_threshold},
-                        {"groups", groups}}
-      .dump();
-}
-
-TuneState parse_resume(const std::string& text, const std::string& file) {
-  try {
-    const auto j = nlohmann::json::parse(text);
-    TuneState s;
-    s.model = j.at("model").get<std::string>();
-    s.config = j.at("config").get<std::string>();
-    s.dtype = j.at("dtype").get<std::string>();
-    s.max_m = j.at("max_m").get<int64_t>();
-    s.window = j.at("window").get<int>();
-    s.reuse_threshold = j.at("reuse_threshold").get<double>();
-    for (const auto& g : j.at("groups")) {
-      GemmGroupResult r;
-      const auto& k = g.at("key");
-      r.key = {
-          k.at("n").get<int64_t>(), k.at("k").get<int64_t>(),
-          k.at("dtype").get<std::string>() == "bf16" ? kernels::DType::BF16 : kernels::DType::F32,
-          k.at("threads").get<int>(), k.at("pair").get<bool>()};
-      for (const auto& p : g.at("points")) {
-        TunedPoint t;
-        t.m = p.at(0).get<int64_t>();
-        t.schedule = kernels::parse_schedule(p.at(1).get<std::string>());
-        t.seconds = p.at(2).get<double>();
-        t.how = p.at(3).get<std::string>();
-        t.default_seconds = p.at(4).get<double>();
-        r.points.push_back(std::move(t));
-      }
-      s.groups.push_back(std::move(r));
-    }
-    return s;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(file + ": its resume state is unreadable (" + e.what() +
-                             "); tune again without --resume");
-  }
-}
-
-double gflops_of(const kernels::GemmKey& k, const TunedPoint& p) {
-  return p.seconds > 0 ? 2.0 * p.m * k.n * k.k * (k.pair ? 2 : 1) / p.seconds / 1e9 : 0;
-}
-
-// A group's points as M ranges: consecutive M with the same schedule merged.
-TunedGemm table_entry(const GemmGroupResult& g) {
-  TunedGemm t;
-  t.n = g.key.n;
-  t.k = g.key.k;
-  t.dtype = dtype_text(g.key.weights);
-  t.threads = g.key.threads;
-  t.pair = g.key.pair;
-  for (const TunedPoint& p : g.points) {
-    const std::string sched = p.schedule.to_string();
-    if (!t.ranges.empty() && t.ranges.back().schedule == sched && t.ranges.back().m_hi + 1 == p.m) {
-      t.ranges.back().m_hi = p.m;
-      if (t.ranges.back().gflops == 0) t.ranges.back().gflops = gflops_of(g.key, p);
-      continue;
-    }
-    t.ranges.push_back({p.m, p.m, sched, gflops_of(g.key, p), p.how});
-  }
-  return t;
-}
-
 std::string clock_text(double s) {
   const int t = static_cast<int>(std::lround(std::max(0.0, s)));
   char buf[32];
@@ -644,137 +551,64 @@ int cmd_kernels(int argc, char** argv, int first) {
   const std::vector<kernels::GemmKey> keys =
       model_gemms(model, config.rank_count(), config.threads_per_rank(), weights);
 
-  TuneState state{lo.model,           config_text, dtype_text(weights), to.max_m, to.window,
-                  to.reuse_threshold, {}};
-  const MachineFingerprint machine = this_machine_fingerprint(format_cpu_list(cpus));
-  if (resume) {
-    if (!std::filesystem::exists(out))
-      throw CliError("--resume: " + out + " does not exist (run without --resume to start)");
-    const ScheduleTable old = read_schedule_table(out);
-    const std::string diff = machine.mismatch(old.machine);
-    if (!diff.empty())
-      throw std::runtime_error(out + " was tuned on another machine (" + diff +
-                               "); tune again without --resume");
-    if (old.resume_json.empty())
-      throw std::runtime_error(out + " is a finished table; nothing to resume");
-    TuneState s = parse_resume(old.resume_json, out);
-    auto differs = [&](const std::string& what, const std::string& was, const std::string& now) {
-      if (was != now)
-        throw std::runtime_error(out + " was tuned for " + what + " " + was + ", not " + now +
-                                 "; rerun with the same options or without --resume");
-    };
-    differs("model", s.model, state.model);
-    differs("configuration", s.config, state.config);
-    differs("weights", s.dtype, state.dtype);
-    differs("--max-m", std::to_string(s.max_m), std::to_string(state.max_m));
-    differs("--window", std::to_string(s.window), std::to_string(state.window));
-    differs("--reuse-threshold", std::to_string(s.reuse_threshold),
-            std::to_string(state.reuse_threshold));
-    state.groups = std::move(s.groups);
+  TableTuningSpec spec;
+  spec.model = lo.model;
+  spec.config = config_text;
+  spec.dtype = weights == kernels::DType::BF16 ? "bf16" : "f32";
+  spec.max_m = to.max_m;
+  spec.tuner = to;
+  spec.profiler = po;
+  for (const kernels::GemmKey& k : keys) spec.gemms.push_back({k, to.max_m, to.max_m, cpus});
+  if (!no_attention) {
+    const AttentionShape shape =
+        attention_shape(model, config.rank_count(), config.threads_per_rank());
+    const AttentionTuneOptions ao;
+    spec.attention.push_back({true, shape, to.max_m, 0});
+    spec.attention.push_back({false, shape, ao.max_decode_batch, ao.decode_context});
   }
 
-  std::vector<TunedKernel> attention;
-  auto write = [&](bool finished) {
-    ScheduleTable t;
-    t.machine = machine;
-    t.model = state.model;
-    t.config = state.config;
-    for (const GemmGroupResult& g : state.groups)
-      if (!g.points.empty()) t.gemms.push_back(table_entry(g));
-    t.tunables = attention;
-    if (!finished) t.resume_json = resume_json(state);
-    write_schedule_table(t, out);
-  };
-
+  if (resume) check_resumable(spec, out);
   const bool tty = isatty(STDERR_FILENO);
   std::signal(SIGINT, on_sigint);
-  auto profiler = make_machine_profiler(po);
-  GemmTuner tuner(*profiler, to);
   const auto t0 = std::chrono::steady_clock::now();
-  std::cerr << "tuning " << keys.size() << " GEMM shapes of " << model.name << " ("
-            << dtype_text(weights) << ", " << config_text << ", CPUs " << format_cpu_list(cpus)
-            << "), M = 1.." << to.max_m << "\n";
-  double total_work = 0;
-  for (const auto& k : keys) total_work += tuning_work(k, to, 1, to.max_m);
-  double done_work = 0;
-  auto last_line = t0;
-  bool interrupted = false;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const kernels::GemmKey& key = keys[i];
-    GemmGroupResult* prev = nullptr;
-    for (auto& g : state.groups)
-      if (g.key == key) prev = &g;
-    if (prev && static_cast<int64_t>(prev->points.size()) == to.max_m) {
-      done_work += tuning_work(key, to, 1, to.max_m);
-      continue;
+  std::cerr << "tuning " << keys.size() << " GEMM shapes of " << model.name << " (" << spec.dtype
+            << ", " << config_text << ", CPUs " << format_cpu_list(cpus) << "), M = 1.." << to.max_m
+            << "\n";
+  auto last_line = t0 - std::chrono::hours(1);
+  bool in_attention = false;
+  auto progress = [&](const TableTuningProgress& pr) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(1);
+    if (pr.attention) {
+      if (!in_attention && tty) std::cerr << "\n";
+      in_attention = true;
+      os << "[attention] " << pr.what << "  M " << pr.m << "/" << pr.max_m << "  elapsed "
+         << clock_text(elapsed);
+    } else {
+      const double remaining = elapsed * (1 - pr.fraction) / std::max(1e-9, pr.fraction);
+      os << "[" << pr.index << "/" << pr.count << "] " << pr.what << "  M " << pr.m << "/"
+         << pr.max_m << "  best " << pr.best_gflops << " GFLOPS  elapsed " << clock_text(elapsed)
+         << "  remaining ~" << (pr.fraction > 0.01 ? clock_text(remaining) : std::string("?"));
     }
-    const double group_work = tuning_work(key, to, 1, to.max_m);
-    auto progress = [&](const TunerProgress& pr) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double group_done =
-          group_work * pr.elapsed_s / std::max(1e-9, pr.elapsed_s + pr.remaining_s);
-      const double frac = (done_work + group_done) / std::max(1e-12, total_work);
-      const double remaining = frac > 0.01 ? elapsed * (1 - frac) / frac : 0;
-      std::ostringstream os;
-      os << std::fixed << std::setprecision(1) << "[" << i + 1 << "/" << keys.size() << "] "
-         << pr.group << "  M " << pr.m << "/" << pr.max_m << "  best " << pr.best_gflops
-         << " GFLOPS  elapsed " << clock_text(elapsed) << "  remaining ~"
-         << (frac > 0.01 ? clock_text(remaining) : std::string("?"));
-      const auto now = std::chrono::steady_clock::now();
-      if (tty) {
-        std::cerr << "\r\033[K" << os.str() << std::flush;
-      } else if (now - last_line > std::chrono::seconds(5) || pr.m == pr.max_m) {
-        last_line = now;
-        std::cerr << os.str() << "\n";
-      }
-    };
-    GemmGroupResult r = tuner.tune(
-        key, prev, [] { return g_interrupted.load(); }, progress);
-    if (prev)
-      *prev = std::move(r);
-    else
-      state.groups.push_back(std::move(r));
-    done_work += group_work;
-    if (g_interrupted.load()) {
-      interrupted = true;
-      break;
+    if (tty) {
+      std::cerr << "\r\033[K" << os.str() << std::flush;
+    } else if (now - last_line > std::chrono::seconds(5) || pr.m == pr.max_m) {
+      last_line = now;
+      std::cerr << os.str() << "\n";
     }
-  }
+  };
+  const TableTuningResult result = tune_schedule_table(
+      spec, out, resume, [] { return g_interrupted.load(); }, {}, progress);
   if (tty) std::cerr << "\n";
-  // Attention's block sizes after the GEMMs (a minute or so; tuned again on --resume).
-  KernelSearchStats attention_stats;
-  if (!interrupted && !no_attention) {
-    auto last = std::chrono::steady_clock::now();
-    attention = tune_attention(
-        model, config.rank_count(), config.threads_per_rank(), to.max_m,
-        [] { return g_interrupted.load(); },
-        [&](const KernelProgress& pr) {
-          const auto now = std::chrono::steady_clock::now();
-          if (!tty && now - last < std::chrono::seconds(5) && pr.m != pr.max_m) return;
-          last = now;
-          std::ostringstream os;
-          os << std::fixed << std::setprecision(1) << "[attention] " << pr.kernel << "  M " << pr.m
-             << "/" << pr.max_m << "  elapsed "
-             << clock_text(std::chrono::duration<double>(now - t0).count());
-          if (tty)
-            std::cerr << "\r\033[K" << os.str() << std::flush;
-          else
-            std::cerr << os.str() << "\n";
-        },
-        {}, &attention_stats);
-    if (tty) std::cerr << "\n";
-    interrupted = g_interrupted.load();
-  }
-  if (interrupted) {
-    write(false);
+  if (result.status == TableTuningResult::Status::Interrupted) {
     std::cerr << "interrupted: wrote the table so far to " << out
               << "; rerun the same command with --resume to continue\n";
     return 130;
   }
-  write(true);
 
-  const TunerStats& st = tuner.stats();
+  const TunerStats& st = result.stats;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ostringstream os;
   os << std::fixed << std::setprecision(2);
@@ -786,13 +620,14 @@ int cmd_kernels(int argc, char** argv, int first) {
      << st.searched_m << " M searched)\n";
   os << "confirmation      " << st.confirm_rejected
      << " winners gave way to the cost model's schedule when timed beside it\n";
-  if (!attention.empty())
-    os << "attention         " << attention.size() << " kernels, " << attention_stats.measured
-       << " parameter sets timed, " << attention_stats.searched_m << " M searched, "
-       << attention_stats.reused_m << " reused\n";
+  if (result.attention_kernels > 0)
+    os << "attention         " << result.attention_kernels << " kernels, "
+       << result.attention_stats.measured << " parameter sets timed, "
+       << result.attention_stats.searched_m << " M searched, " << result.attention_stats.reused_m
+       << " reused\n";
   os << "wall time         " << wall << " s\n";
   os << "tuned vs cost model (geometric mean at the measured M):\n";
-  for (const GemmGroupResult& g : state.groups) {
+  for (const GemmGroupResult& g : result.groups) {
     double log_sum = 0;
     int n = 0;
     for (const TunedPoint& pt : g.points)
@@ -818,7 +653,8 @@ const Subcommand kKernelsCommand{
 
 int main(int argc, char** argv) {
   const Subcommand commands[] = {kTopologyCommand, kConfigsCommand,   kCompareCommand,
-                                 kSurveyCommand,   kCalibrateCommand, kKernelsCommand};
+                                 kSurveyCommand,   kCalibrateCommand, kKernelsCommand,
+                                 kPlanCommand};
   return run_subcommands(
       "sandwich-tune", commands, argc, argv,
       "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"

@@ -6,12 +6,9 @@
 #include <vector>
 
 #include "common/length_trace.h"
+#include "common/lmsys_lengths.h"
 
 namespace sandwich::bench {
-
-// LMSYS-Chat-1M's published per-turn averages (Zheng et al., 2023, Table 1).
-inline constexpr double kLmsysMeanPrompt = 69.5;
-inline constexpr double kLmsysMeanResponse = 214.5;
 
 struct DatasetSpec {
   enum class Kind { ShareGpt, Lmsys, Fixed, Csv };
@@ -27,9 +24,7 @@ DatasetSpec parse_dataset_spec(const std::string& text);
 // n pairs with input + output <= max_model_len:
 // - ShareGPT: the trace shuffled by the seed, then taken in order, skipping pairs with fewer
 //   than 4 input or output tokens or that do not fit the context (vLLM's sampling filter);
-// - LMSYS: a model of the data, not the data: lengths drawn from geometric distributions on
-//   {1, 2, ...} with the published means (the maximum-entropy choice when only the mean is
-//   known), redrawn while the pair does not fit the context;
+// - LMSYS: a model of the data, not the data (common/lmsys_lengths.h);
 // - fixed: n copies; CSV: its rows in file order, cycled.
 // Throws std::invalid_argument when the request cannot be met.
 std::vector<LengthPair> sample_lengths(const DatasetSpec& spec, int n, uint64_t seed,

@@ -34,6 +34,8 @@ class MeasuredEvaluator : public ConfigEvaluator {
 
   std::string name() const override { return "measured (engine steps on this machine)"; }
   Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
+  // One decode step of `batch` sequences (1..the workload's decode_batch), the median ms.
+  Prediction evaluate_decode(const topo::ServiceConfig& config, int batch);
   const ModelConfig& model_config() const;
 
  private:

@@ -14,5 +14,9 @@ namespace sandwich::tuner {
 // ranks do not divide the KV heads or the model is too small to split.
 std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int threads,
                                           kernels::DType weights);
+// The LM head's keys among them: in a prefill step it runs only for the last token of each
+// sequence, so its M is the step's sequence count, not its token count.
+std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int threads,
+                                            kernels::DType weights);
 
 }  // namespace sandwich::tuner
