@@ -9,7 +9,8 @@ namespace {
 
 const Value kNone{None{}};
 
-const Value& arg(const CallArgs& a, size_t i, const char* name, const Value& fallback = kNone) {
+// By value: callers pass temporaries as the fallback and keep the result.
+Value arg(const CallArgs& a, size_t i, const char* name, const Value& fallback = kNone) {
   if (i < a.positional.size()) return a.positional[i];
   if (const Value* v = a.kw(name)) return *v;
   return fallback;

@@ -12,14 +12,14 @@ bool py_space(char c) {
   return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
 }
 
-const Value& arg(const CallArgs& a, size_t i, const char* name, const Value& fallback) {
+// By value: callers pass temporaries as the fallback and keep the result.
+Value arg(const CallArgs& a, size_t i, const char* name, const Value& fallback) {
   if (i < a.positional.size()) return a.positional[i];
   if (const Value* v = a.kw(name)) return *v;
   return fallback;
 }
 
-const std::string& string_arg(const CallArgs& a, size_t i, const char* name,
-                              const std::string& method) {
+std::string string_arg(const CallArgs& a, size_t i, const char* name, const std::string& method) {
   static const Value none{None{}};
   const Value& v = arg(a, i, name, none);
   if (!v.is_string()) throw ValueError(method + "() needs a string argument, not " + v.type_name());

@@ -38,7 +38,8 @@ TEST(BenchPlots, AllAtOnceIsItsOwnMarkerRightOfTheRates) {
 TEST(BenchPlots, OnlyFiniteRatesHaveNoAllAtOnceMarker) {
   ServeReport r = test::hand_made_report();
   r.runs.pop_back();
-  const PlotScript& p = find_plot(plot_scripts(r), "attainment_vs_rate");
+  const auto plots = plot_scripts(r);
+  const PlotScript& p = find_plot(plots, "attainment_vs_rate");
   EXPECT_FALSE(has(p.script, "all at once")) << p.script;
   EXPECT_TRUE(has(p.script, "set xrange [0:2.1]")) << p.script;
 }
@@ -47,7 +48,8 @@ TEST(BenchPlots, CdfSpansTheDataAndNamesAFarSloAtTheEdge) {
   // TTFTs of 2 and 5 ms against a 2.5 s SLO: the axis stays on the data.
   ServeReport r = test::hand_made_report();
   r.options.slo = {2500, 100};
-  const PlotScript& p = find_plot(plot_scripts(r), "ttft_cdf_rate-1");
+  const auto plots = plot_scripts(r);
+  const PlotScript& p = find_plot(plots, "ttft_cdf_rate-1");
   EXPECT_TRUE(has(p.script, "set xrange [0:5.15]")) << p.script;
   EXPECT_TRUE(has(p.script, "set label 'SLO 2.5 s ->' at graph 0.99, graph 0.06 right"))
       << p.script;
@@ -73,7 +75,8 @@ TEST(BenchPlots, CdfAwayFromZeroAndAnSloFarBelowIt) {
   r.options.slo = {10, 100};
   for (auto& run : r.runs)
     run.records = {test::timed_record(0, 1000, 1, 2), test::timed_record(1, 1100, 1, 2)};
-  const PlotScript& p = find_plot(plot_scripts(r), "ttft_cdf_rate-1");
+  const auto plots = plot_scripts(r);
+  const PlotScript& p = find_plot(plots, "ttft_cdf_rate-1");
   EXPECT_TRUE(has(p.script, "set xrange [995:1105]")) << p.script;
   EXPECT_TRUE(has(p.script, "set label '<- SLO 10 ms' at graph 0.01, graph 0.94 left")) << p.script;
 }
