@@ -11,20 +11,15 @@
 #include "kernels/schedule.h"
 #include "test_data.h"
 #include "topotree/service_config.h"
+#include "tune_command.h"
 
 namespace sandwich::tuner {
 namespace {
 
 using test::CommandResult;
 
-CommandResult tune(const std::string& args) {
-  return test::run_command((test::bin_dir() / "sandwich-tune").string() + " " + args);
-}
-
-void expect_tune_error(const CommandResult& r, const std::string& what) {
-  test::expect_one_line_error(r, what);
-  EXPECT_EQ(r.err.rfind("sandwich-tune: error: ", 0), 0u) << r.err;
-}
+using test::expect_tune_error;
+using test::tune;
 
 TEST(TuneCli, TopologyTextAndDot) {
   test::TempDir dir;

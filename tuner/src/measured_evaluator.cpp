@@ -17,6 +17,26 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// An executor sized for the workload's steps.
+std::unique_ptr<Executor> step_executor(const Model& model, KVCache& kv,
+                                        const topo::ServiceConfig& config,
+                                        const WorkloadOptions& w) {
+  ExecutorLimits limits;
+  limits.max_tokens = w.prefill_chunk;
+  limits.max_entries = std::max(1, w.decode_batch);
+  return make_executor(model, kv, config, limits);
+}
+
+// Token ids do not change the time a step takes; any valid ones do.
+struct RandomTokens {
+  explicit RandomTokens(int32_t vocab) : vocab_(static_cast<uint32_t>(vocab)) {}
+  int32_t operator()() { return static_cast<int32_t>(rng_() % vocab_); }
+
+ private:
+  std::mt19937 rng_{7};
+  uint32_t vocab_;
+};
+
 }  // namespace
 
 MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trace,
@@ -55,13 +75,8 @@ const ModelConfig& MeasuredEvaluator::model_config() const {
 Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
   if (phase == Phase::Decode) return evaluate_decode(config, workload_.decode_batch);
   const ModelConfig& c = model_->config;
-  ExecutorLimits limits;
-  limits.max_tokens = workload_.prefill_chunk;
-  limits.max_entries = std::max(1, workload_.decode_batch);
-  auto ex = make_executor(*model_, *kv_, config, limits);
-  // Token ids do not change the time a step takes; any valid ones do.
-  std::mt19937 rng(7);
-  auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size)); };
+  auto ex = step_executor(*model_, *kv_, config, workload_);
+  RandomTokens token(c.vocab_size);
   Prediction p;
   {
     std::vector<float> logits(static_cast<size_t>(c.vocab_size));
@@ -98,12 +113,8 @@ Prediction MeasuredEvaluator::evaluate_decode(const topo::ServiceConfig& config,
                                 std::to_string(workload_.decode_batch) + " sequences, not " +
                                 std::to_string(b));
   const ModelConfig& c = model_->config;
-  ExecutorLimits limits;
-  limits.max_tokens = workload_.prefill_chunk;
-  limits.max_entries = std::max(1, workload_.decode_batch);
-  auto ex = make_executor(*model_, *kv_, config, limits);
-  std::mt19937 rng(7);
-  auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size)); };
+  auto ex = step_executor(*model_, *kv_, config, workload_);
+  RandomTokens token(c.vocab_size);
   Prediction p;
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(b));
   std::vector<int32_t> tokens(static_cast<size_t>(b));

@@ -4,57 +4,21 @@
 #include <set>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
-#include "common/json_file.h"
 #include "common/paths.h"
+#include "common/slo_preset.h"
 
 namespace sandwich::tuner {
 namespace fs = std::filesystem;
 
 SloTarget load_slo_target(const std::string& name_or_path) {
-  fs::path file = name_or_path;
-  std::error_code ec;
-  const fs::path dir = configs_dir() / "slo";
-  if (!fs::is_regular_file(file, ec)) {
-    file = dir / (name_or_path + ".json");
-    if (name_or_path.empty() || !fs::is_regular_file(file, ec)) {
-      std::set<std::string> known;
-      for (const auto& e : fs::directory_iterator(dir, ec))
-        if (e.path().extension() == ".json") known.insert(e.path().stem().string());
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw std::invalid_argument("unknown SLO preset '" + name_or_path +
-                                  "' (known: " + (list.empty() ? "none in " + dir.string() : list) +
-                                  "; or give a file)");
-    }
-  }
-  nlohmann::json j;
-  try {
-    j = read_json_file(file);
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(e.what());
-  }
-  if (!j.is_object()) throw std::invalid_argument(file.string() + ": not a JSON object");
-  auto positive = [&](const char* key) {
-    if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() > 0))
-      throw std::invalid_argument(file.string() + ": '" + key + "' must be a positive number");
-    return j[key].get<double>();
-  };
-  auto text = [&](const char* key, const std::string& fallback) {
-    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-  };
+  const SloPresetFile f = read_slo_preset(name_or_path);
   SloTarget t;
-  t.name = text("name", file.stem().string());
-  t.model = text("model", "");
-  t.mode = text("mode", "");
-  t.ttft_ms = positive("ttft_ms");
-  t.tpot_ms = positive("tpot_ms");
-  if (j.contains("attainment_target")) {
-    t.attainment = positive("attainment_target");
-    if (t.attainment > 1)
-      throw std::invalid_argument(file.string() + ": 'attainment_target' is a fraction in (0, 1]");
-  }
+  t.name = f.name;
+  t.model = f.model;
+  t.mode = f.mode;
+  t.ttft_ms = f.ttft_ms;
+  t.tpot_ms = f.tpot_ms;
+  t.attainment = f.attainment_target.value_or(0.9);
   return t;
 }
 

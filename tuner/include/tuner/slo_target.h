@@ -1,7 +1,6 @@
 #pragma once
-// The latency targets a plan is chosen for: an SLO preset of configs/slo/ (the serving
-// benchmark's presets, read here on their own since the tuner does not depend on the
-// benchmark) or a file of the same form.
+// The latency targets a plan is chosen for: an SLO preset of configs/slo/ (common/slo_preset.h,
+// the serving benchmark's presets) or a file of the same form.
 #include <string>
 
 namespace sandwich::tuner {
