@@ -65,6 +65,33 @@ TEST(Calibration, NoContentionWhenBandwidthOnlyGrows) {
   EXPECT_DOUBLE_EQ(p.core_gflops, 50) << "no BF16: the FP32 rate";
 }
 
+TEST(MachineParams, LatentGroupParsingAndValidation) {
+  auto parse = [](const char* text) {
+    return MachineParams::from_json(nlohmann::json::parse(text), "test");
+  };
+  EXPECT_FALSE(parse("{}").latent_group.active());
+  EXPECT_FALSE(parse(R"({"latent_group": null})").latent_group.active());
+  EXPECT_FALSE(parse(R"({"latent_group": {"cores": 0}})").latent_group.active());
+  const MachineParams p = parse(R"({"latent_group": {"cores": 4, "stride": 2, "bw_gbs": 25.5}})");
+  EXPECT_EQ(p.latent_group, (LatentGroupParams{.cores = 4, .stride = 2, .bw_gbs = 25.5}));
+  EXPECT_EQ(parse(R"({"latent_group": {"cores": 4, "bw_gbs": 25}})").latent_group.stride, 1);
+  for (const char* bad : {R"({"latent_group": {"cores": 1, "bw_gbs": 25}})",  // a group of one core
+                          R"({"latent_group": {"cores": 4}})",                // no capacity
+                          R"({"latent_group": {"cores": 4, "bw_gbs": -3}})",  //
+                          R"({"latent_group": {"cores": 4, "stride": 0, "bw_gbs": 5}})",
+                          R"({"latent_group": {"cores": 2.5, "bw_gbs": 5}})",  // not whole
+                          R"({"latent_group": {"cores": "4", "bw_gbs": 5}})",  // not a number
+                          R"({"latent_group": {"cores": 4, "bw_gbs": 5, "bw": 3}})",  // a typo
+                          R"({"latent_group": 4})"}) {
+    try {
+      parse(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("latent_group"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(MachineParams, JsonRoundTripAndTypos) {
   MachineParams p;
   p.level_bw_gbs["L3"] = 25.6;
