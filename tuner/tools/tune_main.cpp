@@ -470,6 +470,15 @@ int cmd_calibrate(int argc, char** argv, int first) {
   os << "team region   ";
   for (size_t i = 0; i < c.team_region_us.size(); ++i)
     os << "  " << i + 1 << " thread" << (i ? "s " : " ") << c.team_region_us[i] << " us";
+  os << "\nlatent groups ";
+  if (c.latent_groups.empty())
+    os << " no candidate (no parent of the cores holds enough of them to group)";
+  for (const auto& g : c.latent_groups)
+    os << "\n  group(" << g.cores << "," << g.stride << ")  packed " << format_cpu_list(g.packed)
+       << ": " << g.packed_gbs << " GB/s, spread " << format_cpu_list(g.spread) << ": "
+       << g.spread_gbs << " GB/s (ratio " << (g.spread_gbs > 0 ? g.packed_gbs / g.spread_gbs : 0)
+       << ")";
+  os << "\n  -> " << params.latent_group.describe();
   os << "\nprobe time     " << c.seconds << " s; cached in " << cache.string()
      << "\n\nsimulator parameters:\n"
      << params.to_json().dump(2) << "\n";
