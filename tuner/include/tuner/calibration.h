@@ -1,5 +1,6 @@
 #pragma once
-// Calibrating the latency simulator on this machine with short probes (about a second in all):
+// Calibrating the latency simulator on this machine with short probes (about a second in all;
+// a few more where a dozen latent group candidates each stream twice):
 //   read bandwidth   a streaming read of a private buffer per thread, 1..N cores of NUMA node 0
 //   FP32 FMA peak    one core, independent FMA chains (AVX-512 or AVX2)
 //   BF16 dot peak    one core, vdpbf16ps chains (where the CPU has AVX512_BF16)
