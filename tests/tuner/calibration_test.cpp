@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
+#include "test_data.h"
+#include "topotree/hwloc_loader.h"
 #include "tuner/calibration.h"
 
 namespace sandwich::tuner {
@@ -63,6 +67,84 @@ TEST(Calibration, NoContentionWhenBandwidthOnlyGrows) {
   EXPECT_DOUBLE_EQ(p.contention_gamma, MachineParams{}.contention_gamma);
   EXPECT_DOUBLE_EQ(p.numa_bw_gbs, 35);
   EXPECT_DOUBLE_EQ(p.core_gflops, 50) << "no BF16: the FP32 rate";
+}
+
+// A record cached before the latent group probe existed has no "latent_groups": it still loads,
+// and its parameters carry no latent group (the simulator's results as before).
+TEST(Calibration, ARecordCachedBeforeTheLatentGroupProbeLoadsNeutral) {
+  const nlohmann::json old = nlohmann::json::parse(R"({
+      "cpu": "AMD EPYC 9R14", "cpus": [0, 1], "read_gbs": [21.5, 30.2], "fma_f32_gflops": 110,
+      "bf16_gflops": 220, "gemm_m_small": 4, "gemm_m_large": 128, "gemm_gflops_small": 70,
+      "gemm_gflops_large": 180, "team_region_us": [0.05, 0.9], "seconds": 1.2})");
+  const Calibration c = Calibration::from_json(old);
+  EXPECT_TRUE(c.latent_groups.empty());
+  EXPECT_FALSE(c.params().latent_group.active());
+  EXPECT_FALSE(c.params().to_json().contains("latent_group"));
+  // Through the cache, as the tuner reads it.
+  test::TempDir cache;
+  test::ScopedEnv env("XDG_CACHE_HOME", cache.path().string());
+  std::filesystem::path file;
+  const topo::TopoTree& local = topo::this_machine().tree;
+  ASSERT_FALSE(cached_calibration(local, &file));
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << old.dump(2);
+  const auto cached = cached_calibration(local);
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(cached->read_gbs, c.read_gbs);
+  EXPECT_FALSE(cached->params().latent_group.active());
+}
+
+TEST(Calibration, LatentGroupProbesMakeTheParameter) {
+  Calibration c;
+  c.cpu = "test CPU";
+  c.cpus = {0, 1, 2, 3};
+  c.read_gbs = {16, 30, 44, 56};
+  c.fma_f32_gflops = 40;
+  c.gemm_gflops_small = 10;
+  c.gemm_gflops_large = 30;
+  c.team_region_us = {0.5};
+  LatentGroupProbe clusters;
+  clusters.cores = 4;
+  clusters.packed = {0, 1, 2, 3};
+  clusters.spread = {0, 4, 12, 16};
+  clusters.packed_gbs = 30;
+  clusters.spread_gbs = 60;
+  c.latent_groups = {clusters};
+  const Calibration back = Calibration::from_json(c.to_json());
+  ASSERT_EQ(back.latent_groups.size(), 1u);
+  const MachineParams p = back.params();
+  EXPECT_EQ(p.latent_group, (LatentGroupParams{.cores = 4, .stride = 1, .bw_gbs = 30}));
+  EXPECT_EQ(MachineParams::from_json(p.to_json(), "test").latent_group, p.latent_group);
+  // No difference between packed and spread: neutral.
+  c.latent_groups[0].packed_gbs = 59;
+  EXPECT_FALSE(c.params().latent_group.active());
+}
+
+TEST(MachineParams, LatentGroupParsingAndValidation) {
+  auto parse = [](const char* text) {
+    return MachineParams::from_json(nlohmann::json::parse(text), "test");
+  };
+  EXPECT_FALSE(parse("{}").latent_group.active());
+  EXPECT_FALSE(parse(R"({"latent_group": null})").latent_group.active());
+  EXPECT_FALSE(parse(R"({"latent_group": {"cores": 0}})").latent_group.active());
+  const MachineParams p = parse(R"({"latent_group": {"cores": 4, "stride": 2, "bw_gbs": 25.5}})");
+  EXPECT_EQ(p.latent_group, (LatentGroupParams{.cores = 4, .stride = 2, .bw_gbs = 25.5}));
+  EXPECT_EQ(parse(R"({"latent_group": {"cores": 4, "bw_gbs": 25}})").latent_group.stride, 1);
+  for (const char* bad : {R"({"latent_group": {"cores": 1, "bw_gbs": 25}})",  // a group of one core
+                          R"({"latent_group": {"cores": 4}})",                // no capacity
+                          R"({"latent_group": {"cores": 4, "bw_gbs": -3}})",  //
+                          R"({"latent_group": {"cores": 4, "stride": 0, "bw_gbs": 5}})",
+                          R"({"latent_group": {"cores": 2.5, "bw_gbs": 5}})",  // not whole
+                          R"({"latent_group": {"cores": "4", "bw_gbs": 5}})",  // not a number
+                          R"({"latent_group": {"cores": 4, "bw_gbs": 5, "bw": 3}})",  // a typo
+                          R"({"latent_group": 4})"}) {
+    try {
+      parse(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("latent_group"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(MachineParams, JsonRoundTripAndTypos) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "common/json_file.h"
 #include "kernels/schedule.h"
 #include "test_data.h"
 #include "topotree/service_config.h"
@@ -60,6 +61,33 @@ TEST(TuneCli, ConfigsTextShowsRankingAndStatistics) {
   EXPECT_NE(r.out.find("decode: top 3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("trees explored"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pruned"), std::string::npos) << r.out;
+}
+
+// The Kunpeng's published figures plus a latent group of 4-core clusters: the report says which
+// cores contend and how full each configuration's busiest group is; without it, nothing.
+TEST(TuneCli, ConfigsTextShowsTheLatentGroupTerm) {
+  test::TempDir dir;
+  nlohmann::json params =
+      read_json_file(test::source_dir() / "configs/topologies/kunpeng920-4s.json")["params"];
+  params["latent_group"] = {{"cores", 4}, {"stride", 1}, {"bw_gbs", 20}};
+  std::ofstream(dir / "p.json") << params.dump();
+  const std::string args =
+      "configs --model llama3-8b --topology kunpeng920-4s --phase decode --top-k 1 "
+      "--trace-samples 8";
+  const CommandResult r = tune(args + " --params " + (dir / "p.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("contention latent groups of 4 cores (stride 1), 20.0 GB/s each under "
+                       "each Die+L3 (48 groups)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(busiest latent group: 2 of 4 cores)"), std::string::npos) << r.out;
+  const CommandResult neutral = tune(args);
+  ASSERT_EQ(neutral.code, 0) << neutral.err;
+  EXPECT_EQ(neutral.out.find("latent"), std::string::npos) << neutral.out;
+  params["latent_group"]["cores"] = 5;
+  std::ofstream(dir / "p.json") << params.dump();
+  expect_tune_error(tune(args + " --params " + (dir / "p.json").string()),
+                    "does not fit the 24 cores under each Die+L3");
 }
 
 TEST(TuneCli, BadInputIsOneLineAndNonZero) {

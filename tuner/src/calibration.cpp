@@ -48,6 +48,8 @@ std::vector<int> probe_cpus(const topo::TopoTree& t, int max_threads) {
 }  // namespace
 
 nlohmann::json Calibration::to_json() const {
+  nlohmann::json latent = nlohmann::json::array();
+  for (const auto& p : latent_groups) latent.push_back(p.to_json());
   return {{"cpu", cpu},
           {"cpus", cpus},
           {"read_gbs", read_gbs},
@@ -58,6 +60,7 @@ nlohmann::json Calibration::to_json() const {
           {"gemm_gflops_small", gemm_gflops_small},
           {"gemm_gflops_large", gemm_gflops_large},
           {"team_region_us", team_region_us},
+          {"latent_groups", latent},
           {"seconds", seconds}};
 }
 
@@ -74,6 +77,9 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   c.gemm_gflops_large = j.at("gemm_gflops_large").get<double>();
   c.team_region_us = j.at("team_region_us").get<std::vector<double>>();
   c.seconds = j.value("seconds", 0.0);
+  if (j.contains("latent_groups"))
+    for (const auto& p : j.at("latent_groups"))
+      c.latent_groups.push_back(LatentGroupProbe::from_json(p));
   if (c.read_gbs.empty() || c.team_region_us.empty() || c.fma_f32_gflops <= 0)
     throw std::invalid_argument("incomplete calibration record");
   return c;
@@ -103,6 +109,7 @@ MachineParams Calibration::params() const {
   if (team_region_us.size() >= 2)
     p.team_sync_log2_us = std::max(0.0, (team_region_us.back() - team_region_us.front()) /
                                             std::log2(static_cast<double>(team_region_us.size())));
+  p.latent_group = latent_group_from_probes(latent_groups);
   p.source = "calibrated on this machine (" + cpu + ")";
   return p;
 }
@@ -117,6 +124,10 @@ Calibration calibrate_this_machine(const topo::TopoTree& local, const Calibratio
     c.read_gbs.push_back(probe_read_bandwidth_gbs(use, o.bytes_per_thread));
     c.team_region_us.push_back(probe_team_region_us(use));
   }
+  c.latent_groups = latent_group_candidates(local, o.max_threads);
+  // A dozen candidates on a large machine: a quarter of the buffer each (at least two cores, so
+  // 64 MiB by default, still past the L3 a group of cores shares).
+  measure_latent_groups(c.latent_groups, o.bytes_per_thread / 4);
   c.fma_f32_gflops = probe_fma_f32_gflops(o.seconds_per_probe);
   c.bf16_gflops = probe_bf16_dot_gflops(o.seconds_per_probe);
   c.gemm_gflops_small =

@@ -42,6 +42,21 @@ LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams 
       }
     }
   }
+  // Latent groups tile the cores under each parent of the core level as group(cores, stride)
+  // would: blocks of cores x stride consecutive cores, group j of a block holding j, j + stride...
+  const LatentGroupParams& lg = params_.latent_group;
+  const int per_parent = machine.level(cd).arity;
+  if (lg.active()) {
+    if (cd < 1)
+      throw std::invalid_argument(
+          "machine parameter latent_group groups cores, but this tree has no level above them");
+    if (per_parent % (lg.cores * lg.stride) != 0)
+      throw std::invalid_argument("machine parameter latent_group (" + lg.describe() +
+                                  ") does not fit the " + std::to_string(per_parent) +
+                                  " cores under each " + machine.level(cd - 1).label +
+                                  ": cores x stride must divide " + std::to_string(per_parent));
+    latent_parent_ = machine.level(cd - 1).label;
+  }
   std::map<int, int> numa_index;
   const auto cpus = machine.cpus();
   const auto numa = machine.leaf_numa();
@@ -51,10 +66,37 @@ LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams 
     info.numa = numa_index.emplace(numa[i], static_cast<int>(numa_index.size())).first->second;
     for (int d : capped_depth)
       info.capped.push_back(static_cast<int>(static_cast<int64_t>(i) / machine.leaves_per_node(d)));
+    if (lg.active()) {
+      const int pos = info.core % per_parent, parent = info.core / per_parent;
+      info.latent = parent * (per_parent / lg.cores) + pos / (lg.cores * lg.stride) * lg.stride +
+                    pos % lg.stride;
+    }
     cpus_[cpus[i]] = std::move(info);
   }
   n_cores_ = static_cast<int>(machine.nodes_at(cd));
   n_numa_ = static_cast<int>(numa_index.size());
+  if (lg.active()) n_latent_ = n_cores_ / lg.cores;
+}
+
+std::string LatencySimulator::latent_group_summary() const {
+  if (!params_.latent_group.active()) return "";
+  return params_.latent_group.describe() + " under each " + latent_parent_ + " (" +
+         std::to_string(n_latent_) + " groups)";
+}
+
+int LatencySimulator::busiest_latent_group(const topo::ServiceConfig& config) const {
+  if (!params_.latent_group.active()) return 0;
+  std::vector<std::vector<int>> cores(static_cast<size_t>(n_latent_));
+  for (const auto& r : config.ranks)
+    for (int cpu : r.cpus)
+      if (auto it = cpus_.find(cpu); it != cpus_.end())
+        cores[static_cast<size_t>(it->second.latent)].push_back(it->second.core);
+  size_t most = 0;
+  for (auto& c : cores) {
+    std::sort(c.begin(), c.end());
+    most = std::max<size_t>(most, static_cast<size_t>(std::unique(c.begin(), c.end()) - c.begin()));
+  }
+  return static_cast<int>(most);
 }
 
 std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& config) const {
@@ -74,10 +116,12 @@ std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& 
   std::vector<int> numa_cores(static_cast<size_t>(n_numa_), 0);
   std::vector<std::vector<int>> capped_cores;
   for (int n : capped_nodes_) capped_cores.emplace_back(static_cast<size_t>(n), 0);
+  std::vector<int> latent_cores(static_cast<size_t>(n_latent_), 0);
   for (int c = 0; c < n_cores_; ++c) {
     const CpuInfo* info = core_info[static_cast<size_t>(c)];
     if (!info) continue;
     ++numa_cores[static_cast<size_t>(info->numa)];
+    if (info->latent >= 0) ++latent_cores[static_cast<size_t>(info->latent)];
     for (size_t l = 0; l < capped_cores.size(); ++l)
       ++capped_cores[l][static_cast<size_t>(info->capped[l])];
   }
@@ -87,6 +131,9 @@ std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& 
                       p.contention_gamma);
     for (size_t l = 0; l < capped_cores.size(); ++l)
       bw = std::min(bw, share(capped_gbs_[l], capped_cores[l][static_cast<size_t>(info.capped[l])],
+                              p.core_bw_gbs, p.contention_gamma));
+    if (info.latent >= 0)
+      bw = std::min(bw, share(p.latent_group.bw_gbs, latent_cores[static_cast<size_t>(info.latent)],
                               p.core_bw_gbs, p.contention_gamma));
     return bw;
   };

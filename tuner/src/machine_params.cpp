@@ -1,6 +1,8 @@
 #include "tuner/machine_params.h"
 
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -28,13 +30,47 @@ void for_each_scalar(MachineParams& p, F&& f) {
   f("allreduce_gbs", p.allreduce_gbs);
 }
 
+LatentGroupParams latent_group_from_json(const nlohmann::json& j, const std::string& where) {
+  LatentGroupParams g;
+  if (j.is_null()) return g;
+  const std::string field = where + ": latent_group";
+  if (!j.is_object())
+    throw std::invalid_argument(field + " must be null or {\"cores\": N, \"stride\": T, " +
+                                "\"bw_gbs\": GB/s}");
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number()) throw std::invalid_argument(field + "." + key + " must be a number");
+    if (key == "bw_gbs") {
+      g.bw_gbs = value.get<double>();
+    } else if (key == "cores" || key == "stride") {
+      if (!value.is_number_integer())
+        throw std::invalid_argument(field + "." + key + " must be a whole number");
+      (key == "cores" ? g.cores : g.stride) = value.get<int>();
+    } else {
+      throw std::invalid_argument(field + ": unknown key '" + key + "' (cores, stride, bw_gbs)");
+    }
+  }
+  return g;
+}
+
 }  // namespace
+
+std::string LatentGroupParams::describe() const {
+  if (!active()) return "none";
+  std::ostringstream os;
+  os << "groups of " << cores << " cores (stride " << stride << "), " << std::fixed
+     << std::setprecision(1) << bw_gbs << " GB/s each";
+  return os.str();
+}
 
 nlohmann::json MachineParams::to_json() const {
   nlohmann::json j;
   MachineParams copy = *this;
   for_each_scalar(copy, [&j](const char* name, double& v) { j[name] = v; });
   j["level_bw_gbs"] = level_bw_gbs;
+  if (latent_group.active())
+    j["latent_group"] = {{"cores", latent_group.cores},
+                         {"stride", latent_group.stride},
+                         {"bw_gbs", latent_group.bw_gbs}};
   j["source"] = source;
   return j;
 }
@@ -56,6 +92,8 @@ MachineParams MachineParams::from_json(const nlohmann::json& j, const std::strin
           throw std::invalid_argument(where + ": level_bw_gbs." + level + " must be a number");
         p.level_bw_gbs[level] = gbs.get<double>();
       }
+    } else if (key == "latent_group") {
+      p.latent_group = latent_group_from_json(value, where);
     } else if (auto it = fields.find(key); it != fields.end()) {
       if (!value.is_number()) throw std::invalid_argument(where + ": " + key + " must be a number");
       *it->second = value.get<double>();
@@ -92,6 +130,10 @@ void MachineParams::validate() const {
         "machine parameters gemm_efficiency and attention_efficiency are fractions of peak (<= 1)");
   for (const auto& [level, gbs] : level_bw_gbs)
     if (!(gbs > 0)) throw std::invalid_argument("level_bw_gbs." + level + " must be > 0");
+  const LatentGroupParams& g = latent_group;
+  if (g.cores != 0 && (g.cores < 2 || g.stride < 1 || !std::isfinite(g.bw_gbs) || !(g.bw_gbs > 0)))
+    throw std::invalid_argument(
+        "machine parameter latent_group needs cores >= 2 (0: none), stride >= 1 and bw_gbs > 0");
 }
 
 }  // namespace sandwich::tuner

@@ -57,6 +57,7 @@ std::string report_header(const ReportContext& c) {
      << ", " << model.n_heads << " query heads, " << model.n_kv_heads
      << " KV heads (rank counts must divide both)\n";
   os << "evaluator  " << c.evaluator << "; machine parameters: " << c.params_source << "\n";
+  if (!c.contention.empty()) os << "contention latent " << c.contention << "\n";
   if (!c.trace.empty()) os << "trace      " << c.trace << "\n";
   for (const auto& n : m.notes) os << "note       " << n << "\n";
   for (const auto& n : c.notes) os << "note       " << n << "\n";
@@ -76,7 +77,7 @@ std::string stats_line(const SearchStats& s) {
   return os.str();
 }
 
-std::string report_text(const SearchResult& r) {
+std::string report_text(const SearchResult& r, const ConfigNote& note) {
   std::ostringstream os;
   const bool prefill = r.phase == Phase::Prefill;
   os << "\n"
@@ -97,8 +98,10 @@ std::string report_text(const SearchResult& r) {
        << "  " << std::setw(static_cast<int>(wp)) << rc.config.placement() << "  " << std::right
        << std::setw(10) << ms_text(pf) << "  " << std::setw(15) << ms_text(dc) << "  " << rc.origin
        << "\n";
-    os << "     cpus " << rc.config.to_string(4).substr(rc.config.to_string(4).find(' ') + 1)
-       << "\n";
+    os << "     cpus " << rc.config.to_string(4).substr(rc.config.to_string(4).find(' ') + 1);
+    if (note)
+      if (const std::string n = note(rc.config); !n.empty()) os << "  (" << n << ")";
+    os << "\n";
   }
   os << "search: " << stats_line(r.stats) << "\n";
   return os.str();

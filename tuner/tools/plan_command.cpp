@@ -478,6 +478,8 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
                  : ": " + machine.description)
          << "\n           " << machine.tree.leaf_count() << " PUs, " << machine.tree.numa_count()
          << " NUMA nodes; machine parameters: " << st.params_source << "\n";
+      if (search_params && search_params->latent_group.active())
+        os << "contention latent " << search_params->latent_group.describe() << "\n";
       os << "model      " << model.config.name << " (" << model.dtype << ")\n";
       os << "trace      " << st.trace_source << ": mean input " << std::setprecision(0)
          << t.mean_input() << ", output " << t.mean_output() << " tokens\n"

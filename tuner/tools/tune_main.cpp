@@ -192,11 +192,18 @@ int cmd_configs(int argc, char** argv, int first) {
   ReportContext ctx{&s.machine,       &s.model,
                     ev.name(),        measured ? "none (measured)" : s.params.source,
                     trace_line(s, w), s.notes};
+  if (!measured) ctx.contention = sim.latent_group_summary();
   if (json) {
     std::cout << report_json(ctx, results, s.params.to_json()).dump(2) << "\n";
   } else {
     std::cout << report_header(ctx);
-    for (const auto& r : results) std::cout << report_text(r);
+    ConfigNote note;
+    if (!ctx.contention.empty())
+      note = [&sim](const topo::ServiceConfig& c) {
+        return "busiest latent group: " + std::to_string(sim.busiest_latent_group(c)) + " of " +
+               std::to_string(sim.params().latent_group.cores) + " cores";
+      };
+    for (const auto& r : results) std::cout << report_text(r, note);
   }
   if (!plan_out.empty()) {
     Plan plan;
@@ -370,6 +377,7 @@ int cmd_compare(int argc, char** argv, int first) {
   MeasuredEvaluator measured(o.model, s.trace, w);
   ReportContext ctx{&s.machine,      &s.model,         "latency simulator vs " + measured.name(),
                     s.params.source, trace_line(s, w), s.notes};
+  ctx.contention = sim.latent_group_summary();
   nlohmann::json out = nlohmann::json::array();
   std::ostringstream os;
   os << report_header(ctx);
@@ -470,6 +478,15 @@ int cmd_calibrate(int argc, char** argv, int first) {
   os << "team region   ";
   for (size_t i = 0; i < c.team_region_us.size(); ++i)
     os << "  " << i + 1 << " thread" << (i ? "s " : " ") << c.team_region_us[i] << " us";
+  os << "\nlatent groups ";
+  if (c.latent_groups.empty())
+    os << " no candidate (no parent of the cores holds enough of them to group)";
+  for (const auto& g : c.latent_groups)
+    os << "\n  group(" << g.cores << "," << g.stride << ")  packed " << format_cpu_list(g.packed)
+       << ": " << g.packed_gbs << " GB/s, spread " << format_cpu_list(g.spread) << ": "
+       << g.spread_gbs << " GB/s (ratio " << (g.spread_gbs > 0 ? g.packed_gbs / g.spread_gbs : 0)
+       << ")";
+  os << "\n  -> " << params.latent_group.describe();
   os << "\nprobe time     " << c.seconds << " s; cached in " << cache.string()
      << "\n\nsimulator parameters:\n"
      << params.to_json().dump(2) << "\n";

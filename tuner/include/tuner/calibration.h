@@ -1,10 +1,13 @@
 #pragma once
-// Calibrating the latency simulator on this machine with short probes (about a second in all):
+// Calibrating the latency simulator on this machine with short probes (about a second in all;
+// a few more where a dozen latent group candidates each stream twice):
 //   read bandwidth   a streaming read of a private buffer per thread, 1..N cores of NUMA node 0
 //   FP32 FMA peak    one core, independent FMA chains (AVX-512 or AVX2)
 //   BF16 dot peak    one core, vdpbf16ps chains (where the CPU has AVX512_BF16)
 //   GEMM efficiency  the kernels' own BF16 GEMM on one core, at a small and a large m
 //   team sync        cost of one empty parallel region of a pinned thread team, 1..N threads
+//   latent groups    read bandwidth of cores packed into a candidate group vs spread over the
+//                    groups (latent_group_probe.h), for a shared resource the tree lacks
 // and turning the figures into MachineParams. Results are cached per CPU model and CPU list.
 #include <filesystem>
 #include <optional>
@@ -14,6 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "topotree/topo_tree.h"
+#include "tuner/latent_group_probe.h"
 #include "tuner/machine_params.h"
 
 namespace sandwich::tuner {
@@ -33,7 +37,9 @@ struct Calibration {
   int gemm_m_small = 4, gemm_m_large = 128;
   double gemm_gflops_small = 0, gemm_gflops_large = 0;  // one core, kernels' BF16 GEMM
   std::vector<double> team_region_us;                   // [i]: one empty region of i+1 threads
-  double seconds = 0;                                   // the calibration's own run time
+  // Candidates measured; empty when none applies (or in a record cached before the probe).
+  std::vector<LatentGroupProbe> latent_groups;
+  double seconds = 0;  // the calibration's own run time
 
   nlohmann::json to_json() const;
   static Calibration from_json(const nlohmann::json& j);

@@ -8,8 +8,12 @@
 // node's memory, optionally an L3 domain's link) splits its capacity, degraded when
 // oversubscribed, among the active cores under it. A rank spanning NUMA nodes reads part of
 // its memory remotely. Ranks meet in two all-reduces per layer (and a logits all-gather).
-// Contention comes from the fundamental tree (the real resources); group levels a transform
-// invented carry none.
+// Contention comes from the fundamental tree (the real resources) and from the machine's latent
+// group, if calibration found one (MachineParams::latent_group): the cores of such a group share
+// its capacity like a level_bw_gbs cap, whichever tree a configuration was cut from, so packing
+// ranks into few latent groups costs bandwidth that spreading them does not (the paper's Figure
+// 3a). The cap enters every GEMM's and pass's memory time, so it shows wherever a step is memory
+// bound (decode; small prefill GEMMs). Other group levels a transform invented carry none.
 //
 // Prefill figure: mean latency to prefill one trace request on its own, in chunks. Decode
 // figure: one decode step of decode_batch sequences at the trace's mean decode context, i.e.
@@ -66,6 +70,11 @@ class LatencySimulator : public ConfigEvaluator {
   Prediction step_time(const topo::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
                        const Step& step) const;
 
+  // The latent group term, for reports: which cores contend ("" when neutral), and the most
+  // active cores a configuration puts in one latent group (0 when neutral).
+  std::string latent_group_summary() const;
+  int busiest_latent_group(const topo::ServiceConfig& config) const;
+
   const MachineParams& params() const { return params_; }
   const WorkloadOptions& workload() const { return workload_; }
 
@@ -74,6 +83,7 @@ class LatencySimulator : public ConfigEvaluator {
     int core = 0;  // physical core id
     int numa = 0;
     std::vector<int> capped;  // node index at each capped level
+    int latent = -1;          // its latent group, if the machine has one
   };
   MachineParams params_;
   ModelConfig model_;
@@ -83,6 +93,8 @@ class LatencySimulator : public ConfigEvaluator {
   std::vector<double> capped_gbs_;  // capacity of a node of each capped level
   int n_cores_ = 0, n_numa_ = 0;
   std::vector<int> capped_nodes_;  // nodes per capped level
+  int n_latent_ = 0;               // latent groups of the whole machine
+  std::string latent_parent_;      // label of the level whose cores form latent groups
 };
 
 }  // namespace sandwich::tuner

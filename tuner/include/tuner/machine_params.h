@@ -9,6 +9,20 @@
 
 namespace sandwich::tuner {
 
+// Cores that share a resource no level of the tree shows (an L3 tag, a cluster's link to the
+// ring): within each parent of the core level, the groups of `cores` cores that the group
+// transform group(cores, stride, core depth) would invent. Each group delivers at most bw_gbs to
+// its active cores, shared like a level_bw_gbs cap. cores == 0: no such resource (neutral).
+struct LatentGroupParams {
+  int cores = 0;
+  int stride = 1;
+  double bw_gbs = 0;
+  bool active() const { return cores > 0; }
+  bool operator==(const LatentGroupParams&) const = default;
+  // "groups of 4 cores (stride 1), 30.0 GB/s each"; "none" when inactive.
+  std::string describe() const;
+};
+
 struct MachineParams {
   // Compute. GEMM rate of one core on the weight type (BF16 dot products where the core has
   // them, else FP32 FMA after conversion), and FP32 FMA rate (attention), in GFLOP/s at peak.
@@ -32,6 +46,9 @@ struct MachineParams {
   double contention_gamma = 0.05;
   // Extra bandwidth caps per node of a level whose label contains the key ("L3": a CCX's link).
   std::map<std::string, double> level_bw_gbs;
+  // A latent shared resource found by calibration (calibration.h); JSON "latent_group", absent
+  // or null when none.
+  LatentGroupParams latent_group;
   // Synchronisation. One parallel region of T threads in a rank costs a + b log2 T (us), and
   // 1 / remote_bw_factor times that when the threads span NUMA nodes (cache lines travel further).
   double team_sync_us = 0.5;
