@@ -38,7 +38,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
     float e = 0;
     for (int i = 0; i < n; ++i) {
       const float d = s * levels[i] + m - x[i];
-      e += w[i] * d * d;
+      e += w[i] * (d * d);
     }
     return e;
   };
@@ -48,10 +48,11 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
   float best = error(L, scale, min);
   uint8_t trial[256];
   for (int step = 0; step <= nstep; ++step) {
-    inv = (rmin + rdelta * step + nmax) / (hi - lo);
+    // Each grid starts from the best offset so far, as ggml's reference search does.
+    inv = (rmin + rdelta * step + nmax) / (hi - min);
     float sl = 0, sl2 = 0, sxl = 0;
     for (int i = 0; i < n; ++i) {
-      const int l = clamp_level(inv * (x[i] - lo), 0, nmax);
+      const int l = clamp_level(inv * (x[i] - min), 0, nmax);
       trial[i] = static_cast<uint8_t>(l);
       sl += w[i] * l;
       sl2 += w[i] * l * l;
@@ -86,7 +87,7 @@ float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
       peak = x[i];
     }
   if (amax < 1e-15f) {
-    std::fill(L, L + n, static_cast<int8_t>(nmax));
+    std::fill(L, L + n, 0);  // any level: the scale is 0
     return 0;
   }
   // The peak maps to -nmax, the end of the range with one more level.

@@ -101,8 +101,8 @@ void quantize_q6_k(const float* x, BlockQ6_K& b) {
     }
   }
   if (max_abs < 1e-15f) {
-    std::memset(&b, 0, sizeof b);
-    std::fill(L, L + kQKK, 32);  // level 32 is weight 0
+    std::memset(&b, 0, sizeof b);  // d = 0: every level is weight 0
+    return;
   } else {
     const float inv = -128 / max_scale;
     b.d = f32_to_f16(1 / inv);

@@ -1,7 +1,9 @@
 // Must-show of issue 17: dequantize_ref gives llama.cpp's floats bit for bit, for blocks that
-// llama.cpp's own quantizer wrote (tests/data/quant/README.md says how they were made).
+// llama.cpp's own quantizer wrote (tests/data/quant/README.md says how they were made); and
+// quantize_ref, given the same f32 rows, writes the very blocks llama.cpp's reference does.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -9,6 +11,7 @@
 
 #include "engine/gguf.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quantize.h"
 #include "test_data.h"
 
 namespace sandwich {
@@ -52,6 +55,35 @@ TEST(DequantizeLikeLlamaCpp, EveryTypeBitForBit) {
   }
   EXPECT_EQ(checked, 16);
   EXPECT_EQ(types.size(), 8u);  // every file type; Q8_K is an activation type, never in a file
+}
+
+TEST(QuantizeLikeLlamaCpp, SameBlocksFromTheSameRows) {
+  const auto dir = test::source_dir() / "tests/data/quant";
+  gguf::Reader input(dir / "input-f32.gguf");
+  int checked = 0;
+  for (const char* file : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"}) {
+    gguf::Reader theirs(dir / (std::string(file) + ".gguf"));
+    for (const auto& t : theirs.tensors()) {
+      SCOPED_TRACE(std::string(file) + " " + t.name);
+      const gguf::TensorInfo* x = input.find_tensor(t.name);
+      ASSERT_TRUE(x);
+      ASSERT_EQ(x->type, 0u);
+      ASSERT_EQ(x->elements(), t.elements());
+      const auto q = kernels::qtype_from_ggml(t.type);
+      ASSERT_TRUE(q);
+      std::vector<uint8_t> ours(t.nbytes);
+      kernels::quantize_ref(*q, reinterpret_cast<const float*>(x->data), ours.data(),
+                            static_cast<int64_t>(t.elements()));
+      const auto* ref = static_cast<const uint8_t*>(t.data);
+      const auto& info = kernels::qtype_info(*q);
+      for (size_t b = 0; b < t.nbytes; b += static_cast<size_t>(info.block_bytes))
+        ASSERT_EQ(std::memcmp(ours.data() + b, ref + b, static_cast<size_t>(info.block_bytes)), 0)
+            << "block " << b / static_cast<size_t>(info.block_bytes) << " (row "
+            << b / (t.nbytes / 16) << ")";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 16);
 }
 
 }  // namespace

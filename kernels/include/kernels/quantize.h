@@ -1,7 +1,9 @@
 #pragma once
 // Weights (f32) to ggml's quantized blocks: the inverse of dequantize_ref. The block formats are
-// ggml's; the scale searches follow the published reference (round to nearest for the 32-weight
-// types, a weighted least-squares search of scale and min for the K types).
+// ggml's; the scale searches follow its published reference (round to nearest for the 32-weight
+// types, a weighted least-squares search of scale and min for the K types), in its order of
+// operations, so the blocks are the ones llama.cpp's quantizer writes for the same rows
+// (tests/engine/dequant_llama_cpp_test.cpp).
 #include <cstdint>
 
 #include "kernels/quant_blocks.h"
