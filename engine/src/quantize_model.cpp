@@ -2,6 +2,7 @@
 #include "engine/quantize_model.h"
 
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "engine/gguf.h"
@@ -61,6 +62,9 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
   }
   w.set("general.quantization_version", gguf::Value::of_u32(2));
 
+  // The listing comes after the file is written: the tensors are quantized at write time, and an
+  // error there should be the only thing said.
+  std::ostringstream listing;
   const bool has_output = src.tensors.count("output.weight") != 0;
   ModelConfig layout = c;
   layout.tied_embeddings = !has_output;
@@ -85,9 +89,8 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
                         source_row(t, permute ? rotate_half_row(f, hd) : f, width,
                                    dst + (f - r0) * width);
                     });
-    if (log)
-      *log << spec.name << " [" << shape_str(spec.rows, spec.cols) << "] " << source_type_name(t)
-           << " -> " << gguf::tensor_type_name(type) << "\n";
+    listing << spec.name << " [" << shape_str(spec.rows, spec.cols) << "] " << source_type_name(t)
+            << " -> " << gguf::tensor_type_name(type) << "\n";
   }
   if (!c.rope_freq_factors.empty()) {
     const auto& f = c.rope_freq_factors;
@@ -95,6 +98,7 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
                     [&f](int64_t, int64_t, float* dst) { std::copy(f.begin(), f.end(), dst); });
   }
   write_atomically(w, out);
+  if (log) *log << listing.str();
 }
 
 }  // namespace sandwich

@@ -31,7 +31,7 @@ uint32_t preset_tensor_type(const QuantPreset& preset, const std::string& name, 
                             int ndims, const ModelConfig& config, bool has_output);
 
 // Writes the model at `in` (any file or folder the loader reads) as a GGUF quantized with the
-// preset; prints one line per tensor to `log`. Throws with a message naming the tensor on
+// preset; then prints one line per tensor to `log`. Throws with a message naming the tensor on
 // weights a type cannot hold (non-finite values, or beyond its f16 scales).
 void quantize_model_file(const std::filesystem::path& in, const std::filesystem::path& out,
                          const QuantPreset& preset, std::ostream* log);
