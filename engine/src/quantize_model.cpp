@@ -39,7 +39,8 @@ void source_row(const SourceTensor& t, int64_t s, int64_t width, float* dst) {
 }  // namespace
 
 void quantize_model_file(const std::filesystem::path& in, const std::filesystem::path& out,
-                         const QuantPreset& preset, std::ostream* log) {
+                         const QuantPreset& preset, std::ostream* log,
+                         const std::optional<std::filesystem::path>& tokenizer) {
   ModelSource src = read_model_source(in);
   const ModelConfig& c = src.config;
   gguf::Writer w;
@@ -51,13 +52,16 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
     w.set("general.file_type", gguf::Value::of_u32(preset.file_type));
   } else {
     Vocab vocab;
-    if (src.vocab)
+    if (tokenizer)
+      vocab = vocab_from_tokenizer_file(*tokenizer);
+    else if (src.vocab)
       vocab = *src.vocab;
     else if (src.tokenizer_path)
       vocab = vocab_from_tokenizer_file(*src.tokenizer_path);
     else
       throw std::runtime_error(in.string() + ": no tokenizer found (looked in " +
-                               src.tokenizer_searched + "); the GGUF file needs one");
+                               src.tokenizer_searched +
+                               "); the GGUF file needs one: pass --tokenizer");
     set_llama_metadata(c, vocab, preset.file_type, w);
   }
   w.set("general.quantization_version", gguf::Value::of_u32(2));

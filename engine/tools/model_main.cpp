@@ -77,7 +77,10 @@ int cmd_quantize(int argc, char** argv, int first) {
                   " (q4_k and q5_k put every matrix in that type; the _m/_s presets mix types "
                   "per tensor as llama.cpp does).");
   p.accept_positionals(3);
+  std::optional<std::string> tokenizer;
   p.add_flag("-q,--quiet", &quiet, "do not list the tensors");
+  p.add("--tokenizer", &tokenizer,
+        "vocabulary for an input without one of its own (a GGUF input keeps its own)", "T");
   if (!p.parse(argc, argv, first)) return 0;
   if (p.positional().size() != 3) throw CliError("quantize takes IN OUT TYPE (see --help)");
   const std::string in = p.positional()[0], out = p.positional()[1], type = p.positional()[2];
@@ -86,7 +89,8 @@ int cmd_quantize(int argc, char** argv, int first) {
     throw CliError("unknown quantization type '" + type + "' (one of " + quant_preset_names() +
                    ")");
   if (!std::filesystem::exists(in)) throw CliError(in + ": no such file or folder");
-  quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr);
+  quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr,
+                      tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt);
   const ModelFileInfo info = inspect_model(out);
   int64_t elements = 0;
   for (const auto& t : info.tensors) elements += t.elements;
@@ -226,7 +230,7 @@ int main(int argc, char** argv) {
        cmd_make},
       {"info", "FILE [--summary]",
        "architecture, shapes, tensor types, bits per weight and size of a model", cmd_info},
-      {"quantize", "IN OUT TYPE [-q]",
+      {"quantize", "IN OUT TYPE [--tokenizer T] [-q]",
        "write a model as a GGUF quantized with a llama.cpp preset (q4_k_m, q8_0, ...)",
        cmd_quantize},
       {"tokenize", "--tokenizer T --text S [--no-bos] [--special]",

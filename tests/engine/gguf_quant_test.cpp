@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "dummy_tensor.h"
 #include "engine/quantize_model.h"
 #include "gguf_llama_layout.h"
 #include "kernels/quant_blocks.h"
+#include "model_fixtures.h"
 #include "model_source.h"
 #include "quant_files.h"
 
@@ -140,6 +142,31 @@ TEST(QuantFiles, QuantizingAnF32FileEqualsMakingTheQuantizedModel) {
   }
   EXPECT_EQ(b.get_int("general.file_type"), 15);
   EXPECT_EQ(b.get_strings("tokenizer.ggml.tokens"), a.get_strings("tokenizer.ggml.tokens"));
+}
+
+// A Hugging Face folder (rotate-half q/k rows, BF16) quantizes to the same blocks as the same
+// weights in a GGUF file (interleaved rows): the rows are put back in GGUF's order first.
+TEST(QuantFiles, HuggingFaceFolderQuantizesLikeTheSameGguf) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  test::write_stories_hf(dir / "hf", kernels::DType::BF16, false);
+  test::write_stories_gguf(dir / "stories.gguf", kernels::DType::BF16);
+  const QuantPreset p = *quant_preset("q4_k_m");
+  quantize_model_file(dir / "hf", dir / "from-hf.gguf", p, nullptr,
+                      test::stories_dir() / "tok512.bin");
+  quantize_model_file(dir / "stories.gguf", dir / "from-gguf.gguf", p, nullptr);
+  gguf::Reader a(dir / "from-hf.gguf"), b(dir / "from-gguf.gguf");
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  std::set<std::string> types;
+  for (const auto& t : a.tensors()) {
+    const gguf::TensorInfo* u = b.find_tensor(t.name);
+    ASSERT_TRUE(u) << t.name;
+    ASSERT_EQ(u->type, t.type) << t.name;
+    EXPECT_EQ(std::memcmp(u->data, t.data, t.nbytes), 0) << t.name;
+    types.insert(gguf::tensor_type_name(t.type));
+  }
+  // stories260K's rows (64, 172) are not whole super-blocks: llama.cpp's fallbacks.
+  EXPECT_EQ(types, (std::set<std::string>{"f32", "q5_0", "q8_0", "f16"}));
 }
 
 TEST(QuantFiles, StopGapWidensToTheDequantizedWeightsInBf16) {

@@ -33,7 +33,10 @@ uint32_t preset_tensor_type(const QuantPreset& preset, const std::string& name, 
 // Writes the model at `in` (any file or folder the loader reads) as a GGUF quantized with the
 // preset; then prints one line per tensor to `log`. Throws with a message naming the tensor on
 // weights a type cannot hold (non-finite values, or beyond its f16 scales).
+// `tokenizer` gives the vocabulary of a folder or llama2.c file without one of its own (a GGUF
+// input keeps its own).
 void quantize_model_file(const std::filesystem::path& in, const std::filesystem::path& out,
-                         const QuantPreset& preset, std::ostream* log);
+                         const QuantPreset& preset, std::ostream* log,
+                         const std::optional<std::filesystem::path>& tokenizer = std::nullopt);
 
 }  // namespace sandwich
