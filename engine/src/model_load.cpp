@@ -375,7 +375,7 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     }
     m->config = src->config;
     m->source = path->string() + " (" + src->description + ")";
-    widen_quantized_tensors(*src, m->notes);
+    widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16, m->notes);
   }
 
   const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);

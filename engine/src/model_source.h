@@ -65,7 +65,8 @@ std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.we
 std::string source_type_name(const SourceTensor& t);
 
 // Until the quantized kernels are wired into the loader: quantized tensors are dequantized to
-// BF16 (a note says so). The one place to replace when they are.
-void widen_quantized_tensors(ModelSource& src, std::vector<std::string>& notes);
+// `to` (BF16, or F32 for --dtype float32), and a note says so. The one place to replace when
+// they are.
+void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes);
 
 }  // namespace sandwich

@@ -180,7 +180,7 @@ TEST(QuantFiles, StopGapWidensToTheDequantizedWeightsInBf16) {
     kernels::dequantize_ref(*t.qtype, t.data, v.data(), t.elements());
   }
   std::vector<std::string> notes;
-  widen_quantized_tensors(src, notes);
+  widen_quantized_tensors(src, kernels::DType::BF16, notes);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0],
             "dequantizing q4_k, q6_k weights to bf16: quantized kernels not in this build");
