@@ -43,7 +43,7 @@ class Buffer {
   size_t size_ = 0;
 };
 
-thread_local Buffer tls_acts, tls_gate_bf16, tls_up_bf16, tls_rows;
+thread_local Buffer tls_acts, tls_gate_bf16, tls_up_bf16, tls_rows, tls_gate_c, tls_up_c;
 
 // Activations quantized by the caller instead of the team below this many elements: a barrier
 // costs more than the work.
@@ -66,6 +66,12 @@ const uint8_t* panel_at(const QuantJob& j, const PackedWeight& w, int64_t p) {
          static_cast<size_t>(j.a.k0 / j.l.block_elems) * j.l.bytes;
 }
 
+// One thread's share: rows [mlo, mhi) in whole tiles, panels [plo, phi), in slices of bm rows
+// x bn columns; within a slice the K blocks (bk) run outermost, so the slice's int8
+// activations (bm x bk) stay in L2 for all its panels while a panel's weights (16 x bk) stay in
+// L1 for all its tiles. The kernels continue each output's sum from the last K block, so the
+// bits do not depend on bk. C accumulates in a per-thread slice buffer, then goes to y once,
+// through the epilogue.
 void integer_body(const QuantJob& j, int tid) {
   const Schedule& s = j.s;
   const int im = tid / s.tn, in = tid % s.tn;
@@ -74,27 +80,44 @@ void integer_body(const QuantJob& j, int tid) {
   const int64_t mhi = std::min(j.a.m, m_tiles * (im + 1) / s.tm * s.um);
   const int64_t np = j.p1 - j.p0;
   const int64_t plo = j.p0 + np * in / s.tn, phi = j.p0 + np * (in + 1) / s.tn;
-  const int64_t blocks = j.kk / j.l.block_elems;
+  if (mlo >= mhi || plo >= phi) return;
+  const int be = j.l.block_elems;
+  const int64_t blocks = j.kk / be;
   const int64_t bm = std::max<int64_t>(s.um, s.bm / s.um * s.um);
-  alignas(64) float gate[32 * kQRows], up[32 * kQRows];
+  const int64_t bn = std::max<int64_t>(1, s.bn / kQRows);  // panels
+  const int64_t bk = std::max<int64_t>(1, s.bk / be);      // blocks
+  const size_t c_floats = static_cast<size_t>(std::min(bm, mhi - mlo) * bn * kQRows);
+  float* gate = static_cast<float*>(tls_gate_c.get(c_floats * 4));
+  float* up = j.up ? static_cast<float*>(tls_up_c.get(c_floats * 4)) : nullptr;
   for (int64_t m0 = mlo; m0 < mhi; m0 += bm) {
     const int64_t mb = std::min(bm, mhi - m0);
-    for (int64_t p = plo; p < phi; ++p) {
-      const int64_t col0 = p * kQRows - j.a.n0;
-      const int64_t valid = std::min<int64_t>(kQRows, j.ncols - col0);
-      for (int64_t r = m0; r < m0 + mb; r += s.um) {
-        const int h = static_cast<int>(std::min<int64_t>(s.um, m0 + mb - r));
-        QActs a = j.acts;
-        a.q += r * j.kk;
-        a.d += r * (j.kk / 32);
-        a.s16 += r * (j.kk / 16);
-        j.fns[h](panel_at(j, *j.w, p), blocks, a, gate);
-        if (j.up) j.fns[h](panel_at(j, *j.up, p), blocks, a, up);
-        for (int m = 0; m < h; ++m) {
-          float* y = j.a.y + (r + m) * j.a.ldy + col0;
-          const float* g = gate + m * kQRows;
+    for (int64_t pp = plo; pp < phi; pp += bn) {
+      const int64_t pn = std::min(bn, phi - pp);
+      for (int64_t kb = 0; kb < blocks; kb += bk) {
+        const int64_t kc = std::min(bk, blocks - kb);
+        for (int64_t p = pp; p < pp + pn; ++p) {
+          const size_t w_off = static_cast<size_t>(kb) * j.l.bytes;
+          for (int64_t r = m0; r < m0 + mb; r += s.um) {
+            const int h = static_cast<int>(std::min<int64_t>(s.um, m0 + mb - r));
+            QActs a = j.acts;
+            a.q += r * j.kk + kb * be;
+            a.d += r * (j.kk / 32) + kb * be / 32;
+            a.s16 += r * (j.kk / 16) + kb * be / 16;
+            const size_t c_off = static_cast<size_t>(((p - pp) * mb + (r - m0)) * kQRows);
+            j.fns[h](panel_at(j, *j.w, p) + w_off, kc, a, gate + c_off, kb > 0);
+            if (j.up) j.fns[h](panel_at(j, *j.up, p) + w_off, kc, a, up + c_off, kb > 0);
+          }
+        }
+      }
+      for (int64_t p = pp; p < pp + pn; ++p) {
+        const int64_t col0 = p * kQRows - j.a.n0;
+        const int64_t valid = std::min<int64_t>(kQRows, j.ncols - col0);
+        for (int64_t m = 0; m < mb; ++m) {
+          float* y = j.a.y + (m0 + m) * j.a.ldy + col0;
+          const size_t c_off = static_cast<size_t>(((p - pp) * mb + m) * kQRows);
+          const float* g = gate + c_off;
           if (j.up)
-            silu_mul(g, up + m * kQRows, y, valid);
+            silu_mul(g, up + c_off, y, valid);
           else if (j.a.epilogue == Epilogue::Accumulate)
             for (int64_t c = 0; c < valid; ++c) y[c] += g[c];
           else
@@ -166,6 +189,7 @@ void widen_chunk(const QuantJob& j, const PackedWeight& w, const PackedWeight& b
 }
 
 void run_bf16(const QuantJob& j, ThreadTeam& team) {
+  // Chunks of whole 64-row BF16 panels.
   const int64_t chunk = std::max<int64_t>(kPanel, j.s.bn / kPanel * kPanel);
   for (int64_t c0 = j.a.n0; c0 < j.n1; c0 += chunk) {
     const int64_t rows = std::min(chunk, j.n1 - c0);
@@ -225,11 +249,13 @@ Schedule default_quant_schedule(const QuantShape& q) {
   s.isa = quant_gemm_isa();
   s.un = kQRows;
   s.um = static_cast<int>(std::min<int64_t>(quant_max_rows(s.isa), std::max<int64_t>(1, q.m)));
-  // The int8 activations of bm rows stay in half of L2 while the panels stream past.
-  const int64_t fit =
-      static_cast<int64_t>(machine_model().l2_bytes / 2) / std::max<int64_t>(1, q.k);
-  s.bm = std::max<int64_t>(s.um, fit / s.um * s.um);
-  s.bk = q.k;
+  // Slices sized to L2 by rule: 16 tiles of rows (fewer if M is smaller), bm x bk int8
+  // activations in a quarter of L2 (K in whole blocks), and the bm x bn f32 C slice in another.
+  const double l2 = machine_model().l2_bytes;
+  const int be = qtype_info(q.type).block_elems;
+  s.bm = std::min<int64_t>(16 * s.um, (q.m + s.um - 1) / s.um * s.um);
+  s.bk = std::clamp<int64_t>(static_cast<int64_t>(l2 / 4) / s.bm / be * be, be, q.k);
+  s.bn = std::max<int64_t>(kPanel, static_cast<int64_t>(l2 / 4) / (s.bm * 4) / kPanel * kPanel);
   // Panels split over threads; rows too when there are fewer panels than threads.
   const int64_t panels = (q.n + kQRows - 1) / kQRows;
   s.tm = 1;
@@ -241,9 +267,6 @@ Schedule default_quant_schedule(const QuantShape& q) {
         s.tn = q.threads / tm;
         break;
       }
-  // The BF16 path's chunk: rows whose BF16 copy fits L2 per thread.
-  s.bn = std::max<int64_t>(kPanel, static_cast<int64_t>(machine_model().l2_bytes) * q.threads /
-                                       (2 * q.k) / kPanel * kPanel);
   s.unpack_bf16 = false;
   return s;
 }
@@ -256,10 +279,11 @@ void validate_quant_schedule(const QuantShape& q, const Schedule& c) {
   if (c.tm < 1 || c.tn < 1 || c.tk < 1 || c.tm > q.threads || c.tn > q.threads ||
       c.tk > q.threads || int64_t{c.tm} * c.tn * c.tk != q.threads)
     bad("the thread grid must multiply to the team's " + std::to_string(q.threads) + " threads");
-  if (c.unpack_bf16) {
-    if (c.bn < kPanel || c.bn % kPanel != 0) bad("bn must be a positive multiple of 64");
-    return;
-  }
+  if (c.bn < kQRows || c.bn % kQRows != 0) bad("bn must be a positive multiple of 16");
+  if (c.unpack_bf16) return;
+  const int be = qtype_info(q.type).block_elems;
+  if (c.bk < be || c.bk % be != 0)
+    bad("bk must be a positive multiple of the block size " + std::to_string(be));
   if (!quant_isa_usable(c.isa))
     bad("this CPU cannot run the " + std::string(isa_name(c.isa)) +
         " integer kernels (AVX-512 needs VNNI)");

@@ -75,13 +75,16 @@ __attribute__((always_inline)) inline void unit_dots(const uint8_t* pb, int u, i
 }
 
 template <QType T, int R>
-void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c) {
+void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c, bool accumulate) {
   constexpr QLayout L = qlayout(T);
-  constexpr int kUnits = L.block_elems / L.unit;
+  constexpr bool kPairs = T == QType::Q6_K;  // as in quant_kernels_avx512.cpp
+  constexpr int kUnits = L.block_elems / 32;
   // The sign trick already removed the 8-bit types' offset.
   constexpr int kOffset = L.low_bits == 8 ? 0 : L.offset;
   __m256 acc[2][R];
-  for (int m = 0; m < R; ++m) acc[0][m] = acc[1][m] = _mm256_setzero_ps();
+  for (int m = 0; m < R; ++m)
+    for (int h = 0; h < 2; ++h)
+      acc[h][m] = accumulate ? _mm256_loadu_ps(c + m * kQRows + 8 * h) : _mm256_setzero_ps();
   const int64_t kk = a.kk;
   for (int64_t b = 0; b < blocks; ++b, w += L.bytes) {
     const uint8_t* meta = w + L.qs_bytes + L.qh_bytes;
@@ -96,8 +99,9 @@ void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c) {
               _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 32 + 16 * h)));
       }
       for (int u = 0; u < kUnits; ++u) {
-        const int64_t k0 = b * L.block_elems + u * L.unit;
+        const int64_t k0 = b * L.block_elems + u * 32;
         __m256 s = d, cm = dm;
+        __m256i sc0, sc1;
         if constexpr (T == QType::Q4_K || T == QType::Q5_K) {
           const __m128i sc =
               _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + 64 + 16 * u + 8 * h));
@@ -106,19 +110,34 @@ void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c) {
           s = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
           cm = _mm256_xor_ps(_mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))),
                              _mm256_set1_ps(-0.0f));
-        } else if constexpr (T == QType::Q6_K) {
-          const __m128i sc =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + 32 + 16 * u + 8 * h));
-          s = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+        } else if constexpr (kPairs) {
+          sc0 = _mm256_cvtepi8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + 32 + 32 * u + 8 * h)));
+          sc1 = _mm256_cvtepi8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + 48 + 32 * u + 8 * h)));
         }
-        __m256i dot[R];
-        for (int m = 0; m < R; ++m) dot[m] = _mm256_setzero_si256();
-        unit_dots<T, R>(w, u, h, a.q + k0, kk, dot, std::make_integer_sequence<int, L.unit / 4>{});
+        __m256i dot[R], dot_b[R];
+        for (int m = 0; m < R; ++m) dot[m] = dot_b[m] = _mm256_setzero_si256();
+        if constexpr (kPairs) {
+          unit_dots<T, R>(w, 2 * u, h, a.q + k0, kk, dot, std::make_integer_sequence<int, 4>{});
+          unit_dots<T, R>(w, 2 * u + 1, h, a.q + k0 + 16, kk, dot_b,
+                          std::make_integer_sequence<int, 4>{});
+        } else {
+          unit_dots<T, R>(w, u, h, a.q + k0, kk, dot, std::make_integer_sequence<int, 8>{});
+        }
         for (int m = 0; m < R; ++m) {
           const int32_t* s16 = a.s16 + m * (kk / 16) + k0 / 16;
-          const int32_t asum = L.unit == 32 ? s16[0] + s16[1] : s16[0];
+          const int32_t asum = s16[0] + s16[1];
           __m256i di = dot[m];
-          if constexpr (kOffset != 0) di = _mm256_sub_epi32(di, _mm256_set1_epi32(kOffset * asum));
+          if constexpr (kPairs) {
+            const __m256i da =
+                _mm256_mullo_epi32(_mm256_sub_epi32(di, _mm256_set1_epi32(kOffset * s16[0])), sc0);
+            const __m256i db = _mm256_mullo_epi32(
+                _mm256_sub_epi32(dot_b[m], _mm256_set1_epi32(kOffset * s16[1])), sc1);
+            di = _mm256_add_epi32(da, db);
+          } else if constexpr (kOffset != 0) {
+            di = _mm256_sub_epi32(di, _mm256_set1_epi32(kOffset * asum));
+          }
           __m256 t = _mm256_mul_ps(s, _mm256_cvtepi32_ps(di));
           if constexpr (L.has_min)
             t = _mm256_fmadd_ps(cm, _mm256_set1_ps(static_cast<float>(asum)), t);

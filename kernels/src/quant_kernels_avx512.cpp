@@ -66,11 +66,15 @@ __attribute__((always_inline)) inline void unit_dots(const uint8_t* pb, int u, c
 }
 
 template <QType T, int R>
-void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c) {
+void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c, bool accumulate) {
   constexpr QLayout L = qlayout(T);
-  constexpr int kUnits = L.block_elems / L.unit;
+  // Q6_K's 16-k units go in pairs: their int sums times their int8 scales add up in int32 and
+  // meet the f32 activation scale once per 32 k, as every other type's units do.
+  constexpr bool kPairs = T == QType::Q6_K;
+  constexpr int kUnits = L.block_elems / 32;
   __m512 acc[R];
-  for (int m = 0; m < R; ++m) acc[m] = _mm512_setzero_ps();
+  for (int m = 0; m < R; ++m)
+    acc[m] = accumulate ? _mm512_loadu_ps(c + m * kQRows) : _mm512_setzero_ps();
   const int64_t kk = a.kk;
   for (int64_t b = 0; b < blocks; ++b, w += L.bytes) {
     const uint8_t* meta = w + L.qs_bytes + L.qh_bytes;
@@ -83,8 +87,9 @@ void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c) {
         dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta + 32)));
     }
     for (int u = 0; u < kUnits; ++u) {
-      const int64_t k0 = b * L.block_elems + u * L.unit;
+      const int64_t k0 = b * L.block_elems + u * 32;
       __m512 s = d, cm = dm;
+      __m512i sc0, sc1;
       if constexpr (T == QType::Q4_K || T == QType::Q5_K) {
         const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 64 + 16 * u));
         const __m128i mn =
@@ -94,18 +99,34 @@ void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c) {
         cm = _mm512_castsi512_ps(_mm512_xor_si512(
             _mm512_castps_si512(_mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)))),
             _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
-      } else if constexpr (T == QType::Q6_K) {
-        const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 32 + 16 * u));
-        s = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
+      } else if constexpr (kPairs) {
+        sc0 = _mm512_cvtepi8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 32 + 32 * u)));
+        sc1 = _mm512_cvtepi8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 48 + 32 * u)));
       }
-      __m512i dot[2][R];
-      for (int m = 0; m < R; ++m) dot[0][m] = dot[1][m] = _mm512_setzero_si512();
-      unit_dots<T, R>(w, u, a.q + k0, kk, dot, std::make_integer_sequence<int, L.unit / 4>{});
+      __m512i dot[2][R], dot_b[2][R];
+      for (int m = 0; m < R; ++m)
+        dot[0][m] = dot[1][m] = dot_b[0][m] = dot_b[1][m] = _mm512_setzero_si512();
+      if constexpr (kPairs) {
+        unit_dots<T, R>(w, 2 * u, a.q + k0, kk, dot, std::make_integer_sequence<int, 4>{});
+        unit_dots<T, R>(w, 2 * u + 1, a.q + k0 + 16, kk, dot_b,
+                        std::make_integer_sequence<int, 4>{});
+      } else {
+        unit_dots<T, R>(w, u, a.q + k0, kk, dot, std::make_integer_sequence<int, 8>{});
+      }
       for (int m = 0; m < R; ++m) {
         const int32_t* s16 = a.s16 + m * (kk / 16) + k0 / 16;
-        const int32_t asum = L.unit == 32 ? s16[0] + s16[1] : s16[0];
         __m512i di = R <= 4 ? _mm512_add_epi32(dot[0][m], dot[1][m]) : dot[0][m];
-        if constexpr (L.offset != 0) di = _mm512_sub_epi32(di, _mm512_set1_epi32(L.offset * asum));
+        const int32_t asum = s16[0] + s16[1];
+        if constexpr (kPairs) {
+          __m512i db = R <= 4 ? _mm512_add_epi32(dot_b[0][m], dot_b[1][m]) : dot_b[0][m];
+          di = _mm512_mullo_epi32(_mm512_sub_epi32(di, _mm512_set1_epi32(L.offset * s16[0])), sc0);
+          db = _mm512_mullo_epi32(_mm512_sub_epi32(db, _mm512_set1_epi32(L.offset * s16[1])), sc1);
+          di = _mm512_add_epi32(di, db);
+        } else if constexpr (L.offset != 0) {
+          di = _mm512_sub_epi32(di, _mm512_set1_epi32(L.offset * asum));
+        }
         __m512 t = _mm512_mul_ps(s, _mm512_cvtepi32_ps(di));
         if constexpr (L.has_min)
           t = _mm512_fmadd_ps(cm, _mm512_set1_ps(static_cast<float>(asum)), t);

@@ -92,11 +92,15 @@ struct QActs {
 void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
                           float* d, int32_t* s16);
 
-// c[m * 16 + r] = row m of the activations (at a's first k) times row r of the panel, over
-// `blocks` panel-blocks starting at w. Every row sums its units in k order as
+// c[m * 16 + r] (=, or += when accumulate) row m of the activations (at a's first k) times
+// row r of the panel, over `blocks` panel-blocks starting at w. Every row sums its 32-k units in
+// k order as
 //   t = s * float(dot - offset * asum);  t = fma(c, float(asum), t);  acc = fma(t, d_act, acc)
-// so every ISA and tile height gives the same bits.
-using QKernelFn = void (*)(const uint8_t* w, int64_t blocks, const QActs& a, float* c);
+// (Q6_K: t = d * float(sum over its two 16-k units of scale * (dot - 32 * asum))), from acc = c
+// when accumulating, so every ISA and tile height gives the same bits, and so does a K range
+// run in pieces, each continuing the last.
+using QKernelFn = void (*)(const uint8_t* w, int64_t blocks, const QActs& a, float* c,
+                           bool accumulate);
 
 // The kernel for `rows` activation rows (1..quant_max_rows(isa)); nullptr if none.
 QKernelFn quant_kernel(Isa isa, QType t, int rows);

@@ -51,12 +51,15 @@ std::vector<float> quantized_activations(const std::vector<float>& x, int64_t m,
   return q;
 }
 
-Schedule integer_schedule(Isa isa, int um, int threads) {
+// Slices of 2 tiles x bn columns x bk k: small ones cut M, N and K into many pieces.
+Schedule integer_schedule(Isa isa, int um, int threads, int64_t bn = 64, int64_t bk = 1024) {
   Schedule s;
   s.isa = isa;
   s.um = um;
   s.un = 16;
   s.bm = um * 2;
+  s.bn = bn;
+  s.bk = bk;
   s.tn = threads;
   return s;
 }
@@ -161,12 +164,16 @@ TEST(QuantPack, RowMapAndRowRangesPackTheSameRows) {
 // Every ISA's integer kernels give the scalar reference's bits, at every tile height, and
 // those agree with sums on the dequantized weights and the quantized activations (exact but
 // for float rounding) and, within the activation rounding, with the f32 activations.
-TEST(QuantGemm, EveryTypeAndIsaMatchesTheReferences) {
+class QuantGemmTypes : public ::testing::TestWithParam<QType> {};
+
+TEST_P(QuantGemmTypes, EveryIsaMatchesTheReferences) {
   ThreadTeam team(2);
-  for (QType t : kAll) {
+  {
+    const QType t = GetParam();
     const int be = qtype_info(t).block_elems;
-    for (int64_t m : {1, 2, 3, 7, 16, 33}) {
-      const int64_t n = m == 7 ? 16 : 37, k = (m % 2 ? 1 : 3) * be;
+    for (int64_t m : {1, 2, 3, 7, 16, 33, 64, 100}) {
+      // n: one whole panel, or tails of the 16-row panel; k: one block or several.
+      const int64_t n = m == 7 || m >= 64 ? 16 : 37, k = (m % 2 || m >= 64 ? 1 : 3) * be;
       const uint32_t seed = static_cast<uint32_t>(m * 100 + static_cast<int>(t));
       const auto blocks = test::random_quant_blocks(t, n, k, seed);
       const auto q = test::pack_quant(t, n, k, blocks);
@@ -178,7 +185,9 @@ TEST(QuantGemm, EveryTypeAndIsaMatchesTheReferences) {
       const auto ref = run_gemm(q.pw, x, m, team, &s0);
       for (Isa isa : integer_isas())
         for (int um : {1, 3, max_rows(isa)}) {
-          const Schedule s = integer_schedule(isa, um, um == 3 ? 1 : 2);
+          if (m >= 64 && um != max_rows(isa)) continue;  // the big batches once per ISA
+          const Schedule s =
+              um == 3 ? integer_schedule(isa, um, 1, 16, be) : integer_schedule(isa, um, 2);
           ThreadTeam one(1);
           const auto y = run_gemm(q.pw, x, m, um == 3 ? one : team, &s);
           ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
@@ -206,6 +215,9 @@ TEST(QuantGemm, EveryTypeAndIsaMatchesTheReferences) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, QuantGemmTypes, ::testing::ValuesIn(kAll),
+                         [](const auto& info) { return name(info.param); });
 
 TEST(QuantGemm, LargeBatchesMatchSmallOnesBitForBit) {
   ThreadTeam team(2);
@@ -338,6 +350,8 @@ TEST(QuantGemm, RefusesSchedulesItCannotRun) {
       test::pack_quant(QType::Q8_0, 16, 32, test::random_quant_blocks(QType::Q8_0, 16, 32, 1));
   const auto x = test::random_normal(32, 2);
   Schedule s = integer_schedule(Isa::Scalar, 5, 2);  // scalar tiles have at most 4 rows
+  EXPECT_THROW(run_gemm(q.pw, x, 1, team, &s), std::invalid_argument);
+  s = integer_schedule(Isa::Scalar, 1, 2, 64, 48);  // a K block must be whole blocks
   EXPECT_THROW(run_gemm(q.pw, x, 1, team, &s), std::invalid_argument);
   s = integer_schedule(Isa::Scalar, 1, 3);
   EXPECT_THROW(run_gemm(q.pw, x, 1, team, &s), std::invalid_argument);

@@ -66,10 +66,10 @@ struct QuantShape {
 // The ISA of the integer kernels for quantized weights on this CPU: AVX-512 needs VNNI
 // (vpdpbusd), else AVX2, else scalar; SANDWICH_ISA caps it like every kernel.
 Isa quant_gemm_isa();
-// The rule's schedule for a quantized GEMM: the integer path (Schedule::unpack_bf16 off, since
-// it measured faster than widening to BF16 at every M; bench_quant_gemm compares them), the
-// ISA's tallest tile up to M, bm rows of int8 activations in half of L2, panels over threads.
-// bn is the BF16 path's chunk (a BF16 copy per thread in half of L2), for a tuner to try.
+// The rule's schedule for a quantized GEMM: the integer path (Schedule::unpack_bf16 off: the
+// BF16 path can at best match the BF16 GEMM, which the integer path beat at M = 512, see
+// bench_quant_gemm), the ISA's tallest tile up to M, slices sized to L2, panels over threads.
+// On the BF16 path bn is the rows widened at a time (whole 64-row panels).
 Schedule default_quant_schedule(const QuantShape& s);
 void validate_quant_schedule(const QuantShape& s, const Schedule& sched);
 
