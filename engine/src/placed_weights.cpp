@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -85,6 +86,9 @@ void piece_copies(std::vector<Chunk>& chunks, const Slot& from, const WeightPiec
       return add_copy(chunks, dst, src + off, std::min(piece.bytes, w.bytes - off));
     }
     case WeightSplit::KRange: {
+      if (w.dtype != kernels::DType::F32 && w.dtype != kernels::DType::BF16)
+        throw std::runtime_error("K shards of " + std::string(kernels::dtype_name(w.dtype)) +
+                                 " matrices are not supported");
       const kernels::PackedWeight sub =
           kernels::plan_packed_weight(w.n, piece.range.size(), w.dtype);
       if (sub.panel != w.panel || (sub.k_padded() != sub.k && piece.range.end < w.k))
@@ -110,6 +114,7 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
                                                       const std::vector<int>& rank_nodes,
                                                       int home) {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = std::chrono::steady_clock::now();
   const ModelWeights& loaded = model.weights();
   std::vector<const ModelWeights*> unplaced(rank_nodes.size(), &loaded);
   const std::string what = [&] {
@@ -167,8 +172,11 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
                         : " (copies: " + gb(shared) + " read by all ranks, " +
                               gb(n.bytes - shared) + " shards);");
       }
+      char took[32];
+      std::snprintf(took, sizeof took, " (placed in %.3f s)",
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       line.pop_back();
-      log_line(line);
+      log_line(line + took);
     }
     return views;
   } catch (const std::exception& e) {
