@@ -76,9 +76,9 @@ void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::
               scratch.begin() + i * (b1 - b0) + (n1 - b0), a.y + i * a.ldy);
 }
 
-// A rank's weights may hold only its part of a split matrix (placed_weights.h): the columns from
-// its range's first panel on, or its K columns. Such a part is told from the whole by its size,
-// and the rank's ranges are moved to its origin.
+// A rank's weights may hold only part of a split matrix (placed_weights.h): the columns from its
+// range's first panel on, or panels that start at its first K column. Such a part is told from
+// the whole by its size, and the rank's ranges are moved to its origin.
 IndexRange local_cols(const kernels::PackedWeight& w, int64_t full_n, IndexRange cols) {
   if (w.n == full_n) return cols;
   const int64_t origin = cols.begin / kernels::kPanel * kernels::kPanel;

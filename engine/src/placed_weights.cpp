@@ -111,8 +111,8 @@ WeightPlacementPlan PlacedWeights::plan() const {
 }
 
 std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
-                                                      const std::vector<int>& rank_nodes,
-                                                      int home) {
+                                                      const std::vector<int>& rank_nodes, int home,
+                                                      bool bind) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = std::chrono::steady_clock::now();
   const ModelWeights& loaded = model.weights();
@@ -130,7 +130,7 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
     return unplaced;
   }
   for (int node : rank_nodes)
-    if (!node_allowed(node)) {
+    if (bind && !node_allowed(node)) {
       log_line(what + ": not placed (NUMA node " + std::to_string(node) +
                " is not available to this process)");
       return unplaced;
@@ -142,7 +142,7 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
     WeightPlacementPlan plan =
         plan_weight_placement(model.config, loaded.dtype, configs, home_chosen_ ? home_ : home);
     bool placed = false;
-    if (!home_bound_ && plan.find(plan.home)) {
+    if (bind && !home_bound_ && plan.find(plan.home)) {
       // Pages the loader touched elsewhere move; pages faulted later come from the home node.
       bind_to_node(model.region().data(), model.region().size(), plan.home, true);
       home_bound_ = placed = true;
@@ -150,7 +150,7 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
     for (const NodeWeights& n : plan.nodes)
       if (!n.home) {
         const size_t before = copies_.size();
-        copy_missing(model, n);
+        copy_missing(model, n, bind);
         placed |= copies_.size() != before;
       }
     home_chosen_ = true;
@@ -185,7 +185,7 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
   }
 }
 
-void PlacedWeights::copy_missing(const Model& model, const NodeWeights& node) {
+void PlacedWeights::copy_missing(const Model& model, const NodeWeights& node, bool bind) {
   std::vector<const WeightPiece*> missing;
   size_t bytes = 0;
   for (const WeightPiece& p : node.pieces)
@@ -197,7 +197,7 @@ void PlacedWeights::copy_missing(const Model& model, const NodeWeights& node) {
   SharedRegion region("sandwich-weights-node" + std::to_string(node.node), bytes,
                       SharedRegion::Kind::Fork);
   // Bound before the first touch: the copying threads may run on any node.
-  bind_to_node(region.data(), region.size(), node.node, false);
+  if (bind) bind_to_node(region.data(), region.size(), node.node, false);
   const ModelConfig& c = model.config;
   ModelWeights loaded = model.weights();
   const std::vector<Slot> from = slots(loaded, c);
@@ -229,19 +229,29 @@ const ModelWeights& PlacedWeights::view(const Model& model, int node, int rank, 
   auto w = std::make_unique<ModelWeights>(model.weights());
   const std::vector<Slot> to = slots(*w, c);
   const std::vector<WeightTensor> tensors = weight_tensors(c);
+  const NodeWeights& placed = *plan_.find(node);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const WeightPiece p = rank_piece(tensors[i], c, w->dtype, rank, n_ranks);
-    void* data = copies_.at({node, p.tensor, p.range.begin, p.range.end});
+    // The node's piece may be wider than the rank's (merged with other ranks' and
+    // configurations'): the rank's part starts inside it.
+    const WeightPiece& held = *placed.holding(p);
+    auto* data =
+        static_cast<uint8_t*>(copies_.at({node, held.tensor, held.range.begin, held.range.end}));
     if (to[i].vector) {
-      *to[i].vector = static_cast<const float*>(data);
+      *to[i].vector = reinterpret_cast<const float*>(data);
       continue;
     }
     kernels::PackedWeight& m = *to[i].matrix;
+    const size_t element = kernels::dtype_size(m.dtype);
     if (p.split == WeightSplit::Columns) {
+      data += (p.range.begin - held.range.begin) / m.panel * m.panel_bytes();
       m.n = p.range.size();
       m.bytes = p.bytes;
-    } else if (p.split == WeightSplit::KRange) {
-      m = kernels::plan_packed_weight(m.n, p.range.size(), m.dtype);
+    } else if (p.split == WeightSplit::KRange && held.range.size() != m.k) {
+      // Panels as wide as the piece, read from the rank's first K column: the forward pass
+      // reads K [0, its width) of a part narrower than the matrix.
+      m = kernels::plan_packed_weight(m.n, held.range.size(), m.dtype);
+      data += static_cast<size_t>(p.range.begin - held.range.begin) * m.panel * element;
     }
     m.data = data;
   }

@@ -23,15 +23,16 @@ class PlacedWeights {
   // bytes per node when something was placed. Where a node is not available to this process, or
   // the weights are stored in a type the copies do not handle, every rank reads the loaded region.
   // `home` (kAutoHome, a node, kNoHome) counts only on the first call: the home node stays.
+  // Without `bind`, nodes are only names (tests of the copies on a machine that lacks them).
   std::vector<const ModelWeights*> place(const Model& model, const std::vector<int>& rank_nodes,
-                                         int home = kAutoHome);
+                                         int home = kAutoHome, bool bind = true);
   // What has been placed so far.
   WeightPlacementPlan plan() const;
 
  private:
   using PieceKey = std::tuple<int, std::string, int64_t, int64_t>;  // node, tensor, range
   const ModelWeights& view(const Model& model, int node, int rank, int n_ranks);
-  void copy_missing(const Model& model, const NodeWeights& node);
+  void copy_missing(const Model& model, const NodeWeights& node, bool bind);
 
   mutable std::mutex mu_;
   bool home_chosen_ = false;

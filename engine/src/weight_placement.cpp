@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "kernels/gemm.h"
 #include "rank_shards.h"
@@ -43,28 +42,37 @@ size_t whole_bytes(const WeightTensor& t, kernels::DType storage) {
   return kernels::plan_packed_weight(t.n, t.k, storage).bytes;
 }
 
+WeightPiece range_piece(const WeightTensor& t, IndexRange range, kernels::DType storage) {
+  WeightPiece p{t.name, t.split, range, 0};
+  if (t.split == WeightSplit::Replicated) {
+    p.range = {0, t.n};
+    p.bytes = whole_bytes(t, storage);
+  } else if (t.split == WeightSplit::Columns) {
+    const kernels::PackedWeight whole = kernels::plan_packed_weight(t.n, t.k, storage);
+    const int64_t panels = (range.size() + whole.panel - 1) / whole.panel;
+    p.bytes = static_cast<size_t>(panels) * whole.panel_bytes();
+  } else {
+    p.bytes = kernels::plan_packed_weight(t.n, range.size(), storage).bytes;
+  }
+  return p;
+}
+
 WeightPiece rank_piece(const WeightTensor& t, const ModelConfig& c, kernels::DType storage,
                        int rank, int n_ranks) {
-  WeightPiece p{t.name, t.split, {0, t.n}, 0};
-  if (t.split == WeightSplit::Replicated) {
-    p.bytes = whole_bytes(t, storage);
-    return p;
-  }
+  if (t.split == WeightSplit::Replicated) return range_piece(t, {0, t.n}, storage);
   const RankShards s = rank_shards(c, rank, n_ranks);
   const IndexRange mine = t.by == ShardRange::Q     ? s.q_cols
                           : t.by == ShardRange::KV  ? s.kv_cols
                           : t.by == ShardRange::FFN ? s.ffn_cols
                                                     : s.vocab_cols;
-  const kernels::PackedWeight whole = kernels::plan_packed_weight(t.n, t.k, storage);
-  if (t.split == WeightSplit::Columns) {
-    p.range = panel_cover(mine, t.n);
-    const int64_t panels = (p.range.size() + whole.panel - 1) / whole.panel;
-    p.bytes = static_cast<size_t>(panels) * whole.panel_bytes();
-    return p;
-  }
-  p.range = mine;
-  p.bytes = kernels::plan_packed_weight(t.n, p.range.size(), storage).bytes;
-  return p;
+  return range_piece(t, t.split == WeightSplit::Columns ? panel_cover(mine, t.n) : mine, storage);
+}
+
+const WeightPiece* NodeWeights::holding(const WeightPiece& p) const {
+  for (const WeightPiece& q : pieces)
+    if (q.tensor == p.tensor && q.range.begin <= p.range.begin && p.range.end <= q.range.end)
+      return &q;
+  return nullptr;
 }
 
 const NodeWeights* WeightPlacementPlan::find(int node) const {
@@ -97,21 +105,30 @@ WeightPlacementPlan plan_weight_placement(const ModelConfig& c, kernels::DType s
       plan.nodes.push_back(std::move(w));
       continue;
     }
-    // Replicated tensors once, then each (rank count, rank) placed here once.
+    // Replicated tensors once, then configuration by configuration the ranges of its ranks here
+    // that no piece holds yet, merged where they meet.
     for (const WeightTensor& t : tensors)
       if (t.split == WeightSplit::Replicated) w.pieces.push_back(rank_piece(t, c, storage, 0, 1));
-    std::set<std::pair<int, int>> shards;
     for (const auto& config : rank_nodes) {
       const int R = static_cast<int>(config.size());
-      for (int r = 0; r < R; ++r) {
-        if (config[r] != node || !shards.insert({R, r}).second) continue;
-        for (const WeightTensor& t : tensors) {
-          if (t.split == WeightSplit::Replicated) continue;
-          WeightPiece p = rank_piece(t, c, storage, r, R);
-          // Different splits may cut the same piece: kept once.
-          if (std::find(w.pieces.begin(), w.pieces.end(), p) == w.pieces.end())
-            w.pieces.push_back(std::move(p));
+      for (const WeightTensor& t : tensors) {
+        if (t.split == WeightSplit::Replicated) continue;
+        std::vector<IndexRange> need;
+        for (int r = 0; r < R; ++r) {
+          if (config[r] != node) continue;
+          const WeightPiece p = rank_piece(t, c, storage, r, R);
+          if (!w.holding(p)) need.push_back(p.range);
         }
+        std::sort(need.begin(), need.end(),
+                  [](IndexRange a, IndexRange b) { return a.begin < b.begin; });
+        std::vector<IndexRange> merged;
+        for (IndexRange r : need) {
+          if (!merged.empty() && r.begin <= merged.back().end)
+            merged.back().end = std::max(merged.back().end, r.end);
+          else
+            merged.push_back(r);
+        }
+        for (IndexRange r : merged) w.pieces.push_back(range_piece(t, r, storage));
       }
     }
     for (const WeightPiece& p : w.pieces) w.bytes += p.bytes;

@@ -8,10 +8,12 @@
 // Every other node that runs ranks gets its own copy of what all ranks read (the embedding, the
 // norms, a tied output head) and of its ranks' shards: whole 64-column panels of the
 // column-parallel matrices (wq, wk, wv, gate, up, an untied output head) and the K columns of the
-// row-parallel ones (wo, down), repacked contiguous so that they stay on 2 MiB pages. Shards are
-// kept per (rank count, rank): configurations that split alike (prefill and decode with the same
-// rank count on the same nodes) share them; ones that split differently keep one each, which
-// costs their overlap once more on that node.
+// row-parallel ones (wo, down), repacked contiguous so that they stay on 2 MiB pages. A node's
+// shards of a matrix are merged into contiguous pieces, configuration by configuration in the
+// order given: a rank whose range a piece already holds reads it there (decode's 4 ranks inside
+// prefill's 2 on the same nodes cost nothing more), the rest are merged into new pieces. Only
+// splits that overlap without nesting (3 ranks against 2) hold their overlap twice, and
+// configurations that put the same columns on different nodes pay for a copy on each.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -56,6 +58,9 @@ struct NodeWeights {
   bool home = false;                // keeps the loaded region (every tensor), bound in place
   std::vector<WeightPiece> pieces;  // copies made for this node (none on the home node)
   size_t bytes = 0;                 // held on the node: the whole model on the home node
+
+  // The piece that holds a rank's piece (same tensor, range inside), or nullptr.
+  const WeightPiece* holding(const WeightPiece& rank_piece) const;
 };
 
 struct WeightPlacementPlan {
@@ -76,6 +81,8 @@ WeightPlacementPlan plan_weight_placement(const ModelConfig& c, kernels::DType s
 // The piece of `t` that rank `rank` of `n_ranks` reads.
 WeightPiece rank_piece(const WeightTensor& t, const ModelConfig& c, kernels::DType storage,
                        int rank, int n_ranks);
+// The piece of a split tensor over `range` (whole panels for columns).
+WeightPiece range_piece(const WeightTensor& t, IndexRange range, kernels::DType storage);
 
 // Bytes of the whole tensor as the loader packs it.
 size_t whole_bytes(const WeightTensor& t, kernels::DType storage);

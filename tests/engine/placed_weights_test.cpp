@@ -23,9 +23,9 @@ namespace {
 
 using test::TempDir;
 
-// GQA, head size 18 (head shards off the 64-column panels), odd FFN and vocabulary sizes.
-std::unique_ptr<Model> small_model(const TempDir& dir, WeightDType dtype, bool tied) {
-  test::write_llama_config(dir.path(), {72, 2, 4, 2, 197, 301, 64},
+// Head size 18 (head shards off the 64-column panels), odd FFN and vocabulary sizes.
+std::unique_ptr<Model> small_model(const TempDir& dir, WeightDType dtype, int kv_heads, bool tied) {
+  test::write_llama_config(dir.path(), {72, 2, 4, kv_heads, 197, 301, 64},
                            {{"rms_norm_eps", 1e-5}, {"tie_word_embeddings", tied}});
   LoadOptions o = test::dummy_weights(dir.path(), dtype);
   o.seed = 5;
@@ -68,7 +68,7 @@ const char* const kTensors[] = {"token_embd.weight", "blk.0.ffn_gate.weight",
 // the ranks read every shard there and nothing is copied.
 TEST(PlacedWeights, TwoRankGroupBindsTheLoadedWeightsToItsNode) {
   TempDir dir;
-  auto m = small_model(dir, WeightDType::BF16, false);
+  auto m = small_model(dir, WeightDType::BF16, 2, false);
   EXPECT_EQ(page_policy(m->region().data()).mode, MPOL_DEFAULT);
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
   auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), {});
@@ -83,10 +83,10 @@ TEST(PlacedWeights, TwoRankGroupBindsTheLoadedWeightsToItsNode) {
 }
 
 // The copies a node without the loaded weights gets (forced here with kNoHome): bound to their
-// node, holding only the rank's shard, and computing bitwise what the loaded weights compute.
-void expect_copies_compute_the_same(WeightDType dtype, bool tied) {
+// node and apart from the loaded region, one copy per node of what all ranks read.
+TEST(PlacedWeights, NodeCopiesAreBoundToTheirNode) {
   TempDir dir;
-  auto m = small_model(dir, dtype, tied);
+  auto m = small_model(dir, WeightDType::BF16, 2, false);
   const std::vector<const ModelWeights*> views = m->placed_weights().place(*m, {0, 0}, kNoHome);
   ASSERT_EQ(views.size(), 2u);
   const uint8_t* region = m->region().data();
@@ -98,34 +98,52 @@ void expect_copies_compute_the_same(WeightDType dtype, bool tied) {
       expect_bound_to_node0(p, std::string(t) + " copy for rank " + std::to_string(r));
     }
   }
-  EXPECT_EQ(views[0]->embedding.data, views[1]->embedding.data);  // one copy per node
-  EXPECT_NE(views[0]->layers[1].w_down.data, views[1]->layers[1].w_down.data);
+  EXPECT_EQ(views[0]->embedding.data, views[1]->embedding.data);
+}
 
-  const int V = m->config.vocab_size;
+// Logits of `views.size()` ranks as threads, reading the given weights (or the loaded ones).
+std::vector<float> run_ranks(const Model& m, const std::vector<const ModelWeights*>& views) {
+  const int V = m.config.vocab_size, R = static_cast<int>(views.size());
   std::vector<int32_t> prompt;
   for (int i = 0; i < 13; ++i) prompt.push_back((i * 37 + 5) % V);
-  // Batch-invariant GEMMs sum in K order whatever the blocking: a shard held alone sums as the
-  // same columns of the whole matrix do.
-  auto run = [&](bool placed) {
-    KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 32));
-    std::vector<int32_t> blocks;
-    EXPECT_TRUE(kv.reserve(blocks, 32));
-    test::Exchange exchange(2);
-    std::vector<std::vector<float>> got(2, std::vector<float>(V));
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < 2; ++r)
-      ranks.emplace_back([&, r] {
-        kernels::ThreadTeam team(1);
-        test::ThreadCollective coll(exchange, r);
-        ForwardPass fp(*m, kv, team, RankView{r, 2}, &coll, true, placed ? views[r] : nullptr);
-        BatchEntry e{prompt, 0, blocks, true};
-        fp.run({&e, 1}, got[r].data());
-      });
-    for (auto& t : ranks) t.join();
-    EXPECT_EQ(got[0], got[1]);
-    return got[0];
-  };
-  EXPECT_EQ(run(true), run(false));
+  KVCache kv(m.config, KVCache::bytes_for_tokens(m.config, 32));
+  std::vector<int32_t> blocks;
+  EXPECT_TRUE(kv.reserve(blocks, 32));
+  test::Exchange exchange(R);
+  std::vector<std::vector<float>> got(R, std::vector<float>(V));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < R; ++r)
+    ranks.emplace_back([&, r] {
+      kernels::ThreadTeam team(1);
+      test::ThreadCollective coll(exchange, r);
+      // Batch-invariant GEMMs sum in K order whatever the blocking: a shard held alone sums as
+      // the same columns of the whole matrix do.
+      ForwardPass fp(m, kv, team, RankView{r, R}, &coll, true, views[r]);
+      BatchEntry e{prompt, 0, blocks, true};
+      fp.run({&e, 1}, got[r].data());
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 1; r < R; ++r) EXPECT_EQ(got[r], got[0]);
+  return got[0];
+}
+
+// Ranks reading their shards from node copies compute bitwise what they compute from the loaded
+// weights: 2 ranks on (pretend) nodes 0 and 1, then 4 ranks on 0, 1, 1, 1, whose ranks 2 and 3
+// read inside the piece of rank 1 of 2.
+void expect_copies_compute_the_same(WeightDType dtype, bool tied) {
+  TempDir dir;
+  auto m = small_model(dir, dtype, 4, tied);
+  PlacedWeights& placed = m->placed_weights();
+  const auto two = placed.place(*m, {0, 1}, kNoHome, false);
+  const auto four = placed.place(*m, {0, 1, 1, 1}, kNoHome, false);
+  for (const ModelWeights* w : four) ASSERT_NE(w, &m->weights());
+  const kernels::PackedWeight& down = m->weights().layers[0].w_down;
+  EXPECT_LT(two[1]->layers[0].w_down.k, down.k);
+  EXPECT_EQ(four[2]->layers[0].w_down.data, two[1]->layers[0].w_down.data);
+  EXPECT_EQ(four[3]->layers[0].w_down.k, two[1]->layers[0].w_down.k);
+  EXPECT_NE(four[1]->layers[0].w_down.data, four[0]->layers[0].w_down.data);
+  EXPECT_EQ(run_ranks(*m, two), run_ranks(*m, {nullptr, nullptr}));
+  EXPECT_EQ(run_ranks(*m, four), run_ranks(*m, {nullptr, nullptr, nullptr, nullptr}));
 }
 
 TEST(PlacedWeights, NodeCopiesComputeWhatTheLoadedWeightsDo) {
@@ -135,7 +153,7 @@ TEST(PlacedWeights, NodeCopiesComputeWhatTheLoadedWeightsDo) {
 
 TEST(PlacedWeights, SwitchingConfigurationsCopiesNothingMore) {
   TempDir dir;
-  auto m = small_model(dir, WeightDType::BF16, false);
+  auto m = small_model(dir, WeightDType::BF16, 2, false);
   PlacedWeights& placed = m->placed_weights();
   const auto first = placed.place(*m, {0, 0}, kNoHome);
   const size_t bytes = placed.plan().nodes.at(0).bytes;

@@ -93,8 +93,7 @@ void expect_placed(const ModelConfig& c, const WeightPlacementPlan& plan,
       ASSERT_NE(n, nullptr);
       // Each rank's shard lives on its node (the home node holds the whole model).
       if (!n->home) {
-        EXPECT_NE(std::find(n->pieces.begin(), n->pieces.end(), p), n->pieces.end())
-            << t.name << " rank " << r;
+        EXPECT_NE(n->holding(p), nullptr) << t.name << " rank " << r;
       }
       if (t.split == WeightSplit::Columns) {
         EXPECT_EQ(p.range.begin % kernels::shard_granularity_n(w), 0) << t.name;
@@ -164,8 +163,8 @@ TEST(WeightPlacement, HomeIsTheNodeWithMostRanks) {
   EXPECT_EQ(plan_weight_placement(c, DType::BF16, {{2, 0}}, 2).home, 2);
 }
 
-// Prefill and decode on the same nodes: splits that agree share their shards; ones that disagree
-// keep one each, and the node pays for the overlap.
+// Prefill and decode on the same nodes: a rank whose columns a node already holds reads them
+// there; columns that two configurations put on different nodes are held on both.
 TEST(WeightPlacement, PrefillAndDecodeConfigurations) {
   const ModelConfig c = even_model();
   const std::vector<WeightTensor> tensors = weight_tensors(c);
@@ -175,6 +174,7 @@ TEST(WeightPlacement, PrefillAndDecodeConfigurations) {
   const std::vector<int> two = rank_nodes("epyc7h12-2s", "2x128");
   const std::vector<int> two_small = rank_nodes("epyc7h12-2s", "2x16");  // fewer cores, node 0
   const std::vector<int> four = rank_nodes("epyc7h12-2s", "4x64");
+  ASSERT_EQ(two, (std::vector<int>{0, 1}));
   ASSERT_EQ(four, (std::vector<int>{0, 0, 1, 1}));
   ASSERT_EQ(two_small, (std::vector<int>{0, 0}));
 
@@ -182,13 +182,27 @@ TEST(WeightPlacement, PrefillAndDecodeConfigurations) {
   ASSERT_EQ(alike.nodes.size(), 2u);
   EXPECT_EQ(alike.nodes[1].bytes, replicated + split / 2);
 
-  // 4 ranks for prefill, 2 for decode: node 1 holds ranks 2-3 of 4 and rank 1 of 2, the same
-  // columns cut twice.
-  const WeightPlacementPlan unlike = plan_weight_placement(c, DType::BF16, {four, two});
-  expect_placed(c, unlike, four, "prefill 4x64");
-  expect_placed(c, unlike, two, "decode 2x128");
-  ASSERT_EQ(unlike.home, 0);
-  EXPECT_EQ(unlike.find(1)->bytes, replicated + split / 2 + split / 2);
+  // 4 ranks for prefill, 2 for decode: ranks 2-3 of 4 and rank 1 of 2 read the same half, in
+  // either order.
+  for (const auto& configs : {std::vector{four, two}, std::vector{two, four}}) {
+    const WeightPlacementPlan p = plan_weight_placement(c, DType::BF16, configs);
+    expect_placed(c, p, four, "4x64 with 2x128");
+    expect_placed(c, p, two, "2x128 with 4x64");
+    ASSERT_EQ(p.home, 0);
+    EXPECT_EQ(p.find(1)->bytes, replicated + split / 2);
+  }
+
+  // Rank 1 of 4 on node 1 too: node 1 (not the home, given) holds three quarters, in a piece
+  // per configuration.
+  const std::vector<int> three_on_1 = {0, 1, 1, 1};
+  const WeightPlacementPlan p = plan_weight_placement(c, DType::BF16, {two, three_on_1}, 0);
+  expect_placed(c, p, three_on_1, "0,1,1,1 after 0,1");
+  EXPECT_EQ(p.find(1)->bytes, replicated + split / 4 * 3);
+
+  // Swapped nodes: node 1 holds the columns of both ranks, the cost of disagreeing.
+  const WeightPlacementPlan swapped = plan_weight_placement(c, DType::BF16, {two, {1, 0}});
+  expect_placed(c, swapped, {1, 0}, "swapped");
+  EXPECT_EQ(swapped.find(1)->bytes, replicated + split);
 
   // Both on one node: nothing is copied.
   const WeightPlacementPlan one = plan_weight_placement(c, DType::BF16, {two_small, {0}});
