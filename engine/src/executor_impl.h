@@ -68,6 +68,7 @@ class RankGroupExecutor : public Executor {
   KVCache& kv_;
   topo::ServiceConfig config_;
   ExecutorLimits limits_;
+  std::vector<const ModelWeights*> rank_weights_;  // on each rank's NUMA node (placed_weights.h)
   SharedRegion control_region_, reduce_region_;
   RankControl* ctl_ = nullptr;
   std::unique_ptr<Spawner> spawner_;

@@ -36,6 +36,7 @@
 
 #include "executor_impl.h"
 #include "kernels/allreduce.h"
+#include "placed_weights.h"
 #include "topotree/process_binding.h"
 
 namespace sandwich {
@@ -199,6 +200,10 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   const size_t reduce_bytes = static_cast<size_t>(limits_.max_tokens) * c.dim * sizeof(float);
   reduce_region_ =
       SharedRegion("sandwich-allreduce", kernels::ShmAllReduce::region_bytes(R, reduce_bytes));
+  // Before the spawner is forked: the ranks inherit the placed weights.
+  std::vector<int> nodes;
+  for (const topo::Rank& r : config.ranks) nodes.push_back(r.memory_node());
+  rank_weights_ = model.placed_weights().place(model, nodes);
 
   int socks[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, socks) != 0)
@@ -636,7 +641,8 @@ void RankGroupExecutor::rank_main(int rank) {
         reduce_region_.data(), R, rank,
         static_cast<size_t>(limits_.max_tokens) * model_.config.dim * sizeof(float));
     ShmCollective coll(ar);
-    ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll, limits_.batch_invariant);
+    ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll, limits_.batch_invariant,
+                   rank_weights_[rank]);
     std::vector<BatchEntry> batch;
     ctl_->ready.fetch_add(1, std::memory_order_acq_rel);
     // Steps count from 1; the first may be published before this process gets here.

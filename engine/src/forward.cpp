@@ -12,6 +12,7 @@
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 #include "paged_kv.h"
+#include "rank_shards.h"
 
 namespace sandwich {
 
@@ -75,6 +76,19 @@ void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::
               scratch.begin() + i * (b1 - b0) + (n1 - b0), a.y + i * a.ldy);
 }
 
+// A rank's weights may hold only part of a split matrix (placed_weights.h): the columns from its
+// range's first panel on, or panels that start at its first K column. Such a part is told from
+// the whole by its size, and the rank's ranges are moved to its origin.
+IndexRange local_cols(const kernels::PackedWeight& w, int64_t full_n, IndexRange cols) {
+  if (w.n == full_n) return cols;
+  const int64_t origin = cols.begin / kernels::kPanel * kernels::kPanel;
+  return {cols.begin - origin, cols.end - origin};
+}
+
+IndexRange local_k(const kernels::PackedWeight& w, int64_t full_k, IndexRange k) {
+  return w.k == full_k ? k : IndexRange{0, k.size()};
+}
+
 }  // namespace
 
 // The batch flattened to tokens (in batch order): token i is batch[entry[i]].tokens[...], id[i] at
@@ -98,38 +112,26 @@ struct ForwardPass::Step {
 };
 
 ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view,
-                         Collective* collective, bool batch_invariant)
+                         Collective* collective, bool batch_invariant, const ModelWeights* weights)
     : model_(model),
+      w_(weights ? *weights : model.weights()),
       kv_(kv),
       team_(team),
       view_(view),
       collective_(collective),
       batch_invariant_(batch_invariant) {
   const ModelConfig& c = model.config;
-  const int R = view.n_ranks;
-  if (R < 1 || view.rank < 0 || view.rank >= R) throw std::invalid_argument("invalid rank view");
-  if (c.n_kv_heads % R != 0)
-    throw std::invalid_argument(std::to_string(R) + " ranks do not divide the model's " +
-                                std::to_string(c.n_kv_heads) + " KV heads");
-  if (R > 1 && !collective)
+  const RankShards shards = rank_shards(c, view.rank, view.n_ranks);
+  if (view.n_ranks > 1 && !collective)
     throw std::invalid_argument("a rank view of several ranks needs a collective");
-  const int r = view.rank;
-  kv_heads_ = partition(c.n_kv_heads, r, R);
-  const int64_t group = c.n_heads / c.n_kv_heads, hd = c.head_dim;
-  q_cols_ = {kv_heads_.begin * group * hd, kv_heads_.end * group * hd};
-  kv_cols_ = {kv_heads_.begin * hd, kv_heads_.end * hd};
-  // Column shards start on the GEMM's 64-column panels.
-  auto panel_split = [&](int64_t n) -> IndexRange {
-    const IndexRange panels = partition((n + kernels::kPanel - 1) / kernels::kPanel, r, R);
-    return {panels.begin * kernels::kPanel, std::min(n, panels.end * kernels::kPanel)};
-  };
-  attention_key_ = kernels::attention_key(c.head_dim, static_cast<int32_t>(group),
-                                          static_cast<int32_t>(kv_heads_.size()), team.size());
-  ffn_cols_ = panel_split(c.ffn_dim);
-  vocab_cols_ = panel_split(c.vocab_size);
-  if (ffn_cols_.size() == 0 || vocab_cols_.size() == 0)
-    throw std::invalid_argument("the model is too small to split over " + std::to_string(R) +
-                                " ranks");
+  kv_heads_ = shards.kv_heads;
+  q_cols_ = shards.q_cols;
+  kv_cols_ = shards.kv_cols;
+  ffn_cols_ = shards.ffn_cols;
+  vocab_cols_ = shards.vocab_cols;
+  attention_key_ =
+      kernels::attention_key(c.head_dim, static_cast<int32_t>(c.n_heads / c.n_kv_heads),
+                             static_cast<int32_t>(kv_heads_.size()), team.size());
 }
 
 void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
@@ -139,7 +141,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
   ensure_scratch(s.tokens);
   s.x = residual_stream(s.tokens);
   embed(s);
-  const ModelWeights& W = model_.weights();
+  const ModelWeights& W = w_;
   for (int l = 0; l < model_.config.n_layers; ++l) {
     const kernels::PagedKV kv = paged_kv(kv_, l);
     attention_block(W.layers[l], kv, s);
@@ -237,7 +239,7 @@ float* ForwardPass::residual_stream(int64_t tokens) {
 
 void ForwardPass::embed(const Step& s) {
   const int64_t dim = model_.config.dim;
-  const kernels::PackedWeight& embedding = model_.weights().embedding;
+  const kernels::PackedWeight& embedding = w_.embedding;
   team_.parallel_for(s.tokens, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) kernels::unpack_row(embedding, s.id[i], s.x + i * dim);
   });
@@ -245,37 +247,45 @@ void ForwardPass::embed(const Step& s) {
 
 void ForwardPass::attention_block(const LayerWeights& L, const kernels::PagedKV& kv,
                                   const Step& s) {
-  const int64_t dim = model_.config.dim, T = s.tokens;
+  const ModelConfig& c = model_.config;
+  const int64_t dim = c.dim, T = s.tokens;
   norm(s, L.attn_norm);
   const float* xb = xb_.data();
   gemm_columns(L.wq,
-               column_parallel(xb, dim, T, q_.data(), q_cols_.size(), q_cols_, batch_invariant_),
+               column_parallel(xb, dim, T, q_.data(), q_cols_.size(),
+                               local_cols(L.wq, c.q_dim(), q_cols_), batch_invariant_),
                team_, shard_scratch_);
   gemm_columns(L.wk,
-               column_parallel(xb, dim, T, k_.data(), kv_cols_.size(), kv_cols_, batch_invariant_),
+               column_parallel(xb, dim, T, k_.data(), kv_cols_.size(),
+                               local_cols(L.wk, c.kv_dim(), kv_cols_), batch_invariant_),
                team_, shard_scratch_);
   gemm_columns(L.wv,
-               column_parallel(xb, dim, T, v_.data(), kv_cols_.size(), kv_cols_, batch_invariant_),
+               column_parallel(xb, dim, T, v_.data(), kv_cols_.size(),
+                               local_cols(L.wv, c.kv_dim(), kv_cols_), batch_invariant_),
                team_, shard_scratch_);
   rope_and_store_kv(kv, s);
   attend(kv, s);
-  kernels::gemm(L.wo,
-                row_parallel(att_.data(), q_cols_.size(), T, s.x, dim, q_cols_,
-                             residual_epilogue(view_), batch_invariant_),
-                team_);
+  kernels::gemm(
+      L.wo,
+      row_parallel(att_.data(), q_cols_.size(), T, s.x, dim, local_k(L.wo, c.q_dim(), q_cols_),
+                   residual_epilogue(view_), batch_invariant_),
+      team_);
   all_reduce(s);
 }
 
 void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
-  const int64_t dim = model_.config.dim, T = s.tokens;
+  const ModelConfig& c = model_.config;
+  const int64_t dim = c.dim, T = s.tokens;
   norm(s, L.ffn_norm);
   kernels::gemm_silu_mul(
       L.w_gate, L.w_up,
-      column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(), ffn_cols_, batch_invariant_),
+      column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(),
+                      local_cols(L.w_gate, c.ffn_dim, ffn_cols_), batch_invariant_),
       team_);
   kernels::gemm(L.w_down,
-                row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim, ffn_cols_,
-                             residual_epilogue(view_), batch_invariant_),
+                row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim,
+                             local_k(L.w_down, c.ffn_dim, ffn_cols_), residual_epilogue(view_),
+                             batch_invariant_),
                 team_);
   all_reduce(s);
 }
@@ -284,7 +294,7 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
 // gathered from all ranks when there are several.
 void ForwardPass::final_logits(const Step& s, float* logits) {
   const ModelConfig& c = model_.config;
-  const ModelWeights& W = model_.weights();
+  const ModelWeights& W = w_;
   const int64_t dim = c.dim;
   last_.resize(static_cast<size_t>(s.n_logits * dim));
   int64_t row = 0, k = 0;
@@ -304,10 +314,11 @@ void ForwardPass::final_logits(const Step& s, float* logits) {
     return;
   }
   logits_local_.resize(static_cast<size_t>(s.n_logits * vocab_cols_.size()));
-  kernels::gemm(W.output,
-                column_parallel(last_.data(), dim, s.n_logits, logits_local_.data(),
-                                vocab_cols_.size(), vocab_cols_, batch_invariant_),
-                team_);
+  kernels::gemm(
+      W.output,
+      column_parallel(last_.data(), dim, s.n_logits, logits_local_.data(), vocab_cols_.size(),
+                      local_cols(W.output, c.vocab_size, vocab_cols_), batch_invariant_),
+      team_);
   collective_->all_gather_columns(logits_local_.data(), s.n_logits, vocab_cols_.size(),
                                   vocab_cols_.begin, logits, c.vocab_size);
 }

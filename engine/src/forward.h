@@ -44,8 +44,11 @@ class ForwardPass {
  public:
   // batch_invariant: every GEMM sums in an order independent of the batch
   // (kernels::GemmArgs::batch_invariant), so a token's logits do not depend on what else runs.
+  // weights: the rank's own (placed_weights.h), which may hold only its part of the split
+  // matrices; the model's by default.
   ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view = {},
-              Collective* collective = nullptr, bool batch_invariant = false);
+              Collective* collective = nullptr, bool batch_invariant = false,
+              const ModelWeights* weights = nullptr);
 
   // Runs the batch and writes one row of vocab_size logits per entry with want_logits, in batch
   // order. Throws std::invalid_argument for tokens outside the vocabulary, positions past the
@@ -73,6 +76,7 @@ class ForwardPass {
   void all_reduce(const Step& s);
 
   const Model& model_;
+  const ModelWeights& w_;
   KVCache& kv_;
   kernels::ThreadTeam& team_;
   RankView view_;

@@ -1,10 +1,12 @@
 #include "engine/model.h"
 
 #include "model_weights.h"
+#include "placed_weights.h"
 
 namespace sandwich {
 
-Model::Model() : weights_(std::make_unique<ModelWeights>()) {}
+Model::Model()
+    : weights_(std::make_unique<ModelWeights>()), placed_(std::make_unique<PlacedWeights>()) {}
 Model::~Model() = default;
 
 WeightDType Model::weight_dtype() const {

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <barrier>
 #include <bit>
 #include <cmath>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "kernels/attention_tunables.h"
 #include "kernels/kernel_tunables.h"
 #include "test_data.h"
+#include "thread_collective.h"
 
 namespace sandwich {
 namespace {
@@ -177,46 +177,6 @@ TEST(Forward, TunedAttentionParamsKeepTheBits) {
     ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
 }
 
-// Two ranks in one process, each a thread with its own team, exchanging through shared buffers.
-struct Exchange {
-  explicit Exchange(int n) : n(n), bufs(n), cols(n), bar(n) {}
-  int n;
-  std::vector<std::vector<float>> bufs;
-  std::vector<std::pair<int64_t, int64_t>> cols;  // (offset, width) of each rank's columns
-  std::barrier<> bar;
-};
-
-class ThreadCollective : public Collective {
- public:
-  ThreadCollective(Exchange& x, int rank) : x_(x), rank_(rank) {}
-  void all_reduce_sum(float* data, size_t n) override {
-    x_.bufs[rank_].assign(data, data + n);
-    x_.bar.arrive_and_wait();
-    for (size_t i = 0; i < n; ++i) {
-      float s = 0;
-      for (int r = 0; r < x_.n; ++r) s += x_.bufs[r][i];
-      data[i] = s;
-    }
-    x_.bar.arrive_and_wait();
-  }
-  void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset,
-                          float* full, int64_t n_total) override {
-    x_.bufs[rank_].assign(local, local + rows * n_local);
-    x_.cols[rank_] = {offset, n_local};
-    x_.bar.arrive_and_wait();
-    for (int r = 0; r < x_.n; ++r)
-      for (int64_t i = 0; i < rows; ++i)
-        std::copy(x_.bufs[r].begin() + i * x_.cols[r].second,
-                  x_.bufs[r].begin() + (i + 1) * x_.cols[r].second,
-                  full + i * n_total + x_.cols[r].first);
-    x_.bar.arrive_and_wait();
-  }
-
- private:
-  Exchange& x_;
-  int rank_;
-};
-
 TEST(Forward, TwoRankViewsEqualOneRank) {
   TempDir dir;
   // Head size 18: head shards do not start on the GEMM's 64-column panels.
@@ -237,13 +197,13 @@ TEST(Forward, TwoRankViewsEqualOneRank) {
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 32));
   std::vector<int32_t> blocks;
   ASSERT_TRUE(kv.reserve(blocks, 32));
-  Exchange exchange(2);
+  test::Exchange exchange(2);
   std::vector<std::vector<float>> got(2, std::vector<float>(V));
   std::vector<std::thread> ranks;
   for (int r = 0; r < 2; ++r)
     ranks.emplace_back([&, r] {
       kernels::ThreadTeam team(1);
-      ThreadCollective coll(exchange, r);
+      test::ThreadCollective coll(exchange, r);
       ForwardPass fp(*m, kv, team, RankView{r, 2}, &coll);
       BatchEntry e{prompt, 0, blocks, true};
       fp.run({&e, 1}, got[r].data());

@@ -17,6 +17,7 @@
 namespace sandwich {
 
 struct ModelWeights;  // the packed matrices, private to engine/
+class PlacedWeights;  // their copies on NUMA nodes for rank groups, private to engine/
 
 enum class LoadFormat { Auto, Dummy };
 inline constexpr EnumName<LoadFormat> kLoadFormatNames[] = {{LoadFormat::Auto, "auto"},
@@ -63,10 +64,13 @@ class Model {
   const SharedRegion& region() const { return region_; }
   // For the engine's forward passes (model_weights.h).
   const ModelWeights& weights() const { return *weights_; }
+  // For the engine's rank groups (placed_weights.h): placed once, shared by every executor.
+  PlacedWeights& placed_weights() const { return *placed_; }
 
  private:
   friend class ModelBuilder;
   std::unique_ptr<ModelWeights> weights_;
+  std::unique_ptr<PlacedWeights> placed_;
   SharedRegion region_;
 };
 

@@ -1,0 +1,40 @@
+#include "rank_shards.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/microkernel.h"
+
+namespace sandwich {
+
+RankShards rank_shards(const ModelConfig& c, int rank, int n_ranks) {
+  const int R = n_ranks;
+  if (R < 1 || rank < 0 || rank >= R) throw std::invalid_argument("invalid rank view");
+  if (c.n_kv_heads % R != 0)
+    throw std::invalid_argument(std::to_string(R) + " ranks do not divide the model's " +
+                                std::to_string(c.n_kv_heads) + " KV heads");
+  RankShards s;
+  s.kv_heads = partition(c.n_kv_heads, rank, R);
+  const int64_t group = c.n_heads / c.n_kv_heads, hd = c.head_dim;
+  s.q_cols = {s.kv_heads.begin * group * hd, s.kv_heads.end * group * hd};
+  s.kv_cols = {s.kv_heads.begin * hd, s.kv_heads.end * hd};
+  // Column shards start on the GEMM's 64-column panels.
+  auto panel_split = [&](int64_t n) -> IndexRange {
+    const IndexRange panels = partition((n + kernels::kPanel - 1) / kernels::kPanel, rank, R);
+    return {panels.begin * kernels::kPanel, std::min(n, panels.end * kernels::kPanel)};
+  };
+  s.ffn_cols = panel_split(c.ffn_dim);
+  s.vocab_cols = panel_split(c.vocab_size);
+  if (s.ffn_cols.size() == 0 || s.vocab_cols.size() == 0)
+    throw std::invalid_argument("the model is too small to split over " + std::to_string(R) +
+                                " ranks");
+  return s;
+}
+
+IndexRange panel_cover(IndexRange cols, int64_t n) {
+  const int64_t p = kernels::kPanel;
+  return {cols.begin / p * p, std::min(n, (cols.end + p - 1) / p * p)};
+}
+
+}  // namespace sandwich
