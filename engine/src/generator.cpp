@@ -27,13 +27,15 @@ struct Generator::Impl {
 };
 
 Generator::Generator(const Model& model, int threads, ForwardKind kind)
-    : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt, false}) {}
+    : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt, false,
+                                        kDefaultKVCacheDType}) {}
 
 Generator::Generator(const Model& model, const GeneratorOptions& o)
     : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
   if (o.kind == ForwardKind::Reference) return;
   const ModelConfig& c = model.config;
-  impl_->kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, c.max_seq_len));
+  impl_->kv = std::make_unique<KVCache>(
+      c, KVCache::bytes_for_tokens(c, c.max_seq_len, o.kv_cache_dtype), o.kv_cache_dtype);
   const topo::ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
   const topo::ServiceConfig dc =
       o.decode.value_or(o.prefill.value_or(single_rank_config(o.threads)));
@@ -46,6 +48,10 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
 }
 
 Generator::~Generator() = default;
+
+const KVCache* Generator::kv_cache() const {
+  return impl_->kv.get();
+}
 
 GenerationResult Generator::generate(const GenerationRequest& req,
                                      const std::function<void(std::string_view)>& on_text) {

@@ -109,14 +109,16 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
     throw std::invalid_argument("max_batched_tokens must be at least 1");
   if (I.opt.max_model_len <= 0 || I.opt.max_model_len > c.max_seq_len)
     I.opt.max_model_len = c.max_seq_len;
+  const KVCacheDType kv_dtype = I.opt.kv_cache_dtype;
   if (I.opt.kv_cache_bytes == 0)
-    I.opt.kv_cache_bytes = std::max(
-        KVCache::bytes_for_tokens(c, I.opt.max_model_len),
-        std::min<size_t>(size_t{4} << 30, KVCache::bytes_for_tokens(c, I.opt.max_model_len) *
-                                              static_cast<size_t>(I.opt.max_num_seqs)));
+    I.opt.kv_cache_bytes =
+        std::max(KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype),
+                 std::min<size_t>(size_t{4} << 30,
+                                  KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype) *
+                                      static_cast<size_t>(I.opt.max_num_seqs)));
   I.prompt_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
   I.gen_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
-  I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes);
+  I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes, kv_dtype);
   I.cache = std::make_unique<PrefixCache>(*I.kv, I.opt.enable_prefix_caching);
   if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
     throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
@@ -146,6 +148,9 @@ Scheduler::~Scheduler() {
 
 int32_t Scheduler::max_model_len() const {
   return impl_->opt.max_model_len;
+}
+const KVCache& Scheduler::kv_cache() const {
+  return *impl_->kv;
 }
 int32_t Scheduler::max_waiting() const {
   return impl_->opt.max_waiting;

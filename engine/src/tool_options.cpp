@@ -32,6 +32,20 @@ void add_model_options(ArgParser& p, LoadOptions& o) {
   });
 }
 
+void add_kv_cache_dtype_option(ArgParser& p, KVCacheDType& dtype) {
+  p.option("--kv-cache-dtype", "D",
+           "KV cache elements: auto (default: bfloat16), bfloat16 (bf16) or float32 (f32, fp32; "
+           "twice the memory)",
+           [&dtype](const std::string& v) {
+             const auto d = value_named(v, kKVCacheDTypeNames);
+             if (!d)
+               throw CliError(
+                   "--kv-cache-dtype must be auto, bfloat16, bf16, float32, f32 or fp32, got '" +
+                   v + "'");
+             dtype = *d;
+           });
+}
+
 void add_plan_options(ArgParser& p, PlanOptions& o) {
   p.option("-t,--threads", "N",
            "compute threads of one rank when no configuration is given (default: all cores; "

@@ -44,7 +44,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int bench_engine(int argc, char** argv) {
   LoadOptions load;
-  int prompt_tokens = 512, gen_tokens = 128, reps = 3, warmup = 1;
+  int prompt_tokens = 512, gen_tokens = 128, depth = 0, reps = 3, warmup = 1;
   PlanOptions plan;
   std::optional<std::string> json_path, configs_text;
   ArgParser p("sandwich-bench engine",
@@ -54,7 +54,12 @@ int bench_engine(int argc, char** argv) {
         "prompt length of the prefill test (default 512; 0 skips it)");
   p.add("-n,--gen-tokens", &gen_tokens,
         "decode steps of the generation test (default 128; 0 skips it)");
+  p.add("-d,--depth", &depth,
+        "positions already in the KV cache when the generation test starts, as llama-bench's "
+        "--n-depth (default 0): decode at a long context");
   add_plan_options(p, plan);
+  KVCacheDType kv_dtype = kDefaultKVCacheDType;
+  add_kv_cache_dtype_option(p, kv_dtype);
   p.add("-r,--reps", &reps, "measured repetitions (default 3)");
   p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
   p.add("--json", &json_path, "also write the results as JSON to this file", "F");
@@ -67,8 +72,8 @@ int bench_engine(int argc, char** argv) {
   // Everything the command line decides is checked before the model loads (which can take
   // minutes) and the results file is opened before the benchmark runs.
   if (load.model.empty()) throw CliError("--model is required (see --help)");
-  if (prompt_tokens < 0 || gen_tokens < 0 || warmup < 0)
-    throw CliError("--prompt-tokens, --gen-tokens and --warmup must be >= 0");
+  if (prompt_tokens < 0 || gen_tokens < 0 || warmup < 0 || depth < 0)
+    throw CliError("--prompt-tokens, --gen-tokens, --depth and --warmup must be >= 0");
   if (reps < 1) throw CliError("--reps must be at least 1");
   if (prompt_tokens == 0 && gen_tokens == 0)
     throw CliError("nothing to do: --prompt-tokens and --gen-tokens are both 0");
@@ -121,7 +126,7 @@ int bench_engine(int argc, char** argv) {
 
   auto model = load_model(load);
   const ModelConfig& c = model->config;
-  if (std::max(prompt_tokens, gen_tokens) > c.max_seq_len)
+  if (std::max(prompt_tokens, depth + gen_tokens) > c.max_seq_len)
     throw CliError("the test lengths exceed the model's context of " +
                    std::to_string(c.max_seq_len));
   for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
@@ -141,9 +146,14 @@ int bench_engine(int argc, char** argv) {
     std::string name;
     std::unique_ptr<Executor> prefill, decode;
   };
-  KVCache kv(c, KVCache::bytes_for_tokens(c, std::max(prompt_tokens, gen_tokens)));
+  // Room for the prefill test and, beside it, the generation test's context.
+  KVCache kv(c,
+             KVCache::bytes_for_tokens(c, prompt_tokens, kv_dtype) +
+                 KVCache::bytes_for_tokens(c, depth + gen_tokens, kv_dtype),
+             kv_dtype);
+  std::cerr << "sandwich-bench engine: kv cache " << kv.describe() << "\n";
   ExecutorLimits limits;
-  limits.max_tokens = std::max(prompt_tokens, 1);
+  limits.max_tokens = std::max({prompt_tokens, std::min(depth, 512), 1});
   limits.max_entries = 1;
   limits.batch_invariant = plan.batch_invariant;
   std::vector<Setup> setups;
@@ -167,18 +177,30 @@ int bench_engine(int argc, char** argv) {
     kv.release(blocks);
     return prompt_tokens / s;
   };
+  // The generation test's context: `depth` random tokens prefilled once (untimed, in chunks of
+  // the prefill limit); every repetition decodes over them, rewriting the same later slots.
+  std::vector<int32_t> tg_blocks;
+  bool tg_context_filled = depth == 0;
   auto run_tg = [&] {
-    std::vector<int32_t> blocks;
-    kv.reserve(blocks, gen_tokens);
+    if (tg_blocks.empty()) kv.reserve(tg_blocks, depth + gen_tokens);
+    if (!tg_context_filled) {
+      std::vector<int32_t> context(depth);
+      for (auto& t : context) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.vocab_size));
+      for (int i = 0; i < depth; i += limits.max_tokens) {
+        const int n = std::min(limits.max_tokens, depth - i);
+        BatchEntry e{std::span<const int32_t>(context.data() + i, n), i, tg_blocks, true};
+        cur->prefill->run({&e, 1}, logits.data());
+      }
+      tg_context_filled = true;
+    }
     int32_t tok = c.bos_id >= 0 ? c.bos_id : 1;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < gen_tokens; ++i) {
-      BatchEntry e{std::span<const int32_t>(&tok, 1), i, blocks, true};
+      BatchEntry e{std::span<const int32_t>(&tok, 1), depth + i, tg_blocks, true};
       cur->decode->run({&e, 1}, logits.data());
       tok = argmax(logits.data(), c.vocab_size);
     }
     const double s = seconds_since(t0);
-    kv.release(blocks);
     return gen_tokens / s;
   };
 
@@ -191,7 +213,8 @@ int bench_engine(int argc, char** argv) {
     std::vector<double> v;
     for (int i = 0; i < reps; ++i) v.push_back(fn());
     const Stats s = stats(v);
-    const std::string test = std::string(name) + std::to_string(n);
+    std::string test = std::string(name) + std::to_string(n);
+    if (name[0] == 't' && depth > 0) test += " @ d" + std::to_string(depth);
     const topo::ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
                 std::string(weight_dtype_name(model->weight_dtype())).c_str(),
@@ -206,6 +229,7 @@ int bench_engine(int argc, char** argv) {
          {"config", sc.to_json()},
          {"test", test},
          {"tokens", n},
+         {"depth", name[0] == 't' ? depth : 0},
          {"reps", reps},
          {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
          {"samples", v}});
@@ -226,6 +250,9 @@ int bench_engine(int argc, char** argv) {
       {"batch_invariant", plan.batch_invariant},
       {"schedules", schedules ? nlohmann::json(*schedules) : nlohmann::json(nullptr)},
       {"schedule_ranges", schedule_ranges},
+      {"kv_cache",
+       {{"dtype", std::string(kv_cache_dtype_name(kv.dtype()))},
+        {"bytes_per_token", KVCache::token_bytes(c, kv.dtype())}}},
       {"results", results}};
   if (json_out) {
     *json_out << doc.dump(2) << "\n";

@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
                "use the scalar reference forward pass (slow; for checking)");
     p.add_flag("-q,--quiet", &quiet, "no statistics on stderr");
     add_plan_options(p, plan);
+    GeneratorOptions go;
+    add_kv_cache_dtype_option(p, go.kv_cache_dtype);
     if (!p.parse(argc, argv)) return 0;
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (prompt && prompt_file) throw CliError("give --prompt or --prompt-file, not both");
@@ -63,7 +65,6 @@ int main(int argc, char** argv) {
     }
     load.threads = plan.threads;
     // Plans and configurations are checked before the model loads, which may take minutes.
-    GeneratorOptions go;
     go.threads = plan.threads;
     go.kind = reference ? ForwardKind::Reference : ForwardKind::Fast;
     go.batch_invariant = plan.batch_invariant;
@@ -94,9 +95,11 @@ int main(int argc, char** argv) {
       const double n_dec = r.tokens.size() > 1 ? static_cast<double>(r.tokens.size() - 1) : 0.0;
       std::fprintf(
           stderr,
-          "%s\nmodel: %s\nload: %.2f s | prompt: %zu tokens, %.2f tok/s | generated: %zu tokens, "
-          "%.2f tok/s | finish: %s\n",
-          applied.line.c_str(), model->source.c_str(), model->load_seconds, req.prompt.size(),
+          "%s\nmodel: %s\nkv cache: %s\nload: %.2f s | prompt: %zu tokens, %.2f tok/s | "
+          "generated: %zu tokens, %.2f tok/s | finish: %s\n",
+          applied.line.c_str(), model->source.c_str(),
+          gen.kv_cache() ? gen.kv_cache()->describe().c_str() : "none (reference forward pass)",
+          model->load_seconds, req.prompt.size(),
           r.prefill_seconds > 0 ? static_cast<double>(req.prompt.size()) / r.prefill_seconds : 0.0,
           r.tokens.size(), r.decode_seconds > 0 ? n_dec / r.decode_seconds : 0.0,
           std::string(finish_reason_name(r.finish_reason)).c_str());

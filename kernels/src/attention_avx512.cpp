@@ -1,7 +1,8 @@
 // The AVX-512 body of attention: tiles of 4 query rows share every K/V block load; the scores of
 // a block are 16-lane FMAs over the transposed K, the softmax runs online. AttentionParams sets
 // how many rows share a pass over the KV blocks and how many blocks make one inner step; neither
-// changes a row's arithmetic or the order it visits the blocks in.
+// changes a row's arithmetic or the order it visits the blocks in. A BF16 cache's elements are
+// widened to f32 as they load (exact: a 16-bit shift), the rest being the F32 kernel.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,6 +24,23 @@ namespace {
 
 constexpr int kRows = 4;  // query rows of the register tile
 
+// 16 K or V elements as f32: T is float or bf16_t.
+inline __m512 widen(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+__attribute__((always_inline)) inline __m512 load16(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+__attribute__((always_inline)) inline __m512 load16(const bf16_t* p) {
+  return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+__attribute__((always_inline)) inline __m512 maskz_load16(__mmask16 m, const float* p) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+__attribute__((always_inline)) inline __m512 maskz_load16(__mmask16 m, const bf16_t* p) {
+  return widen(_mm256_maskz_loadu_epi16(m, p));
+}
+
 // Blocks whose scores one call computes: 2 * NR * NB accumulators stay within the register file.
 constexpr int max_qk_blocks(int nr) {
   return nr == 1 ? 8 : nr == 2 ? 4 : 2;
@@ -30,8 +48,8 @@ constexpr int max_qk_blocks(int nr) {
 
 // sc[b][i] = the unscaled scores of row i against block b, for NR rows and NB blocks. Even and
 // odd key dimensions sum in separate chains, then add: a row's sums are the same for any NB.
-template <int NR, int NB>
-__attribute__((always_inline)) inline void qk_blocks(const float* const* qr, const float* const* kb,
+template <int NR, int NB, class T>
+__attribute__((always_inline)) inline void qk_blocks(const float* const* qr, const T* const* kb,
                                                      int32_t hd, float (*sc)[kRows][kKVBlock]) {
   __m512 s[NB][NR][2];
 #pragma GCC unroll 8
@@ -41,8 +59,8 @@ __attribute__((always_inline)) inline void qk_blocks(const float* const* qr, con
   for (int32_t d = 0; d + 2 <= hd; d += 2) {
 #pragma GCC unroll 8
     for (int b = 0; b < NB; ++b) {
-      __m512 k0 = _mm512_loadu_ps(kb[b] + int64_t{d} * kKVBlock);
-      __m512 k1 = _mm512_loadu_ps(kb[b] + int64_t{d + 1} * kKVBlock);
+      __m512 k0 = load16(kb[b] + int64_t{d} * kKVBlock);
+      __m512 k1 = load16(kb[b] + int64_t{d + 1} * kKVBlock);
       // K in registers, q broadcast from memory: with several blocks GCC otherwise folds each
       // K load into every row's FMA (NR times the loads).
       asm("" : "+v"(k0), "+v"(k1));
@@ -60,13 +78,13 @@ __attribute__((always_inline)) inline void qk_blocks(const float* const* qr, con
 }
 
 // The scores of blocks [b, nb) in calls of NB blocks, then of fewer.
-template <int NR, int NB>
-__attribute__((always_inline)) inline void qk_step(const float* const* qr, const float* const* kb,
+template <int NR, int NB, class T>
+__attribute__((always_inline)) inline void qk_step(const float* const* qr, const T* const* kb,
                                                    int32_t hd, float (*sc)[kRows][kKVBlock],
                                                    int32_t& b, int32_t nb) {
   if constexpr (NB <= max_qk_blocks(NR))
-    for (; b + NB <= nb; b += NB) qk_blocks<NR, NB>(qr, kb + b, hd, sc + b);
-  if constexpr (NB > 1) qk_step<NR, NB / 2>(qr, kb, hd, sc, b, nb);
+    for (; b + NB <= nb; b += NB) qk_blocks<NR, NB, T>(qr, kb + b, hd, sc + b);
+  if constexpr (NB > 1) qk_step<NR, NB / 2, T>(qr, kb, hd, sc, b, nb);
 }
 
 // acc[i] = (acc[i] * corr[b][i] + p[b][i] x V_b) over the nb blocks of a step, for the NR rows of
@@ -74,11 +92,11 @@ __attribute__((always_inline)) inline void qk_step(const float* const* qr, const
 // are those of a step of one block. Every row shares each V row load, 4 vectors (64 dims) at a
 // time, so up to 16 independent accumulators hide the FMA latency. Slots past a row's visible
 // positions have p = 0.
-template <int NR>
+template <int NR, class T>
 __attribute__((always_inline)) inline void pv_blocks(const float (*p)[kRows][kKVBlock],
-                                                     const float (*corr)[kRows],
-                                                     const float* const* vb, const int32_t* vis,
-                                                     int32_t nb, int32_t hd, float* const* acc) {
+                                                     const float (*corr)[kRows], const T* const* vb,
+                                                     const int32_t* vis, int32_t nb, int32_t hd,
+                                                     float* const* acc) {
   for (int32_t d0 = 0; d0 < hd; d0 += 64) {
     __mmask16 dm[4];
 #pragma GCC unroll 4
@@ -93,12 +111,12 @@ __attribute__((always_inline)) inline void pv_blocks(const float (*p)[kRows][kKV
       for (int i = 0; i < NR; ++i)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) a[i][v] = _mm512_mul_ps(a[i][v], _mm512_set1_ps(corr[b][i]));
-      const float* vbase = vb[b] + d0;
+      const T* vbase = vb[b] + d0;
       for (int32_t j = 0; j < vis[b]; ++j) {
-        const float* vr = vbase + int64_t{j} * hd;
+        const T* vr = vbase + int64_t{j} * hd;
         __m512 vv[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) vv[v] = _mm512_maskz_loadu_ps(dm[v], vr + 16 * v);
+        for (int v = 0; v < 4; ++v) vv[v] = maskz_load16(dm[v], vr + 16 * v);
 #pragma GCC unroll 4
         for (int i = 0; i < NR; ++i) {
           const __m512 pb = _mm512_set1_ps(p[b][i][j]);
@@ -125,21 +143,21 @@ struct PassRows {
 
 // One tile of NR rows over blocks [b0, b0 + nb): scores, the online softmax block by block, then
 // the weighted values.
-template <int NR>
+template <int NR, class T>
 void tile_step(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_table,
                int32_t kv_head, int32_t b0, int32_t nb, float scale) {
   const int32_t hd = kv.head_dim;
-  const float* kb[kMaxStepBlocks];
-  const float* vb[kMaxStepBlocks];
+  const T* kb[kMaxStepBlocks];
+  const T* vb[kMaxStepBlocks];
   for (int32_t b = 0; b < nb; ++b) {
     const int32_t blk = block_table[b0 + b];
-    kb[b] = kv.key(blk, kv_head);
-    vb[b] = kv.value(blk, kv_head);
+    kb[b] = kv.key<T>(blk, kv_head);
+    vb[b] = kv.value<T>(blk, kv_head);
   }
   // The scores, then in place the probabilities.
   alignas(64) float sc[kMaxStepBlocks][kRows][kKVBlock];
   int32_t b = 0;
-  qk_step<NR, 8>(r.q + i0, kb, hd, sc, b, nb);
+  qk_step<NR, 8, T>(r.q + i0, kb, hd, sc, b, nb);
   float corr[kMaxStepBlocks][kRows];
   int32_t vis[kMaxStepBlocks];
   for (b = 0; b < nb; ++b) {
@@ -168,7 +186,7 @@ void tile_step(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_
     }
     vis[b] = vis_max;
   }
-  pv_blocks<NR>(sc, corr, vb, vis, nb, hd, r.acc + i0);
+  pv_blocks<NR, T>(sc, corr, vb, vis, nb, hd, r.acc + i0);
 }
 
 // 64-byte aligned scratch of this thread for the pass's output accumulators.
@@ -191,9 +209,9 @@ float* pass_scratch(size_t floats) {
 // shares each V row load, 4 vectors (64 dims) at a time, so up to 16 independent accumulators
 // hide the FMA latency (one chain per row and 16 dims left this half of attention latency-bound).
 // Rows past a row's visible positions have p = 0.
-template <int NR>
+template <int NR, class T>
 __attribute__((always_inline)) inline void pv_block(const float (*p)[kKVBlock], const float* corr,
-                                                    const float* vb, int32_t hd, int32_t vis,
+                                                    const T* vb, int32_t hd, int32_t vis,
                                                     float (*acc)[1024]) {
   for (int32_t d0 = 0; d0 < hd; d0 += 64) {
     __mmask16 dm[4];
@@ -207,10 +225,10 @@ __attribute__((always_inline)) inline void pv_block(const float (*p)[kKVBlock], 
         a[i][v] = _mm512_mul_ps(_mm512_maskz_load_ps(dm[v], acc[i] + d0 + 16 * v),
                                 _mm512_set1_ps(corr[i]));
     for (int32_t j = 0; j < vis; ++j) {
-      const float* vr = vb + int64_t{j} * hd + d0;
+      const T* vr = vb + int64_t{j} * hd + d0;
       __m512 vv[4];
 #pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) vv[v] = _mm512_maskz_loadu_ps(dm[v], vr + 16 * v);
+      for (int v = 0; v < 4; ++v) vv[v] = maskz_load16(dm[v], vr + 16 * v);
 #pragma GCC unroll 16
       for (int i = 0; i < NR; ++i) {
         const __m512 pb = _mm512_set1_ps(p[i][j]);
@@ -228,6 +246,7 @@ __attribute__((always_inline)) inline void pv_block(const float (*p)[kKVBlock], 
 // The kernel before AttentionParams, kept for the default block sizes on full tiles, where it
 // is a few percent faster than the general loop (prefill); the bits are the same. Rows r of a
 // chunk: token t = r / group, head g = r % group.
+template <class T>
 __attribute__((noinline)) void tiles_of_4(const PagedKV& kv, const int32_t* block_table,
                                           int32_t kv_head, const float* q, int64_t ldq,
                                           int32_t n_tok, int32_t group, int32_t start_pos,
@@ -257,8 +276,8 @@ __attribute__((noinline)) void tiles_of_4(const PagedKV& kv, const int32_t* bloc
     const int32_t n_blocks = (max_limit + kKVBlock - 1) / kKVBlock;
     for (int32_t b = 0; b < n_blocks; ++b) {
       const int32_t blk = block_table[b];
-      const float* kb = kv.key(blk, kv_head);
-      const float* vb = kv.value(blk, kv_head);
+      const T* kb = kv.key<T>(blk, kv_head);
+      const T* vb = kv.value<T>(blk, kv_head);
       // Q x K^T for the block. The sums go to memory only after the loop: indexed by a runtime
       // row count later, GCC kept them on the stack through the whole loop (stores every step).
       alignas(64) float sc[kRows][kKVBlock];
@@ -267,8 +286,8 @@ __attribute__((noinline)) void tiles_of_4(const PagedKV& kv, const int32_t* bloc
 #pragma GCC unroll 8
         for (int i = 0; i < kRows; ++i) s[i][0] = s[i][1] = _mm512_setzero_ps();
         for (int32_t d = 0; d + 2 <= hd; d += 2) {
-          const __m512 k0 = _mm512_loadu_ps(kb + int64_t{d} * kKVBlock);
-          const __m512 k1 = _mm512_loadu_ps(kb + int64_t{d + 1} * kKVBlock);
+          const __m512 k0 = load16(kb + int64_t{d} * kKVBlock);
+          const __m512 k1 = load16(kb + int64_t{d + 1} * kKVBlock);
 #pragma GCC unroll 8
           for (int i = 0; i < kRows; ++i) {
             s[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(qr[i][d]), k0, s[i][0]);
@@ -303,16 +322,16 @@ __attribute__((noinline)) void tiles_of_4(const PagedKV& kv, const int32_t* bloc
         vis_max = std::max(vis_max, std::min<int32_t>(kKVBlock, limit[i] - b * kKVBlock));
       switch (nr) {
         case 1:
-          pv_block<1>(p, corr, vb, hd, vis_max, acc);
+          pv_block<1, T>(p, corr, vb, hd, vis_max, acc);
           break;
         case 2:
-          pv_block<2>(p, corr, vb, hd, vis_max, acc);
+          pv_block<2, T>(p, corr, vb, hd, vis_max, acc);
           break;
         case 3:
-          pv_block<3>(p, corr, vb, hd, vis_max, acc);
+          pv_block<3, T>(p, corr, vb, hd, vis_max, acc);
           break;
         default:
-          pv_block<kRows>(p, corr, vb, hd, vis_max, acc);
+          pv_block<kRows, T>(p, corr, vb, hd, vis_max, acc);
           break;
       }
     }
@@ -323,19 +342,19 @@ __attribute__((noinline)) void tiles_of_4(const PagedKV& kv, const int32_t* bloc
   }
 }
 
-}  // namespace
-
 // Rows r of a call: token t = r / group, head g = r % group. A pass takes `pass_rows` rows and
 // walks the KV blocks once, `kv_blocks` at a time, every tile of 4 rows taking each step.
-void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_head,
-                      const float* q, int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos,
-                      float scale, float* out, int64_t ldo, const AttentionParams& params) {
+template <class T>
+void attention_of(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+                  int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+                  float* out, int64_t ldo, const AttentionParams& params) {
   const int32_t hd = kv.head_dim;
   const int32_t n_rows = n_tok * group;
   const int32_t pass = (std::clamp(params.pass_rows, 1, kMaxPassRows) + kRows - 1) / kRows * kRows;
   const int32_t step = std::clamp(params.kv_blocks, 1, kMaxStepBlocks);
   if (pass == kRows && step == 1 && n_rows >= kRows)
-    return tiles_of_4(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+    return tiles_of_4<T>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out,
+                         ldo);
   const int32_t stride = (hd + 15) / 16 * 16;  // hd <= 1024 is checked by the model config
   // The default pass of one tile keeps its accumulators on the stack, as before passes existed.
   alignas(64) float tile_acc[kRows * 1024];
@@ -367,16 +386,16 @@ void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_
         if (nb <= 0) continue;
         switch (nr) {
           case 1:
-            tile_step<1>(r, i0, kv, block_table, kv_head, b0, nb, scale);
+            tile_step<1, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
             break;
           case 2:
-            tile_step<2>(r, i0, kv, block_table, kv_head, b0, nb, scale);
+            tile_step<2, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
             break;
           case 3:
-            tile_step<3>(r, i0, kv, block_table, kv_head, b0, nb, scale);
+            tile_step<3, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
             break;
           default:
-            tile_step<kRows>(r, i0, kv, block_table, kv_head, b0, nb, scale);
+            tile_step<kRows, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
             break;
         }
       }
@@ -385,6 +404,18 @@ void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_
       for (int32_t d = 0; d < hd; ++d) r.out[i][d] = r.acc[i][d] * inv;
     }
   }
+}
+
+}  // namespace
+
+void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_head,
+                      const float* q, int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos,
+                      float scale, float* out, int64_t ldo, const AttentionParams& params) {
+  if (kv.dtype == DType::BF16)
+    return attention_of<bf16_t>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale,
+                                out, ldo, params);
+  attention_of<float>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo,
+                      params);
 }
 
 }  // namespace sandwich::kernels

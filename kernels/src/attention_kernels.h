@@ -7,7 +7,7 @@
 
 namespace sandwich::kernels {
 
-// head_dim even and at most 1024.
+// head_dim even and at most 1024; kv.dtype F32 or BF16.
 void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_head,
                       const float* q, int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos,
                       float scale, float* out, int64_t ldo, const AttentionParams& params);

@@ -2,15 +2,26 @@
 // where no vector body applies, and what the vector bodies are tested against.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/attention.h"
 
 namespace sandwich::kernels {
 
-void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-                   int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
-                   float* out, int64_t ldo) {
+namespace {
+
+inline float widen(float x) {
+  return x;
+}
+inline float widen(bf16_t x) {
+  return bf16_to_f32(x);
+}
+
+template <class T>
+void attention_ref_of(const PagedKV& kv, const int32_t* block_table, int32_t kv_head,
+                      const float* q, int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos,
+                      float scale, float* out, int64_t ldo) {
   const int32_t hd = kv.head_dim;
   std::vector<float> scores;
   for (int32_t t = 0; t < n_tok; ++t) {
@@ -19,10 +30,10 @@ void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_hea
       const float* qr = q + t * ldq + int64_t{g} * hd;
       scores.assign(n_ctx, 0.0f);
       for (int32_t p = 0; p < n_ctx; ++p) {
-        const float* kb = kv.key(block_table[p / kKVBlock], kv_head) + p % kKVBlock;
+        const T* kb = kv.key<T>(block_table[p / kKVBlock], kv_head) + p % kKVBlock;
         double s = 0;
         for (int32_t d = 0; d < hd; ++d)
-          s += static_cast<double>(qr[d]) * kb[int64_t{d} * kKVBlock];
+          s += static_cast<double>(qr[d]) * widen(kb[int64_t{d} * kKVBlock]);
         scores[p] = static_cast<float>(s) * scale;
       }
       float mx = *std::max_element(scores.begin(), scores.end());
@@ -33,10 +44,28 @@ void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_hea
         double acc = 0;
         for (int32_t p = 0; p < n_ctx; ++p)
           acc += static_cast<double>(scores[p]) *
-                 kv.value(block_table[p / kKVBlock], kv_head)[int64_t{p % kKVBlock} * hd + d];
+                 widen(kv.value<T>(block_table[p / kKVBlock],
+                                   kv_head)[int64_t{p % kKVBlock} * hd + d]);
         o[d] = static_cast<float>(acc / sum);
       }
     }
+  }
+}
+
+}  // namespace
+
+void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+                   int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
+                   float* out, int64_t ldo) {
+  switch (kv.dtype) {
+    case DType::F32:
+      return attention_ref_of<float>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos,
+                                     scale, out, ldo);
+    case DType::BF16:
+      return attention_ref_of<bf16_t>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos,
+                                      scale, out, ldo);
+    default:
+      throw std::invalid_argument("attention_ref: the KV cache holds f32 or bf16");
   }
 }
 

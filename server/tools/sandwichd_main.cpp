@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
         "--kv-cache-memory", "BYTES",
         "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
         [&](const std::string& v) { sched.kv_cache_bytes = parse_bytes("--kv-cache-memory", v); });
+    add_kv_cache_dtype_option(p, sched.kv_cache_dtype);
     p.flag("--no-prefix-caching", "do not reuse the KV blocks of prompts' shared prefixes",
            [&] { sched.enable_prefix_caching = false; });
     p.flag("--enable-prefix-caching", "reuse the KV blocks of shared prefixes (the default)",
@@ -210,8 +211,8 @@ int main(int argc, char** argv) {
         logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
       // No plan, configuration or thread count: the simulator's choice for this machine.
       if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
-        const Plan chosen =
-            tuner::default_plan(model->config, model->weight_dtype(), &configs.chosen_by);
+        const Plan chosen = tuner::default_plan(model->config, model->weight_dtype(),
+                                                &configs.chosen_by, sched.kv_cache_dtype);
         if (configs.prefill_default) configs.plan.prefill = chosen.prefill;
         if (configs.decode_default) configs.plan.decode = chosen.decode;
       }
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
       sched.prefill_config = configs.plan.prefill;
       sched.decode_config = configs.plan.decode;
       scheduler = std::make_unique<Scheduler>(*model, sched);
+      logf(LogLevel::Info, "sandwichd", "KV cache: %s", scheduler->kv_cache().describe().c_str());
       service.attach(*model, *scheduler);
       logf(LogLevel::Info, "sandwichd", "chat template: %s", service.chat_template_note().c_str());
     } catch (...) {

@@ -34,10 +34,43 @@ TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
   EXPECT_NE(error_of("-p 0 -n 0").find("nothing to do"), std::string::npos);  // llama-bench's names
   EXPECT_NE(error_of("-t -3").find("--threads must be 0 (all cores) to"), std::string::npos);
   EXPECT_NE(error_of("-t 100000").find("got 100000"), std::string::npos);
+  EXPECT_NE(error_of("--kv-cache-dtype half")
+                .find("--kv-cache-dtype must be auto, bfloat16, bf16, float32, f32 or fp32, got "
+                      "'half'"),
+            std::string::npos);
+  EXPECT_NE(error_of("--depth -1").find("--depth"), std::string::npos);
   EXPECT_NE(
       error_of("--json /nonexistent/x.json").find("cannot write --json file /nonexistent/x.json"),
       std::string::npos);
   EXPECT_NE(error_of("").find("/nonexistent/m.gguf"), std::string::npos);  // and then the model
+}
+
+// Decode at a depth, over either KV cache: the JSON names the cache's type and its bytes per
+// token (BF16's exactly half of F32's) and the test's depth, as llama-bench names it.
+TEST(BenchEngineCli, DecodeAtADepthOverEitherKVCache) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
+  const std::string bench = (test::bin_dir() / "sandwich-bench-engine").string() + " --model " +
+                            stories + " -t 1 -p 0 -n 4 --depth 40 -r 1 --warmup 1 --json " +
+                            (dir / "r.json").string();
+  auto run = [&](const std::string& extra) {
+    const test::CommandResult r = test::run_command(bench + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("| tg4 @ d40 |"), std::string::npos) << r.out;
+    std::ifstream in(dir / "r.json");
+    return std::pair{nlohmann::json::parse(in), r.err};
+  };
+  const auto [bf16, bf16_log] = run("");
+  const auto [f32, f32_log] = run(" --kv-cache-dtype float32");
+  EXPECT_EQ(bf16["kv_cache"]["dtype"], "bf16");
+  EXPECT_EQ(f32["kv_cache"]["dtype"], "f32");
+  EXPECT_EQ(f32["kv_cache"]["bytes_per_token"].get<int64_t>(),
+            2 * bf16["kv_cache"]["bytes_per_token"].get<int64_t>());
+  EXPECT_EQ(bf16["results"][0]["depth"], 40);
+  EXPECT_EQ(bf16["results"][0]["test"], "tg4 @ d40");
+  EXPECT_NE(bf16_log.find("kv cache bf16, "), std::string::npos) << bf16_log;
+  EXPECT_NE(f32_log.find("kv cache f32, "), std::string::npos) << f32_log;
 }
 
 // The JSON says which table ran and how many ranges it installed; none: null and 0.

@@ -74,6 +74,26 @@ TEST(Cli, GenerateReproducesTheReferenceGreedyOutput) {
   EXPECT_NE(r.err.find("tok/s"), std::string::npos);  // statistics go to stderr
 }
 
+// The KV cache is BF16 unless told: F32 gives the reference's text too, and the statistics name
+// the cache.
+TEST(Cli, GenerateOverEitherKVCache) {
+  SANDWICH_REQUIRE_DATA();
+  for (const std::string dtype : {"", "f32", "bf16"}) {
+    const CommandResult r = run_cmd(generate() + " -n 200 --temperature 0" +
+                                    (dtype.empty() ? "" : " --kv-cache-dtype " + dtype));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, expected_greedy()) << dtype;
+    EXPECT_NE(r.err.find("kv cache: " + (dtype.empty() ? "bf16" : dtype) + ", "), std::string::npos)
+        << r.err;
+  }
+  const CommandResult bad = run_cmd(generate() + " --kv-cache-dtype int8");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--kv-cache-dtype must be auto, bfloat16, bf16, float32, f32 or fp32, "
+                         "got 'int8'"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(Cli, GenerateOnTheReferencePathToo) {
   SANDWICH_REQUIRE_DATA();
   CommandResult r = run_cmd(generate() + " -n 200 --temperature 0 --reference -t 1");

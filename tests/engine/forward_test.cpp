@@ -51,17 +51,22 @@ std::vector<int32_t> some_tokens(int n, int vocab, int salt) {
   return t;
 }
 
-class ForwardVsReference : public ::testing::TestWithParam<WeightDType> {};
+class ForwardVsReference : public ::testing::TestWithParam<std::tuple<WeightDType, KVCacheDType>> {
+};
 
 TEST_P(ForwardVsReference, PrefillThenDecodeMatches) {
+  const auto [weights, kv_dtype] = GetParam();
   TempDir dir;
-  auto m = tiny_model(dir, GetParam());
+  auto m = tiny_model(dir, weights);
   const int V = m->config.vocab_size;
   // F32 differs from the reference only in summation order; BF16 weights may also round the
-  // activations to BF16 inside the GEMM.
-  const double tol = GetParam() == WeightDType::F32 ? 1e-4 : 3e-2;
+  // activations to BF16 inside the GEMM. A BF16 KV cache rounds K and V by up to 2^-9 of
+  // themselves: the logits move by ~6e-4 of the largest here (the tolerance is 8x that).
+  const double tol = weights == WeightDType::BF16     ? 3e-2
+                     : kv_dtype == KVCacheDType::BF16 ? 5e-3
+                                                      : 1e-4;
   ReferenceForward ref(*m);
-  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
+  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64, kv_dtype), kv_dtype);
   kernels::ThreadTeam team(2);
   ForwardPass fp(*m, kv, team);
   std::vector<int32_t> blocks;
@@ -82,17 +87,26 @@ TEST_P(ForwardVsReference, PrefillThenDecodeMatches) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, ForwardVsReference,
-                         ::testing::Values(WeightDType::F32, WeightDType::BF16), [](const auto& i) {
-                           return i.param == WeightDType::F32 ? std::string("F32")
-                                                              : std::string("BF16");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    DTypes, ForwardVsReference,
+    ::testing::Combine(::testing::Values(WeightDType::F32, WeightDType::BF16),
+                       ::testing::Values(KVCacheDType::F32, KVCacheDType::BF16)),
+    [](const auto& i) {
+      return std::string(std::get<0>(i.param) == WeightDType::F32 ? "F32" : "BF16") + "WeightsKV" +
+             std::string(kv_cache_dtype_name(std::get<1>(i.param)));
+    });
 
-TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
+class ForwardKV : public ::testing::TestWithParam<KVCacheDType> {};
+
+TEST_P(ForwardKV, BatchingAndChunkingDoNotChangeResults) {
   TempDir dir;
   auto m = tiny_model(dir, WeightDType::F32);
   const int V = m->config.vocab_size;
-  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64) * 4);
+  const KVCacheDType kv_dtype = GetParam();
+  // F32: the GEMMs' summation order only. BF16: that order can also move a K or V element to
+  // the neighbouring bf16 value (2^-8 of it): ~2e-5 of the largest logit here.
+  const double tol = kv_dtype == KVCacheDType::F32 ? 1e-5 : 2e-4;
+  KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64, kv_dtype) * 4, kv_dtype);
   kernels::ThreadTeam team(2);
   ForwardPass fp(*m, kv, team);
   auto a = some_tokens(30, V, 2), b = some_tokens(19, V, 3);
@@ -123,8 +137,8 @@ TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
                 l.begin() + (batch[0].want_logits ? 2 * V : V), out.begin() + V);
     if (s + n == 30) std::copy(l.begin(), l.begin() + V, out.begin());
   }
-  expect_logits_close(out.data(), la, 1e-5, "chunked a");
-  expect_logits_close(out.data() + V, lb, 1e-5, "batched b");
+  expect_logits_close(out.data(), la, tol, "chunked a");
+  expect_logits_close(out.data() + V, lb, tol, "batched b");
 
   // A decode step for both in one batch equals separate steps.
   const int32_t na = argmax(la.data(), V), nb = argmax(lb.data(), V);
@@ -136,9 +150,13 @@ TEST(Forward, BatchingAndChunkingDoNotChangeResults) {
   fp.run(one, l1.data());
   one = {{std::span<const int32_t>(&nb, 1), 19, tb2, true}};
   fp.run(one, l2.data());
-  expect_logits_close(lboth.data(), l1, 1e-5, "decode a");
-  expect_logits_close(lboth.data() + V, l2, 1e-5, "decode b");
+  expect_logits_close(lboth.data(), l1, tol, "decode a");
+  expect_logits_close(lboth.data() + V, l2, tol, "decode b");
 }
+
+INSTANTIATE_TEST_SUITE_P(DTypes, ForwardKV,
+                         ::testing::Values(KVCacheDType::F32, KVCacheDType::BF16),
+                         [](const auto& i) { return std::string(kv_cache_dtype_name(i.param)); });
 
 // Installed attention block sizes (kernel_tunables) change the work split and the kernel's loop,
 // never a logit's bits.
@@ -248,6 +266,58 @@ TEST(Forward, KVCacheAllocatesAndFreesBlocks) {
   kv.release(a);
   EXPECT_EQ(kv.free_blocks(), 5);
   EXPECT_THROW(KVCache(m->config, 10), std::runtime_error);
+}
+
+// BF16 blocks take exactly half the bytes of F32 ones: the same budget holds twice the tokens.
+TEST(Forward, Bf16KVCacheHoldsTwiceTheTokens) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  const ModelConfig& c = m->config;
+  // K and V, every layer, every KV head.
+  const size_t f32_token = size_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4;
+  EXPECT_EQ(KVCache::token_bytes(c, KVCacheDType::F32), f32_token);
+  EXPECT_EQ(KVCache::token_bytes(c, KVCacheDType::BF16) * 2, f32_token);
+  EXPECT_EQ(KVCache::token_bytes(c), KVCache::token_bytes(c, KVCacheDType::BF16));  // default
+  EXPECT_EQ(KVCache::block_bytes(c, KVCacheDType::F32),
+            2 * KVCache::block_bytes(c, KVCacheDType::BF16));
+  const size_t budget = KVCache::block_bytes(c, KVCacheDType::F32) * 6;
+  KVCache f32(c, budget, KVCacheDType::F32), bf16(c, budget, KVCacheDType::BF16);
+  EXPECT_EQ(f32.num_blocks(), 6);
+  EXPECT_EQ(bf16.num_blocks(), 12);
+  EXPECT_EQ(bf16.bytes(), f32.bytes());
+  EXPECT_EQ(bf16.region().size(), f32.region().size());
+  EXPECT_EQ(bf16.describe().rfind("bf16, 12 blocks (192 tokens, ", 0), 0u) << bf16.describe();
+  EXPECT_EQ(f32.describe().rfind("f32, 6 blocks (96 tokens, ", 0), 0u) << f32.describe();
+}
+
+// The fast path over a BF16 cache equals itself over an F32 cache of the same model up to the
+// rounding of K and V, and takes the same greedy tokens on this model.
+TEST(Forward, Bf16KVCacheFollowsF32Greedily) {
+  TempDir dir;
+  auto m = tiny_model(dir, WeightDType::F32);
+  const int V = m->config.vocab_size;
+  kernels::ThreadTeam team(2);
+  auto greedy = [&](KVCacheDType t, std::vector<std::vector<float>>& all) {
+    KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64, t), t);
+    ForwardPass fp(*m, kv, team);
+    std::vector<int32_t> blocks;
+    EXPECT_TRUE(kv.reserve(blocks, 64));
+    std::vector<int32_t> tokens = some_tokens(20, V, 6);
+    std::vector<float> logits(V);
+    BatchEntry e{tokens, 0, blocks, true};
+    fp.run({&e, 1}, logits.data());
+    for (int step = 0; step < 30; ++step) {
+      all.push_back(logits);
+      tokens.push_back(argmax(logits.data(), V));
+      BatchEntry d{std::span<const int32_t>(&tokens.back(), 1),
+                   static_cast<int32_t>(tokens.size()) - 1, blocks, true};
+      fp.run({&d, 1}, logits.data());
+    }
+    return tokens;
+  };
+  std::vector<std::vector<float>> lf, lb;
+  EXPECT_EQ(greedy(KVCacheDType::BF16, lb), greedy(KVCacheDType::F32, lf));
+  for (size_t s = 0; s < lf.size(); ++s) expect_logits_close(lb[s].data(), lf[s], 5e-3, "step");
 }
 
 }  // namespace

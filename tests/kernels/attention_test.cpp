@@ -25,9 +25,9 @@ TEST_P(AttentionCases, MatchesReference) {
   const int total = c.start_pos + c.n_tok;
   const int n_blocks = (total + kKVBlock - 1) / kKVBlock + 3;
   std::vector<float> storage(
-      static_cast<size_t>(n_blocks * PagedKV::block_floats(c.n_kv_heads, c.head_dim)),
+      static_cast<size_t>(n_blocks * PagedKV::block_elements(c.n_kv_heads, c.head_dim)),
       std::nanf(""));  // unwritten slots must never be read
-  PagedKV kv{storage.data(), PagedKV::block_floats(c.n_kv_heads, c.head_dim), c.n_kv_heads,
+  PagedKV kv{storage.data(), PagedKV::block_elements(c.n_kv_heads, c.head_dim), c.n_kv_heads,
              c.head_dim};
   std::vector<int32_t> table(n_blocks);
   std::iota(table.begin(), table.end(), 0);
@@ -92,8 +92,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCases,
 
 TEST(Attention, SinglePositionReturnsItsValue) {
   const int hd = 16;
-  std::vector<float> storage(PagedKV::block_floats(1, hd));
-  PagedKV kv{storage.data(), PagedKV::block_floats(1, hd), 1, hd};
+  std::vector<float> storage(PagedKV::block_elements(1, hd));
+  PagedKV kv{storage.data(), PagedKV::block_elements(1, hd), 1, hd};
   std::vector<float> k(hd, 0.5f), v(hd);
   std::iota(v.begin(), v.end(), 1.0f);
   int32_t table[1] = {0};

@@ -89,8 +89,8 @@ TEST(IsaDispatch, ScalarAttentionIsTheReference) {
     if (attention_isa(hd) != Isa::Scalar) continue;
     const int32_t n_tok = 5, start = 20, total = start + n_tok;
     const int32_t n_blocks = (total + kKVBlock - 1) / kKVBlock;
-    std::vector<float> storage(static_cast<size_t>(n_blocks * PagedKV::block_floats(1, hd)));
-    PagedKV kv{storage.data(), PagedKV::block_floats(1, hd), 1, hd};
+    std::vector<float> storage(static_cast<size_t>(n_blocks * PagedKV::block_elements(1, hd)));
+    PagedKV kv{storage.data(), PagedKV::block_elements(1, hd), 1, hd};
     std::vector<int32_t> table(n_blocks);
     std::iota(table.begin(), table.end(), 0);
     for (int32_t p = 0; p < total; ++p) {

@@ -32,15 +32,19 @@ class AttentionBench : public TunableKernel {
     const int32_t hd = s.head_dim;
     blocks_per_seq_ = (positions + kernels::kKVBlock - 1) / kernels::kKVBlock;
     const int64_t n_blocks = int64_t{sequences} * blocks_per_seq_;
-    const int64_t block_floats = kernels::PagedKV::block_floats(s.kv_heads, hd);
-    storage_.resize(static_cast<size_t>(n_blocks * block_floats));
-    kv_ = {storage_.data(), block_floats, s.kv_heads, hd};
+    const int64_t block_elements = kernels::PagedKV::block_elements(s.kv_heads, hd);
+    const int64_t elements = n_blocks * block_elements;
+    const kernels::DType dtype =
+        s.kv_dtype == KVCacheDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+    storage_.resize(static_cast<size_t>(elements * kernels::dtype_size(dtype) / 4 + 1));
+    kv_ = {storage_.data(), block_elements, s.kv_heads, hd, dtype};
     table_.resize(static_cast<size_t>(n_blocks));
     std::iota(table_.begin(), table_.end(), 0);
     std::mt19937 rng(7);
     std::shuffle(table_.begin(), table_.end(), rng);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (auto& x : storage_) x = u(rng);
+    for (int64_t i = 0; i < elements; ++i)
+      kernels::store_from_f32(storage_.data(), i, dtype, u(rng));
     ldq_ = int64_t{s.kv_heads} * s.group * hd;
     q_.resize(static_cast<size_t>(tokens * ldq_));
     for (auto& x : q_) x = u(rng);

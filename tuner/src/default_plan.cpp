@@ -45,7 +45,8 @@ topo::ServiceConfig checked(const topo::ServiceConfig& c) {
 
 }  // namespace
 
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how) {
+Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how,
+                  KVCacheDType kv) {
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan;
   std::string params_note;
@@ -57,6 +58,7 @@ Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* ho
                               : "with generic machine parameters, no calibration being cached";
     WorkloadOptions w;
     w.weight_bytes = weights == WeightDType::F32 ? 4 : 2;
+    w.kv_bytes = static_cast<double>(kv_cache_dtype_size(kv));
     LatencySimulator sim(local.tree, params, model, default_trace(model), w);
     SearchOptions so;
     so.top_k = 1;

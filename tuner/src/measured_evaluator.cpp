@@ -62,8 +62,12 @@ MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trac
   const int64_t per_seq_blocks = KVCache::blocks_for(decode_context_ + 1);
   const int64_t tokens =
       std::max(longest, per_seq_blocks * KVCache::kBlockTokens * workload_.decode_batch);
-  kv_ = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, tokens) +
-                                         KVCache::block_bytes(c) * (workload_.decode_batch + 1));
+  const KVCacheDType kv_dtype = workload_.kv_bytes == 4 ? KVCacheDType::F32 : KVCacheDType::BF16;
+  kv_ = std::make_unique<KVCache>(
+      c,
+      KVCache::bytes_for_tokens(c, tokens, kv_dtype) +
+          KVCache::block_bytes(c, kv_dtype) * (workload_.decode_batch + 1),
+      kv_dtype);
 }
 
 MeasuredEvaluator::~MeasuredEvaluator() = default;

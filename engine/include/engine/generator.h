@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/finish_reason.h"
+#include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/sampler.h"
@@ -39,7 +40,8 @@ struct GeneratorOptions {
   ForwardKind kind = ForwardKind::Fast;
   // Service configurations of the two phases (multi-rank ones run in forked rank processes).
   std::optional<topo::ServiceConfig> prefill, decode;
-  bool batch_invariant = false;  // ExecutorLimits::batch_invariant
+  bool batch_invariant = false;                        // ExecutorLimits::batch_invariant
+  KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;  // F32 or BF16
 };
 
 class Generator {
@@ -52,6 +54,8 @@ class Generator {
   // sampling parameters. on_text receives text as it becomes final (valid UTF-8).
   GenerationResult generate(const GenerationRequest& req,
                             const std::function<void(std::string_view)>& on_text = {});
+  // The fast path's KV cache (null on the reference path).
+  const KVCache* kv_cache() const;
 
  private:
   struct Impl;

@@ -34,7 +34,8 @@ struct SchedulerOptions {
   int32_t max_model_len = 0;         // prompt + output limit; 0 = the model's context
   size_t kv_cache_bytes =
       0;  // 0 = enough for max_num_seqs sequences of max_model_len, capped at 4 GiB
-  int32_t max_waiting = 256;  // bounded waiting queue
+  KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;  // F32 or BF16 (half the bytes)
+  int32_t max_waiting = 256;                           // bounded waiting queue
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
   std::optional<topo::ServiceConfig> prefill_config, decode_config;
@@ -146,6 +147,8 @@ class Scheduler {
   ExecutorHealth executor_health() const;
   int32_t max_model_len() const;
   int32_t max_waiting() const;
+  // Its size and element type do not change after construction.
+  const KVCache& kv_cache() const;
   const Histogram& ttft() const;
   const Histogram& inter_token() const;
   const Histogram& e2e() const;

@@ -1,12 +1,14 @@
 #pragma once
 // The options every tool that runs a model shares: which model and how to load it (--model,
 // --tokenizer, --load-format, --dtype, --weights-seed), and how to run it (--threads, --plan,
-// --plan-mismatch, --prefill-config, --decode-config, --batch-invariant, --schedules).
+// --plan-mismatch, --prefill-config, --decode-config, --batch-invariant, --schedules), and the
+// KV cache's element type (--kv-cache-dtype).
 #include <filesystem>
 #include <optional>
 #include <string>
 
 #include "common/cli.h"
+#include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/plan_check.h"
@@ -14,6 +16,8 @@
 namespace sandwich {
 
 void add_model_options(ArgParser& p, LoadOptions& o);
+// --kv-cache-dtype auto|bfloat16|bf16|float32|f32|fp32 (vLLM's spelling; auto is bf16).
+void add_kv_cache_dtype_option(ArgParser& p, KVCacheDType& dtype);
 
 struct PlanOptions {
   int threads = 0;  // one rank of this many cores when no configuration is given (0: all)

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/kv_cache.h"
 #include "engine/model_config.h"
 #include "engine/schedule_table.h"
 #include "tuner/tunable_kernel.h"
@@ -20,6 +21,9 @@ struct AttentionShape {
   int32_t kv_heads = 1;  // one rank's
   int threads = 1;
   std::vector<int> cpus;  // the team's CPUs (empty: unpinned)
+  // The KV cache's elements: the engine's default unless told (the table's key does not name
+  // it; the block sizes only change the speed).
+  KVCacheDType kv_dtype = kDefaultKVCacheDType;
 };
 // Shapes of one rank of `ranks` for a model config; throws std::invalid_argument when the
 // ranks do not divide its KV heads.

@@ -4,15 +4,18 @@
 // calibration's parameters, else the generic ones). `sandwich-tune plan` measures and tunes.
 #include <string>
 
+#include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 
 namespace sandwich::tuner {
 
 // The prefill and decode configurations the latency simulator ranks best on this machine for
-// `model` stored as `weights`, with the cost model's schedules (no table). Never throws: if the
+// `model` stored as `weights` with a KV cache of `kv`, with the cost model's schedules (no
+// table). Never throws: if the
 // search finds nothing valid here, one rank of every core. `how` (if given) gets how they were
 // chosen, for the start-up log: "chosen by the latency simulator in 0.04 s (...)".
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr);
+Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr,
+                  KVCacheDType kv = kDefaultKVCacheDType);
 
 }  // namespace sandwich::tuner

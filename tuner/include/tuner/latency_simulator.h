@@ -35,7 +35,7 @@ struct WorkloadOptions {
   int decode_batch = 1;         // sequences decoding together
   int prefill_chunk = 512;      // tokens of one prefill step
   double weight_bytes = 2;      // BF16 matrices
-  double kv_bytes = 4;          // the engine's KV cache is f32
+  double kv_bytes = 2;          // the engine's KV cache: BF16 (4 with --kv-cache-dtype float32)
   double activation_bytes = 4;  // all-reduce payload elements (f32)
 };
 
