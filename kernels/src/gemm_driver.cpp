@@ -25,36 +25,17 @@
 #include "kernels/microkernel.h"
 #include "kernels/tuned_schedules.h"
 #include "quant_layout.h"
+#include "scratch_buffer.h"
 
 namespace sandwich::kernels {
 namespace {
 
-// A growable 64-byte-aligned scratch buffer (contents not kept on growth).
-class Scratch {
- public:
-  void* get(size_t bytes) {
-    if (bytes > size_) {
-      ptr_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-      if (!ptr_) throw std::bad_alloc();
-      size_ = bytes;
-    }
-    return ptr_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  std::unique_ptr<unsigned char, Free> ptr_;
-  size_t size_ = 0;
-};
-
 // Per-thread C slice buffers (the gate/up pair needs two); team threads live as long as the
 // team, so these are allocated once.
-thread_local Scratch tls_gate, tls_up;
+thread_local ScratchBuffer tls_gate, tls_up;
 // Buffers the calling thread owns and its team shares through the job: packed activations and
 // split-k partial sums.
-thread_local Scratch shared_a, shared_partial;
+thread_local ScratchBuffer shared_a, shared_partial;
 
 // Activations packed by the caller instead of by the team when this small (elements): saves a
 // barrier, which costs more than the copy.

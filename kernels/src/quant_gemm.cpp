@@ -20,30 +20,12 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "quant_layout.h"
+#include "scratch_buffer.h"
 
 namespace sandwich::kernels {
 namespace {
 
-class Buffer {
- public:
-  void* get(size_t bytes) {
-    if (bytes > size_) {
-      ptr_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-      if (!ptr_) throw std::bad_alloc();
-      size_ = bytes;
-    }
-    return ptr_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  std::unique_ptr<unsigned char, Free> ptr_;
-  size_t size_ = 0;
-};
-
-thread_local Buffer tls_acts, tls_gate_bf16, tls_up_bf16, tls_rows, tls_gate_c, tls_up_c;
+thread_local ScratchBuffer tls_acts, tls_gate_bf16, tls_up_bf16, tls_rows, tls_gate_c, tls_up_c;
 
 // Activations quantized by the caller instead of the team below this many elements: a barrier
 // costs more than the work.
