@@ -8,9 +8,12 @@
 
 #include "dummy_tensor.h"
 #include "engine/gguf.h"
+#include "gguf_llama_layout.h"
+#include "gguf_tensor_rows.h"
 #include "model_source.h"
 
 namespace sandwich {
+namespace fs = std::filesystem;
 namespace {
 
 uint64_t fnv1a(const std::string& s) {
@@ -101,30 +104,15 @@ void write_dummy_gguf(const ModelConfig& c, WeightDType weight_dtype, const Voca
     throw std::invalid_argument("vocabulary has " + std::to_string(vocab.tokens.size()) +
                                 " tokens but the model expects " + std::to_string(c.vocab_size));
   gguf::Writer w;
-  w.set("general.architecture", gguf::Value::of_string("llama"));
-  w.set("general.name", gguf::Value::of_string(c.name.empty() ? "sandwich-dummy" : c.name));
   // llama.cpp's file types: 0 = all F32, 32 = mostly BF16.
-  w.set("general.file_type", gguf::Value::of_u32(dtype == kernels::DType::F32 ? 0 : 32));
-  w.set("llama.context_length", gguf::Value::of_u32(static_cast<uint32_t>(c.max_seq_len)));
-  w.set("llama.embedding_length", gguf::Value::of_u32(static_cast<uint32_t>(c.dim)));
-  w.set("llama.block_count", gguf::Value::of_u32(static_cast<uint32_t>(c.n_layers)));
-  w.set("llama.feed_forward_length", gguf::Value::of_u32(static_cast<uint32_t>(c.ffn_dim)));
-  w.set("llama.rope.dimension_count", gguf::Value::of_u32(static_cast<uint32_t>(c.head_dim)));
-  w.set("llama.attention.head_count", gguf::Value::of_u32(static_cast<uint32_t>(c.n_heads)));
-  w.set("llama.attention.head_count_kv", gguf::Value::of_u32(static_cast<uint32_t>(c.n_kv_heads)));
-  w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::of_f32(c.norm_eps));
-  w.set("llama.rope.freq_base", gguf::Value::of_f32(c.rope_theta));
-  w.set("llama.vocab_size", gguf::Value::of_u32(static_cast<uint32_t>(c.vocab_size)));
-  vocab_to_gguf(vocab, w);
+  set_llama_metadata(c, vocab, dtype == kernels::DType::F32 ? 0 : 32, w);
 
   const uint32_t mat_type = dtype == kernels::DType::F32 ? 0 : 30;
   // The loader turns GGUF's interleaved q/k rows into the rotate-half layout; writing canonical
   // row j at the file row it will be read from makes this file load into exactly the weights
   // --load-format dummy gives.
-  const int64_t hd = c.head_dim, half = hd / 2;
-  auto file_row = [&](int64_t j) {
-    return j / hd * hd + (j % hd < half ? 2 * (j % hd) : 2 * (j % hd - half) + 1);
-  };
+  const int64_t hd = c.head_dim;
+  auto file_row = [&](int64_t j) { return interleaved_row(j, hd); };
   auto add = [&](const std::string& name, int64_t rows, int64_t cols, bool matrix) {
     const bool rope_rows =
         name.find("attn_q") != std::string::npos || name.find("attn_k") != std::string::npos;
@@ -149,21 +137,38 @@ void write_dummy_gguf(const ModelConfig& c, WeightDType weight_dtype, const Voca
       }
     });
   };
-  add("token_embd.weight", c.vocab_size, c.dim, true);
-  for (int l = 0; l < c.n_layers; ++l) {
-    add(tensor_name(l, "attn_norm"), c.dim, 0, false);
-    add(tensor_name(l, "attn_q"), c.q_dim(), c.dim, true);
-    add(tensor_name(l, "attn_k"), c.kv_dim(), c.dim, true);
-    add(tensor_name(l, "attn_v"), c.kv_dim(), c.dim, true);
-    add(tensor_name(l, "attn_output"), c.dim, c.q_dim(), true);
-    add(tensor_name(l, "ffn_norm"), c.dim, 0, false);
-    add(tensor_name(l, "ffn_gate"), c.ffn_dim, c.dim, true);
-    add(tensor_name(l, "ffn_up"), c.ffn_dim, c.dim, true);
-    add(tensor_name(l, "ffn_down"), c.dim, c.ffn_dim, true);
-  }
-  add("output_norm.weight", c.dim, 0, false);
-  if (!c.tied_embeddings) add("output.weight", c.vocab_size, c.dim, true);
+  for (const auto& t : llama_tensor_specs(c)) add(t.name, t.rows, t.cols, t.cols != 0);
   w.write(out);
+}
+
+void write_dummy_gguf_quantized(const ModelConfig& c, const QuantPreset& preset, const Vocab& vocab,
+                                uint64_t seed, const fs::path& out) {
+  if (static_cast<int64_t>(vocab.tokens.size()) != c.vocab_size)
+    throw std::invalid_argument("vocabulary has " + std::to_string(vocab.tokens.size()) +
+                                " tokens but the model expects " + std::to_string(c.vocab_size));
+  gguf::Writer w;
+  set_llama_metadata(c, vocab, preset.file_type, w);
+  w.set("general.quantization_version", gguf::Value::of_u32(2));
+  for (const auto& t : llama_tensor_specs(c)) {
+    const uint32_t type = preset_tensor_type(preset, t.name, t.cols ? t.cols : t.rows,
+                                             t.cols ? 2 : 1, c, !c.tied_embeddings);
+    const int64_t hd = c.head_dim;
+    // File row f holds the canonical (rotate-half) row the loader will read it as.
+    add_tensor_rows(w, t.name, type, t.rows, t.cols,
+                    [name = t.name, rows = t.rows, cols = t.cols, rope = t.rope_rows, hd, seed](
+                        int64_t r0, int64_t r1, float* dst) {
+                      if (!cols) {
+                        fill_dummy_tensor(name, rows, 0, kernels::DType::F32, seed, 0, rows, dst);
+                        return;
+                      }
+                      for (int64_t f = r0; f < r1; ++f) {
+                        const int64_t j = rope ? rotate_half_row(f, hd) : f;
+                        fill_dummy_tensor(name, rows, cols, kernels::DType::F32, seed, j, j + 1,
+                                          dst + (f - r0) * cols);
+                      }
+                    });
+  }
+  write_atomically(w, out);
 }
 
 }  // namespace sandwich

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -20,17 +21,17 @@ struct TypeInfo {
   uint32_t bytes;
 };
 constexpr TypeInfo kTypes[] = {
-    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
-    {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
-    {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},      {10, "Q2_K", 256, 84},
-    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66},
-    {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},
-    {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},  {22, "IQ2_S", 256, 82},
-    {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
-    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},
-    {29, "IQ1_M", 256, 56},   {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},
-    {35, "TQ2_0", 256, 66},
+    {0, "f32", 1, 4},         {1, "f16", 1, 2},         {2, "q4_0", 32, 18},
+    {3, "q4_1", 32, 20},      {6, "q5_0", 32, 22},      {7, "q5_1", 32, 24},
+    {8, "q8_0", 32, 34},      {9, "q8_1", 32, 36},      {10, "q2_k", 256, 84},
+    {11, "q3_k", 256, 110},   {12, "q4_k", 256, 144},   {13, "q5_k", 256, 176},
+    {14, "q6_k", 256, 210},   {15, "q8_k", 256, 292},   {16, "iq2_xxs", 256, 66},
+    {17, "iq2_xs", 256, 74},  {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50},
+    {20, "iq4_nl", 32, 18},   {21, "iq3_s", 256, 110},  {22, "iq2_s", 256, 82},
+    {23, "iq4_xs", 256, 136}, {24, "i8", 1, 1},         {25, "i16", 1, 2},
+    {26, "i32", 1, 4},        {27, "i64", 1, 8},        {28, "f64", 1, 8},
+    {29, "iq1_m", 256, 56},   {30, "bf16", 1, 2},       {34, "tq1_0", 256, 54},
+    {35, "tq2_0", 256, 66},
 };
 
 const TypeInfo* type_info(uint32_t t) {
@@ -145,6 +146,11 @@ uint64_t tensor_type_bytes(uint32_t type, uint64_t n) {
   const TypeInfo* ti = type_info(type);
   if (!ti || n % ti->block != 0) return 0;
   return n / ti->block * ti->bytes;
+}
+
+uint32_t tensor_type_block_elems(uint32_t type) {
+  const TypeInfo* ti = type_info(type);
+  return ti ? ti->block : 0;
 }
 
 uint64_t TensorInfo::elements() const {
@@ -280,16 +286,41 @@ Reader::Reader(const std::filesystem::path& path) : file_(path) {
         throw std::runtime_error("tensor '" + ti.name + "' has unknown type " +
                                  std::to_string(ti.type));
       ti.nbytes = tensor_type_bytes(ti.type, n);
+      const TypeInfo& type = *type_info(ti.type);
       if (ti.nbytes == 0)
-        throw std::runtime_error("tensor '" + ti.name + "' size is not a whole number of " +
-                                 tensor_type_name(ti.type) + " blocks");
+        throw std::runtime_error("tensor '" + ti.name + "' is " + type.name + " with " +
+                                 std::to_string(n) + " values, not a whole number of its " +
+                                 std::to_string(type.block) + "-value blocks");
       if (ti.offset % alignment != 0)
         throw std::runtime_error("tensor '" + ti.name + "' is not aligned");
       if (data_start > file_.size() || ti.offset > file_.size() - data_start ||
           ti.nbytes > file_.size() - data_start - ti.offset)
-        throw std::runtime_error("truncated file: tensor '" + ti.name + "' extends past the end (" +
+        throw std::runtime_error("truncated file: tensor '" + ti.name + "' (" + type.name + ", " +
+                                 std::to_string(n / type.block) + " blocks of " +
+                                 std::to_string(type.bytes) +
+                                 " bytes = " + std::to_string(ti.nbytes) + ") at data offset " +
+                                 std::to_string(ti.offset) + " extends past the end (" +
                                  std::to_string(file_.size()) + " bytes)");
       ti.data = file_.data() + data_start + ti.offset;
+    }
+    // A tensor's data ends before the next one begins: a header whose shape promises more blocks
+    // than were written would otherwise read its neighbour's bytes as weights.
+    std::vector<const TensorInfo*> by_offset;
+    for (const auto& ti : tensors_) by_offset.push_back(&ti);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+    for (size_t k = 0; k + 1 < by_offset.size(); ++k) {
+      const TensorInfo& a = *by_offset[k];
+      const TensorInfo& b = *by_offset[k + 1];
+      if (b.offset - a.offset < a.nbytes) {
+        const TypeInfo& type = *type_info(a.type);
+        throw std::runtime_error("tensor '" + a.name + "' (" + type.name + ") needs " +
+                                 std::to_string(a.nbytes) + " bytes (" +
+                                 std::to_string(a.nbytes / type.bytes) + " blocks of " +
+                                 std::to_string(type.bytes) + ") for its shape, but tensor '" +
+                                 b.name + "' starts " + std::to_string(b.offset - a.offset) +
+                                 " bytes after it: the block count does not match the shape");
+      }
     }
   } catch (const std::bad_alloc&) {
     fail("out of memory reading the header (a corrupt size or count?)");

@@ -3,24 +3,53 @@
 #include <stdexcept>
 
 #include "engine/gguf.h"
+#include "kernels/quant_validate.h"
 #include "model_source.h"
 
 namespace sandwich {
 namespace {
 
-kernels::DType to_dtype(const gguf::TensorInfo& t, const std::string& file) {
+std::string supported_types() {
+  std::string s = "f32, f16, bf16";
+  for (auto t : {kernels::QType::Q4_0, kernels::QType::Q4_1, kernels::QType::Q5_0,
+                 kernels::QType::Q5_1, kernels::QType::Q8_0, kernels::QType::Q4_K,
+                 kernels::QType::Q5_K, kernels::QType::Q6_K, kernels::QType::Q8_K})
+    s += ", " + std::string(kernels::qtype_info(t).name);
+  return s;
+}
+
+// The tensor's element type, its blocks checked: the reader has already checked that the shape
+// is whole blocks and the data is there, so what is left are scales a kernel would turn into
+// NaN.
+void describe_type(const gguf::TensorInfo& t, const std::string& file, SourceTensor& st) {
   switch (t.type) {
     case 0:
-      return kernels::DType::F32;
+      st.dtype = kernels::DType::F32;
+      return;
     case 1:
-      return kernels::DType::F16;
+      st.dtype = kernels::DType::F16;
+      return;
     case 30:
-      return kernels::DType::BF16;
-    default:
-      throw std::runtime_error(
-          file + ": tensor '" + t.name + "' is " + gguf::tensor_type_name(t.type) +
-          "; quantized GGUF files are not supported, use an F32, F16 or BF16 file");
+      st.dtype = kernels::DType::BF16;
+      return;
   }
+  const auto q = kernels::qtype_from_ggml(t.type);
+  if (!q)
+    throw std::runtime_error(
+        file + ": tensor '" + t.name + "' is " + gguf::tensor_type_name(t.type) +
+        ", which sandwich does not support (supported: " + supported_types() + ")");
+  const auto& info = kernels::qtype_info(*q);
+  if (t.dims[0] % static_cast<uint64_t>(info.block_elems) != 0)
+    throw std::runtime_error(file + ": tensor '" + t.name + "' (" + std::string(info.name) +
+                             ") has rows of " + std::to_string(t.dims[0]) +
+                             " values, not a multiple of its " + std::to_string(info.block_elems) +
+                             "-value blocks");
+  const int64_t blocks = static_cast<int64_t>(t.nbytes) / info.block_bytes;
+  if (const int64_t bad = kernels::find_nonfinite_scale(*q, t.data, blocks); bad >= 0)
+    throw std::runtime_error(file + ": tensor '" + t.name + "' (" + std::string(info.name) +
+                             ") has a NaN or infinite scale in block " + std::to_string(bad) +
+                             " of " + std::to_string(blocks));
+  st.qtype = q;
 }
 
 ModelConfig config_from_gguf(const gguf::Reader& r) {
@@ -92,12 +121,12 @@ ModelSource read_gguf(const std::filesystem::path& path) {
   for (const auto& t : reader->tensors()) {
     if (t.name == "rope_freqs.weight") continue;
     SourceTensor st;
-    st.dtype = to_dtype(t, file);
+    describe_type(t, file, st);
     for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
       st.shape.push_back(static_cast<int64_t>(*it));
     st.data = t.data;
     src.tensors[t.name] = st;
-    ++dtype_counts[std::string(kernels::dtype_name(st.dtype))];
+    ++dtype_counts[source_type_name(st)];
   }
   src.description = "GGUF v" + std::to_string(reader->version()) + ", " +
                     std::to_string(reader->tensors().size()) + " tensors";

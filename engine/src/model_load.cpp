@@ -28,6 +28,20 @@ std::string tensor_name(int layer, const char* what) {
   return "blk." + std::to_string(layer) + "." + what + ".weight";
 }
 
+std::string source_type_name(const SourceTensor& t) {
+  return std::string(t.qtype ? kernels::qtype_info(*t.qtype).name : kernels::dtype_name(t.dtype));
+}
+
+namespace {
+
+uint64_t source_bytes(const SourceTensor& t) {
+  if (!t.qtype) return static_cast<uint64_t>(t.elements()) * kernels::dtype_size(t.dtype);
+  const auto& info = kernels::qtype_info(*t.qtype);
+  return static_cast<uint64_t>(t.elements() / info.block_elems * info.block_bytes);
+}
+
+}  // namespace
+
 fs::path models_dir() {
   if (const char* env = std::getenv("SANDWICH_MODELS"); env && *env) return env;
   return user_cache_dir() / "models";
@@ -77,29 +91,34 @@ ModelConfig read_model_config(const fs::path& path) {
   return read_config_only(path);
 }
 
-ModelFileInfo inspect_model(const fs::path& path) {
-  ModelSource src;
+ModelSource read_model_source(const fs::path& path) {
   switch (detect_format(path)) {
     case FileFormat::GGUF:
-      src = read_gguf(path);
-      break;
+      return read_gguf(path);
     case FileFormat::SafetensorsFolder:
     case FileFormat::SafetensorsFile:
-      src = read_safetensors(path);
-      break;
+      return read_safetensors(path);
     case FileFormat::Llama2c:
-      src = read_llama2c(path);
-      break;
+      return read_llama2c(path);
     case FileFormat::Unknown:
-      throw std::runtime_error(path.string() + ": unrecognised model file");
+      break;
   }
+  throw std::runtime_error(path.string() +
+                           ": unrecognised model file (expected GGUF, safetensors or llama2.c)");
+}
+
+ModelFileInfo inspect_model(const fs::path& path) {
+  ModelSource src = read_model_source(path);
   ModelFileInfo info;
   info.config = src.config;
   info.description = src.description;
   info.n_tensors = static_cast<int64_t>(src.tensors.size());
   for (auto& [name, t] : src.tensors) {
-    ++info.dtypes[std::string(kernels::dtype_name(t.dtype))];
-    info.bytes += static_cast<uint64_t>(t.elements()) * kernels::dtype_size(t.dtype);
+    const std::string type = source_type_name(t);
+    const uint64_t bytes = source_bytes(t);
+    ++info.dtypes[type];
+    info.bytes += bytes;
+    info.tensors.push_back({name, type, t.shape, t.elements(), bytes});
   }
   return info;
 }
@@ -356,6 +375,7 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     }
     m->config = src->config;
     m->source = path->string() + " (" + src->description + ")";
+    widen_quantized_tensors(*src, m->notes);
   }
 
   const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);

@@ -12,6 +12,7 @@
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
 #include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
 
 namespace sandwich {
 
@@ -25,6 +26,8 @@ struct SourceTensor {
   kernels::DType dtype = kernels::DType::F32;
   std::vector<int64_t> shape;  // outermost first: a matrix is {rows (out), cols (in)}
   const void* data = nullptr;
+  // Set for a quantized tensor: data holds its ggml blocks, row after row, and dtype is unused.
+  std::optional<kernels::QType> qtype;
   int64_t elements() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;
@@ -51,9 +54,18 @@ FileFormat detect_format(const std::filesystem::path& path);
 ModelSource read_gguf(const std::filesystem::path& path);
 ModelSource read_safetensors(const std::filesystem::path& path);  // folder or single file
 ModelSource read_llama2c(const std::filesystem::path& path);
+// Whichever of the above the file or folder is.
+ModelSource read_model_source(const std::filesystem::path& path);
 // Only the config of a file or folder (for dummy weights with a real model's shapes).
 ModelConfig read_config_only(const std::filesystem::path& path);
 
 std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.weight"
+
+// The element type of a tensor as a file names it: "bf16", "q4_k".
+std::string source_type_name(const SourceTensor& t);
+
+// Until the quantized kernels are wired into the loader: quantized tensors are dequantized to
+// BF16 (a note says so). The one place to replace when they are.
+void widen_quantized_tensors(ModelSource& src, std::vector<std::string>& notes);
 
 }  // namespace sandwich

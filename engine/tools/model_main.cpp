@@ -1,4 +1,5 @@
 // sandwich-model: make dummy-weight GGUF files, describe model files, and run tokenizers.
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -7,6 +8,7 @@
 #include "engine/dummy_model.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
+#include "engine/quantize_model.h"
 #include "engine/tool_options.h"
 
 using namespace sandwich;
@@ -20,7 +22,10 @@ int cmd_make(int argc, char** argv, int first) {
   ArgParser p("sandwich-model make", "Write a dummy-weight GGUF file for a model preset.");
   p.add("--preset", &preset,
         "model preset (configs/models/<P>.json) or a config.json / model file for its shapes", "P");
-  p.add("--dtype", &dtype, "matrix element type: bf16 (default) or f32", "D");
+  p.add("--dtype", &dtype,
+        "matrix element type: bf16 (default), f32, or a llama.cpp quantization preset (" +
+            quant_preset_names() + ")",
+        "D");
   p.add("-o,--output", &out, "output GGUF path", "FILE");
   p.add("--vocab", &vocab_file,
         "take the vocabulary from this tokenizer (default: a synthetic one)", "T");
@@ -28,8 +33,10 @@ int cmd_make(int argc, char** argv, int first) {
         "weight seed (default 0; the same seed as --weights-seed gives the same weights)");
   if (!p.parse(argc, argv, first)) return 0;
   if (preset.empty() || out.empty()) throw CliError("make needs --preset and -o (see --help)");
-  if (dtype != "bf16" && dtype != "f32")
-    throw CliError("--dtype must be bf16 or f32, got '" + dtype + "'");
+  const auto preset_q = quant_preset(dtype);
+  if (dtype != "bf16" && dtype != "f32" && !preset_q)
+    throw CliError("--dtype must be bf16, f32 or one of " + quant_preset_names() + ", got '" +
+                   dtype + "'");
   const ModelConfig c =
       std::filesystem::exists(preset) ? read_model_config(preset) : load_preset(preset);
   Vocab vocab = vocab_file ? vocab_from_tokenizer_file(*vocab_file) : default_dummy_vocab(c);
@@ -42,16 +49,62 @@ int cmd_make(int argc, char** argv, int first) {
     if (!vocab.scores.empty()) vocab.scores.push_back(-1e9f);
     if (!vocab.types.empty()) vocab.types.push_back(TokenType::Unused);
   }
-  const WeightDType dt = dtype == "f32" ? WeightDType::F32 : WeightDType::BF16;
-  write_dummy_gguf(c, dt, vocab, seed.value_or(0), out);
+  if (preset_q) {
+    write_dummy_gguf_quantized(c, *preset_q, vocab, seed.value_or(0), out);
+  } else {
+    const WeightDType dt = dtype == "f32" ? WeightDType::F32 : WeightDType::BF16;
+    write_dummy_gguf(c, dt, vocab, seed.value_or(0), out);
+  }
   std::cerr << "wrote " << out << " (" << c.name << ", " << dtype << ", "
             << static_cast<double>(std::filesystem::file_size(out)) / (1 << 30) << " GiB)\n";
   return 0;
 }
 
+// "4.50" for bits per weight.
+std::string bpw(uint64_t bytes, int64_t elements) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f",
+                elements ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0);
+  return buf;
+}
+
+int cmd_quantize(int argc, char** argv, int first) {
+  bool quiet = false;
+  ArgParser p("sandwich-model quantize IN OUT TYPE",
+              "Write a model (F32/F16/BF16 or quantized GGUF, Hugging Face safetensors, llama2.c) "
+              "as a GGUF quantized with a llama.cpp preset: " +
+                  quant_preset_names() +
+                  " (q4_k and q5_k put every matrix in that type; the _m/_s presets mix types "
+                  "per tensor as llama.cpp does).");
+  p.accept_positionals(3);
+  std::optional<std::string> tokenizer;
+  p.add_flag("-q,--quiet", &quiet, "do not list the tensors");
+  p.add("--tokenizer", &tokenizer,
+        "vocabulary for an input without one of its own (a GGUF input keeps its own)", "T");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (p.positional().size() != 3) throw CliError("quantize takes IN OUT TYPE (see --help)");
+  const std::string in = p.positional()[0], out = p.positional()[1], type = p.positional()[2];
+  const auto preset = quant_preset(type);
+  if (!preset)
+    throw CliError("unknown quantization type '" + type + "' (one of " + quant_preset_names() +
+                   ")");
+  if (!std::filesystem::exists(in)) throw CliError(in + ": no such file or folder");
+  quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr,
+                      tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt);
+  const ModelFileInfo info = inspect_model(out);
+  int64_t elements = 0;
+  for (const auto& t : info.tensors) elements += t.elements;
+  std::cerr << "wrote " << out << " (" << preset->name << ", " << info.bytes << " bytes, "
+            << bpw(info.bytes, elements) << " bits per weight)\n";
+  return 0;
+}
+
 int cmd_info(int argc, char** argv, int first) {
+  bool summary = false;
   ArgParser p("sandwich-model info FILE", "Describe a model file or folder (headers only).");
   p.accept_positionals(1);
+  p.add_flag("--summary", &summary,
+             "leave out the list of tensors (name, shape, type, bits per weight)");
   if (!p.parse(argc, argv, first)) return 0;
   if (p.positional().size() != 1) throw CliError("info takes one model path");
   const std::filesystem::path path = p.positional()[0];
@@ -84,10 +137,35 @@ int cmd_info(int argc, char** argv, int first) {
             << "tensors:       " << info.n_tensors << "\n"
             << "dtypes:       ";
   for (auto& [name, n] : info.dtypes) std::cout << " " << name << " x" << n;
+  std::map<std::string, std::pair<uint64_t, int64_t>> by_type;  // bytes, elements
+  int64_t elements = 0;
+  for (const auto& t : info.tensors) {
+    by_type[t.type].first += t.bytes;
+    by_type[t.type].second += t.elements;
+    elements += t.elements;
+  }
   std::cout << "\n"
+            << "bits/weight:   " << bpw(info.bytes, elements) << " (";
+  bool first_type = true;
+  for (auto& [type, be] : by_type) {
+    std::cout << (first_type ? "" : ", ") << type << " " << bpw(be.first, be.second) << " on "
+              << be.second << " weights";
+    first_type = false;
+  }
+  std::cout << ")\n"
             << "size:          " << info.bytes << " bytes ("
             << static_cast<double>(info.bytes) / (1 << 30) << " GiB)\n"
             << "tokenizer:     " << tokenizer << "\n";
+  if (!summary) {
+    std::cout << "tensors (name, shape, type, bits per weight):\n";
+    for (const auto& t : info.tensors) {
+      std::string shape;
+      for (size_t i = 0; i < t.shape.size(); ++i)
+        shape += (i ? " x " : "") + std::to_string(t.shape[i]);
+      std::cout << "  " << t.name << "  [" << shape << "]  " << t.type << "  "
+                << bpw(t.bytes, t.elements) << "\n";
+    }
+  }
   return 0;
 }
 
@@ -146,10 +224,15 @@ int cmd_detokenize(int argc, char** argv, int first) {
 
 int main(int argc, char** argv) {
   const Subcommand commands[] = {
-      {"make", "--preset P --dtype bf16|f32 -o FILE.gguf [--vocab TOKENIZER] [--seed N]",
+      {"make",
+       "--preset P --dtype bf16|f32|q4_k_m|q8_0|... -o FILE.gguf [--vocab TOKENIZER] [--seed N]",
        "write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)",
        cmd_make},
-      {"info", "FILE", "architecture, shapes, tensor count, dtypes and size of a model", cmd_info},
+      {"info", "FILE [--summary]",
+       "architecture, shapes, tensor types, bits per weight and size of a model", cmd_info},
+      {"quantize", "IN OUT TYPE [--tokenizer T] [-q]",
+       "write a model as a GGUF quantized with a llama.cpp preset (q4_k_m, q8_0, ...)",
+       cmd_quantize},
       {"tokenize", "--tokenizer T --text S [--no-bos] [--special]",
        "print the token ids of S, space-separated", cmd_tokenize},
       {"detokenize", "--tokenizer T --ids \"1 2 3\" [--keep-special]", "print the text of the ids",

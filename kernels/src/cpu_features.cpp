@@ -39,6 +39,14 @@ bool cpu_has(Isa isa) {
   return static_cast<int>(isa) <= static_cast<int>(cpu_isa());
 }
 
+bool cpu_has_avx512_vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni && cpu_has(Isa::Avx512);
+}
+
 bool cpu_is_amd() {
   static const bool amd = [] {
     __builtin_cpu_init();

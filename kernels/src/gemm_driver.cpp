@@ -24,6 +24,7 @@
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 #include "kernels/tuned_schedules.h"
+#include "quant_layout.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -221,6 +222,7 @@ void pack_panels(const Job& j, int64_t t0, int64_t t1) {
 
 void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, ThreadTeam& team,
          const Schedule* schedule) {
+  if (w.qtype) return quant_gemm_run(w, up, args, team, schedule);
   Job j;
   j.w = &w;
   j.up = up;
@@ -315,6 +317,7 @@ int64_t shard_granularity_n(const PackedWeight& w) {
   return w.panel > 0 ? w.panel : kPanel;
 }
 int64_t shard_granularity_k(const PackedWeight& w) {
+  if (w.qtype) return qtype_info(*w.qtype).block_elems;
   return k_group(w.dtype);
 }
 
@@ -324,7 +327,7 @@ void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team, const Sche
 
 void gemm_silu_mul(const PackedWeight& gate, const PackedWeight& up, const GemmArgs& a,
                    ThreadTeam& team, const Schedule* schedule) {
-  if (gate.n != up.n || gate.k != up.k || gate.dtype != up.dtype)
+  if (gate.n != up.n || gate.k != up.k || gate.dtype != up.dtype || gate.qtype != up.qtype)
     throw std::invalid_argument("gemm_silu_mul: gate and up differ in shape or type");
   if (!up.data) throw std::invalid_argument("gemm_silu_mul: the up weight has no buffer");
   run(gate, &up, a, team, schedule);

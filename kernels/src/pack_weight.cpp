@@ -6,6 +6,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "quant_layout.h"
 
 namespace sandwich::kernels {
 
@@ -74,6 +75,8 @@ void pack_range(const PackedWeight& w, const uint8_t* src, DType src_type, int64
                 const int64_t* row_map, int64_t row_base, int64_t p0, int64_t p1,
                 ThreadTeam* team) {
   if (!w.data) throw std::invalid_argument("pack_weight: the weight has no buffer");
+  if (w.qtype)
+    throw std::invalid_argument("pack_weight: a quantized weight is packed by pack_weight_quant");
   if (src_type != DType::F32 && src_type != DType::BF16 && src_type != DType::F16)
     throw std::invalid_argument("pack_weight: unsupported source type");
   if (team && team->size() > 1) {
@@ -104,6 +107,7 @@ void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, in
 }
 
 void unpack_row(const PackedWeight& w, int64_t r, float* out) {
+  if (w.qtype) return unpack_row_quant(w, r, out);
   const int64_t p = r / w.panel, c = r % w.panel;
   const uint8_t* panel =
       static_cast<const uint8_t*>(w.data) + static_cast<size_t>(p) * w.panel_bytes();

@@ -12,6 +12,7 @@ std::string Schedule::to_string() const {
   os << isa_name(isa) << " " << um << "x" << un << " slice " << bm << "x" << bn << "x" << bk
      << " threads " << tm << "x" << tn << "x" << tk;
   if (!prefetch) os << " noprefetch";
+  if (unpack_bf16) os << " unpackbf16";
   return os.str();
 }
 
@@ -43,9 +44,13 @@ Schedule parse_schedule(const std::string& text) {
   std::istringstream th(threads);
   if (!(th >> s.tm >> x1 >> s.tn >> x2 >> s.tk) || x1 != 'x' || x2 != 'x')
     bad("bad thread grid \"" + threads + "\"");
-  if (is >> extra) {
-    if (extra != "noprefetch") bad("unknown flag \"" + extra + "\"");
-    s.prefetch = false;
+  while (is >> extra) {
+    if (extra == "noprefetch")
+      s.prefetch = false;
+    else if (extra == "unpackbf16")
+      s.unpack_bf16 = true;
+    else
+      bad("unknown flag \"" + extra + "\"");
   }
   return s;
 }

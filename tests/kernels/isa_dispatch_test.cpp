@@ -15,6 +15,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/microkernel.h"
 #include "kernels/peak_probes.h"
+#include "kernels/schedule.h"
 #include "random_values.h"
 
 namespace sandwich::kernels {
@@ -37,10 +38,15 @@ TEST(IsaDispatch, NoKernelRunsAboveTheCpuIsa) {
   EXPECT_ISA_AT_MOST(gemm_isa(DType::BF16), cap);
   EXPECT_ISA_AT_MOST(fma_f32_peak_loop().isa, cap);
   EXPECT_ISA_AT_MOST(bf16_dot_peak_loop().isa, cap);
+  EXPECT_ISA_AT_MOST(quant_gemm_isa(), cap);
   // The widest body of each family that this CPU allows.
   EXPECT_EQ(elementwise_isa(), cap >= Isa::Avx512 ? Isa::Avx512 : cap);
   EXPECT_EQ(attention_isa(128), cap >= Isa::Avx512 ? Isa::Avx512 : Isa::Scalar);
   EXPECT_EQ(attention_isa(33), Isa::Scalar);  // odd head sizes have no vector body
+  // Quantized weights: AVX-512 only with VNNI, else AVX2.
+  EXPECT_EQ(quant_gemm_isa(), cap >= Isa::Avx512 && cpu_has_avx512_vnni() ? Isa::Avx512
+                              : cap >= Isa::Avx2                          ? Isa::Avx2
+                                                                          : Isa::Scalar);
 }
 
 TEST(IsaDispatch, SandwichIsaCapsTheCpuIsa) {

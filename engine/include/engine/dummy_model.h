@@ -6,6 +6,7 @@
 
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/quantize_model.h"
 #include "engine/tokenizer.h"
 
 namespace sandwich {
@@ -15,6 +16,11 @@ namespace sandwich {
 // vocabulary. Loading it gives the weights --load-format dummy gives for the same seed.
 void write_dummy_gguf(const ModelConfig& config, WeightDType dtype, const Vocab& vocab,
                       uint64_t seed, const std::filesystem::path& out);
+
+// The same weights quantized with a llama.cpp preset (q4_k_m, q8_0, ...).
+void write_dummy_gguf_quantized(const ModelConfig& config, const QuantPreset& preset,
+                                const Vocab& vocab, uint64_t seed,
+                                const std::filesystem::path& out);
 
 // The vocabulary a dummy model of this config gets when no tokenizer is given.
 Vocab default_dummy_vocab(const ModelConfig& config);

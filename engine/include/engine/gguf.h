@@ -29,11 +29,47 @@ enum class ValueType : uint32_t {
   F64 = 12,
 };
 
-// ggml tensor types we can name; only F32, F16 and BF16 are loadable.
-enum class TensorType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
+// ggml's tensor type ids. Sandwich loads F32, F16, BF16 and Q4_0 ... Q8_K; the others are named
+// so that an error can say which type a file holds.
+enum class TensorType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+};
+// ggml's name, lower case ("q4_k", "bf16"); "type N" for an id it does not know.
 std::string tensor_type_name(uint32_t type);
 // Bytes for n elements of a type (0 if the type is unknown or n is not a whole number of blocks).
 uint64_t tensor_type_bytes(uint32_t type, uint64_t n);
+// Elements per block (1 for the plain types; 0 if the type is unknown).
+uint32_t tensor_type_block_elems(uint32_t type);
 
 struct Value {
   ValueType type = ValueType::U8;

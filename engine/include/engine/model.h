@@ -71,12 +71,20 @@ class Model {
 };
 
 // What a model file holds, read from its headers without loading the weights.
+struct TensorSummary {
+  std::string name;
+  std::string type;            // "bf16", "q4_k"
+  std::vector<int64_t> shape;  // outermost first
+  int64_t elements = 0;
+  uint64_t bytes = 0;
+};
 struct ModelFileInfo {
   ModelConfig config;
   std::string description;  // format and tensor summary
   int64_t n_tensors = 0;
   std::map<std::string, int64_t> dtypes;  // tensor count per element type
   uint64_t bytes = 0;                     // tensor data
+  std::vector<TensorSummary> tensors;     // by name
 };
 ModelFileInfo inspect_model(const std::filesystem::path& path);
 // Only the shape of a model file or folder (a folder may hold just config.json).

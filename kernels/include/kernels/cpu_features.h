@@ -21,6 +21,9 @@ constexpr std::string_view isa_name(Isa isa) {
 Isa cpu_isa();
 // Whether kernels of this ISA may run: the one check every kernel's dispatch makes.
 bool cpu_has(Isa isa);
+// Whether the CPU has AVX512_VNNI (vpdpbusd on 512-bit vectors), which the AVX-512 kernels of
+// quantized weights need besides AVX512BW, and whether SANDWICH_ISA leaves AVX-512 on.
+bool cpu_has_avx512_vnni();
 // Whether this is an AMD CPU: some schedule defaults were measured to differ by vendor.
 bool cpu_is_amd();
 

@@ -15,30 +15,44 @@
 // Buffers: 64-byte alignment is required; 2 MiB alignment with transparent huge pages
 // (madvise MADV_HUGEPAGE) is recommended, since decode streams every byte once per token and
 // 4 KiB pages add a TLB miss per page.
+//
+// Quantized weights (PackedWeight::qtype set: ggml's Q4_0 ... Q8_K blocks, quant_blocks.h) keep
+// their bits but not ggml's byte order: panels of 16 rows (one 512-bit vector of int32 sums),
+// each a run of panel-blocks (16 rows x one ggml block of 32 or 256 k) with the rows' 4-k
+// groups interleaved, so one 64-byte load feeds vpdpbusd for 16 rows and a panel is one
+// sequential stream (details in kernels/src/quant_layout.h). Shards start on a panel (16 rows)
+// and on a block (32 or 256 k); a K shard that would cut a block is refused.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "kernels/dtype.h"
 #include "kernels/microkernel.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/schedule.h"
 #include "kernels/thread_team.h"
 
 namespace sandwich::kernels {
 
 struct PackedWeight {
-  DType dtype = DType::F32;  // storage type: F32 or BF16
-  int64_t n = 0;             // rows (output features)
-  int64_t k = 0;             // columns (input features)
-  int32_t panel = 0;         // columns of a packed panel
-  size_t bytes = 0;          // size of the packed buffer
-  void* data = nullptr;      // set by the owner (usually the shared-memory weight region)
+  DType dtype = DType::F32;  // storage type: F32 or BF16 (BF16 for quantized weights)
+  // Set for quantized weights: the ggml block type the panels hold. dtype then names the type
+  // they widen to when a schedule unpacks them for the BF16 kernels (Schedule::unpack_bf16).
+  std::optional<QType> qtype;
+  int64_t n = 0;         // rows (output features)
+  int64_t k = 0;         // columns (input features)
+  int32_t panel = 0;     // columns of a packed panel
+  size_t bytes = 0;      // size of the packed buffer
+  void* data = nullptr;  // set by the owner (usually the shared-memory weight region)
 
   int64_t panels() const { return (n + panel - 1) / panel; }
-  int64_t k_padded() const { return dtype == DType::BF16 ? (k + 1) / 2 * 2 : k; }
+  int64_t k_padded() const { return !qtype && dtype == DType::BF16 ? (k + 1) / 2 * 2 : k; }
   // Bytes of one panel (all of K).
   size_t panel_bytes() const {
+    if (qtype) return quant_panel_bytes();
     return static_cast<size_t>(panel) * static_cast<size_t>(k_padded()) * dtype_size(dtype);
   }
+  size_t quant_panel_bytes() const;
 };
 
 // Decides the packed layout of an n x k weight stored as `storage` (F32 or BF16) and fills every
@@ -56,10 +70,25 @@ void pack_weight(const PackedWeight& w, const void* src, DType src_type, int64_t
 void pack_weight_rows(const PackedWeight& w, const void* src, DType src_type, int64_t src_stride,
                       int64_t row0, int64_t row1, ThreadTeam* team = nullptr);
 
-// Output columns a shard may start at: multiples of the panel (64).
+// The layout of an n x k weight of ggml blocks of type t (k a multiple of its block size, else
+// std::invalid_argument): every field but data, as plan_packed_weight.
+PackedWeight plan_packed_weight_quant(int64_t n, int64_t k, QType t);
+// Repacks n rows of ggml blocks (row i at blocks + i * src_row_bytes: k / block_elems blocks,
+// as a GGUF file stores them) into w.data, once at load. row_map as pack_weight's.
+void pack_weight_quant(const PackedWeight& w, const void* blocks, int64_t src_row_bytes,
+                       const int64_t* row_map = nullptr, ThreadTeam* team = nullptr);
+// Rows [row0, row1) only, blocks pointing at row0 (whole panels of 16, as pack_weight_rows).
+void pack_weight_quant_rows(const PackedWeight& w, const void* blocks, int64_t src_row_bytes,
+                            int64_t row0, int64_t row1, ThreadTeam* team = nullptr);
+// Row r of a quantized weight as ggml blocks again, byte for byte as packed (Q8_K's bsums are
+// recomputed). unpack_row dequantizes these with dequantize_ref: ggml's floats bit for bit.
+void unpack_row_blocks(const PackedWeight& w, int64_t r, void* blocks);
+
+// Output columns a shard may start at: multiples of the panel (64; 16 for quantized weights).
 int64_t shard_granularity_n(const PackedWeight& w);
 // Input columns a K shard may start at: multiples of the K step (2 for BF16, 1 for F32). Any
-// width works: columns past k1 are multiplied by zeros.
+// width works: columns past k1 are multiplied by zeros. Quantized weights: the block size (32
+// or 256), and a shard must also end on one.
 int64_t shard_granularity_k(const PackedWeight& w);
 
 // Unpacks row r (k values) as f32: the embedding lookup and the reference path use it.
@@ -88,6 +117,10 @@ struct GemmArgs {
   // height and across K blocks. A row's output is then bitwise the same in any batch. The
   // M and N blocking, tiles and threads still vary with the shape: they pick which elements a
   // call computes, not how one is summed.
+  // Quantized weights on the integer path are batch-invariant whatever this flag: a row's
+  // activations are quantized alone and every output sums its scale units in k order with the
+  // same float operations in every ISA and tile height (bitwise equal across AVX-512, AVX2 and
+  // scalar too). The BF16-unpacking path follows the BF16 rule above.
   bool batch_invariant = false;
 };
 

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
 
 namespace sandwich::kernels {
 
@@ -24,8 +25,13 @@ struct Schedule {
   // The tiles of each B chunk prefetch the thread's next chunk into L2 (see gemm_driver.cpp);
   // off only to measure what it is worth.
   bool prefetch = true;
+  // Quantized weights only: widen the weight blocks to BF16, a chunk of bn rows at a time, and
+  // run the BF16 kernels on them, instead of the integer kernels (int8 activations, vpdpbusd).
+  // The integer path has um activation rows per tile and 16-row panels (un = 16); the tuner
+  // measures which path is faster for a shape (default_quant_schedule picks by rule).
+  bool unpack_bf16 = false;
 
-  // "avx512bf16 6x64 slice 96x256x256 threads 1x2x1" (+ " noprefetch").
+  // "avx512bf16 6x64 slice 96x256x256 threads 1x2x1" (+ " noprefetch", " unpackbf16").
   std::string to_string() const;
   bool operator==(const Schedule&) const = default;
 };
@@ -49,6 +55,23 @@ double predict_seconds(const GemmShape& s, const Schedule& sched);
 Schedule default_schedule(const GemmShape& s);
 // Throws std::invalid_argument naming what is wrong (unknown kernel, bad split, ...).
 void validate_schedule(const GemmShape& s, const Schedule& sched);
+
+// A GEMM of quantized weights (PackedWeight::qtype).
+struct QuantShape {
+  int64_t m, n, k;
+  QType type;
+  int threads;
+  bool pair = false;
+};
+// The ISA of the integer kernels for quantized weights on this CPU: AVX-512 needs VNNI
+// (vpdpbusd), else AVX2, else scalar; SANDWICH_ISA caps it like every kernel.
+Isa quant_gemm_isa();
+// The rule's schedule for a quantized GEMM: the integer path (Schedule::unpack_bf16 off: the
+// BF16 path can at best match the BF16 GEMM, which the integer path beat at M = 512, see
+// bench_quant_gemm), the ISA's tallest tile up to M, slices sized to L2, panels over threads.
+// On the BF16 path bn is the rows widened at a time (whole 64-row panels).
+Schedule default_quant_schedule(const QuantShape& s);
+void validate_quant_schedule(const QuantShape& s, const Schedule& sched);
 
 // Roofline parameters of this machine; measured values can be set by a tuner before the first
 // default_schedule() call (the cache is not invalidated).
