@@ -64,8 +64,4 @@ std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.we
 // The element type of a tensor as a file names it: "bf16", "q4_k".
 std::string source_type_name(const SourceTensor& t);
 
-// Until the quantized kernels are wired into the loader: quantized tensors are dequantized to
-// BF16 (a note says so). The one place to replace when they are.
-void widen_quantized_tensors(ModelSource& src, std::vector<std::string>& notes);
-
 }  // namespace sandwich

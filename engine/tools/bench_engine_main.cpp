@@ -218,9 +218,9 @@ int bench_engine(int argc, char** argv) {
   const std::string tuned =
       schedules ? ", schedules " + *schedules + " (" + std::to_string(schedule_ranges) + " ranges)"
                 : "";
-  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB%s%s\n", model->load_seconds,
-               static_cast<double>(model->weight_bytes()) / (1 << 30),
-               plan.batch_invariant ? ", batch-invariant" : "", tuned.c_str());
+  std::fprintf(stderr, "\nload: %.2f s, weights %s%s%s\n", model->load_seconds,
+               model->weight_types.c_str(), plan.batch_invariant ? ", batch-invariant" : "",
+               tuned.c_str());
   nlohmann::json doc = {
       {"load_seconds", model->load_seconds},
       {"batch_invariant", plan.batch_invariant},

@@ -208,10 +208,11 @@ int main(int argc, char** argv) {
       model = load_model(load);
       for (const auto& n : model->notes)
         logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
+      logf(LogLevel::Info, "sandwichd", "weights %s", model->weight_types.c_str());
       // No plan, configuration or thread count: the simulator's choice for this machine.
       if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
-        const Plan chosen =
-            tuner::default_plan(model->config, model->weight_dtype(), &configs.chosen_by);
+        const Plan chosen = tuner::default_plan(model->config, model->weight_dtype(),
+                                                &configs.chosen_by, model->bytes_per_weight);
         if (configs.prefill_default) configs.plan.prefill = chosen.prefill;
         if (configs.decode_default) configs.plan.decode = chosen.decode;
       }

@@ -45,7 +45,8 @@ topo::ServiceConfig checked(const topo::ServiceConfig& c) {
 
 }  // namespace
 
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how) {
+Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how,
+                  double bytes_per_weight) {
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan;
   std::string params_note;
@@ -56,7 +57,7 @@ Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* ho
     params_note = calibration ? "with this machine's cached calibration"
                               : "with generic machine parameters, no calibration being cached";
     WorkloadOptions w;
-    w.weight_bytes = weights == WeightDType::F32 ? 4 : 2;
+    w.weight_bytes = bytes_per_weight > 0 ? bytes_per_weight : weights == WeightDType::F32 ? 4 : 2;
     LatencySimulator sim(local.tree, params, model, default_trace(model), w);
     SearchOptions so;
     so.top_k = 1;

@@ -13,6 +13,8 @@ namespace sandwich::tuner {
 // `model` stored as `weights`, with the cost model's schedules (no table). Never throws: if the
 // search finds nothing valid here, one rank of every core. `how` (if given) gets how they were
 // chosen, for the start-up log: "chosen by the latency simulator in 0.04 s (...)".
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr);
+// bytes_per_weight > 0 overrides the size `weights` implies (quantized models: Model's).
+Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr,
+                  double bytes_per_weight = 0);
 
 }  // namespace sandwich::tuner
