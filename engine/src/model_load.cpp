@@ -1,5 +1,6 @@
 // Turning a model source (or a preset with dummy weights) into a Model: shape checks, dtype
 // choice, packing into the shared weight region, tokenizer and RoPE tables.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -203,11 +204,15 @@ class ModelBuilder {
     }
   }
 
-  // "q4_k x 193, q6_k x 33, f32 x 65; 4.20 GiB": what the matrices and vectors are stored as.
+  // "q4_k x 193, f32 x 65, q6_k x 33; 4.20 GiB": what the matrices and vectors are stored as,
+  // most first.
   std::string summary() const {
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [type, n] : type_counts_) by_count.push_back({-n, type});
+    std::sort(by_count.begin(), by_count.end());  // most first, then by name
     std::string s;
-    for (const auto& [type, n] : type_counts_)
-      s += (s.empty() ? "" : ", ") + type + " x " + std::to_string(n);
+    for (const auto& [n, type] : by_count)
+      s += (s.empty() ? "" : ", ") + type + " x " + std::to_string(-n);
     char gib[32];
     std::snprintf(gib, sizeof gib, "; %.2f GiB",
                   static_cast<double>(m_.region_.used()) / (1 << 30));

@@ -1,5 +1,6 @@
 // Quantized GGUF models served on the quantized kernels: the blocks stay packed as they are, the
 // fast path agrees with the dequantized model, and tensor-parallel ranks split on whole blocks.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -148,14 +149,9 @@ TEST(QuantModel, MatricesKeepTheirBlocksAndTheStartUpLineCountsThem) {
   EXPECT_EQ(*w.output.qtype, kernels::QType::Q6_K);
   EXPECT_EQ(*w.layers[0].wq.qtype, kernels::QType::Q4_K);
   // Q4_K_M: q4_k, and q6_k for output, attn_v and ffn_down in some layers; norms stay f32.
-  std::map<std::string, int> want;
-  gguf::Reader r(test::write_tiny_quantized(dir, "q4_k_m"));
-  for (const auto& t : r.tensors()) ++want[gguf::tensor_type_name(t.type)];
-  ASSERT_TRUE(want.count("q4_k") && want.count("q6_k")) << m->weight_types;
-  std::string counts;
-  for (const auto& [type, n] : want)
-    counts += (counts.empty() ? "" : ", ") + type + " x " + std::to_string(n);
-  EXPECT_EQ(m->weight_types.substr(0, counts.size() + 2), counts + "; ") << m->weight_types;
+  // 2 layers of 7 matrices, the embedding and the output head; 2 norms a layer and the last.
+  const std::string want = "q4_k x 13, f32 x 5, q6_k x 3; ";
+  EXPECT_EQ(m->weight_types.substr(0, want.size()), want) << m->weight_types;
   EXPECT_GT(m->bytes_per_weight, 4.5 / 8);
   EXPECT_LT(m->bytes_per_weight, 6.6 / 8);
 }
