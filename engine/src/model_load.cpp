@@ -218,6 +218,11 @@ class ModelBuilder {
                   static_cast<double>(m_.region_.used()) / (1 << 30));
     return s + gib;
   }
+  std::string main_matrix_type() const {
+    auto most = std::max_element(matrix_counts_.begin(), matrix_counts_.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    return most == matrix_counts_.end() ? "" : most->first;
+  }
   // Packed matrix bytes per matrix element: what decode streams per weight.
   double bytes_per_weight() const {
     return matrix_elements_ > 0 ? static_cast<double>(matrix_bytes_) / matrix_elements_ : 0;
@@ -290,8 +295,10 @@ class ModelBuilder {
   kernels::PackedWeight matrix(const std::string& name, int64_t n, int64_t k, bool rope_rows) {
     kernels::PackedWeight pw = plan(name, n, k);
     pw.data = m_.region_.allocate(pw.bytes, 4096);
-    ++type_counts_[std::string(pw.qtype ? kernels::qtype_info(*pw.qtype).name
-                                        : kernels::dtype_name(pw.dtype))];
+    const std::string type(pw.qtype ? kernels::qtype_info(*pw.qtype).name
+                                    : kernels::dtype_name(pw.dtype));
+    ++type_counts_[type];
+    ++matrix_counts_[type];
     matrix_bytes_ += pw.bytes;
     matrix_elements_ += static_cast<double>(n) * static_cast<double>(k);
     if (!src_) {
@@ -339,7 +346,7 @@ class ModelBuilder {
   kernels::ThreadTeam team_;
   const ModelSource* src_ = nullptr;
   uint64_t seed_ = 0;
-  std::map<std::string, int> type_counts_;
+  std::map<std::string, int> type_counts_, matrix_counts_;
   size_t matrix_bytes_ = 0;
   double matrix_elements_ = 0;
 };
@@ -449,6 +456,7 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
       b.build(src ? &*src : nullptr, o.seed);
       m->weight_types = b.summary();
       m->bytes_per_weight = b.bytes_per_weight();
+      m->main_weight_type = b.main_matrix_type();
     } catch (const std::runtime_error& e) {
       throw std::runtime_error((path ? path->string() : o.model) + ": " + e.what());
     }

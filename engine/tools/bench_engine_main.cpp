@@ -194,14 +194,13 @@ int bench_engine(int argc, char** argv) {
     const std::string test = std::string(name) + std::to_string(n);
     const topo::ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
-                std::string(weight_dtype_name(model->weight_dtype())).c_str(),
-                c.param_count() / 1e9, sc.to_string().c_str(), test.c_str(), s.median, s.min,
-                s.max);
+                model->main_weight_type.c_str(), c.param_count() / 1e9, sc.to_string().c_str(),
+                test.c_str(), s.median, s.min, s.max);
     std::fflush(stdout);
     results.push_back(
         {{"model", c.name},
          {"source", model->source},
-         {"dtype", weight_dtype_name(model->weight_dtype())},
+         {"dtype", model->main_weight_type},
          {"configs", cur->name},
          {"config", sc.to_json()},
          {"test", test},

@@ -57,6 +57,8 @@ class Model {
   // What the weights are stored as, for the start-up line: "q4_k x 193, q6_k x 33, f32 x 65;
   // 4.20 GiB" (quantized matrices keep their GGUF blocks).
   std::string weight_types;
+  // The matrices' most common type: "q4_k", "bf16" (benchmark tables' dtype column).
+  std::string main_weight_type;
   // Packed matrix bytes per matrix element (0.56 for Q4_K_M, 2 for BF16): what the planner's
   // bandwidth terms read per weight.
   double bytes_per_weight = 0;
