@@ -18,9 +18,9 @@ std::string supported_types() {
   return s;
 }
 
-// The tensor's element type, its blocks checked: the reader has already checked that the shape
-// is whole blocks and the data is there, so what is left are scales a kernel would turn into
-// NaN.
+// The tensor's element type, its blocks checked. The reader has made sure the data is there
+// and is whole blocks in all; left are rows that would cut a block and scales a kernel would
+// turn into NaN.
 void describe_type(const gguf::TensorInfo& t, const std::string& file, SourceTensor& st) {
   switch (t.type) {
     case 0:

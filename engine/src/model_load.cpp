@@ -447,6 +447,10 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     }
     m->config = src->config;
     m->source = path->string() + " (" + src->description + ")";
+    // Quantized matrices stay quantized; an explicit --dtype widens them (a logged fallback).
+    if (o.dtype != WeightDType::Auto)
+      widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16,
+                              m->notes);
   }
 
   const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);

@@ -332,9 +332,10 @@ void quant_gemm_run(const PackedWeight& w, const PackedWeight* up, const GemmArg
   if (schedule) {
     validate_quant_schedule(shape, *schedule);
     j.s = *schedule;
-  } else {
-    j.s = default_quant_schedule(shape);
   }
+  // A batch-invariant call stays on the integer path, whose bits do not depend on M: a
+  // schedule that switched paths by M would change a row's output with the batch.
+  if (!schedule || (args.batch_invariant && j.s.unpack_bf16)) j.s = default_quant_schedule(shape);
   j.s.tn *= j.s.tk;  // no split-k: every output sums its units in k order
   j.s.tk = 1;
   if (j.s.unpack_bf16)

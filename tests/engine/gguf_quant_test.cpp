@@ -169,6 +169,32 @@ TEST(QuantFiles, HuggingFaceFolderQuantizesLikeTheSameGguf) {
   EXPECT_EQ(types, (std::set<std::string>{"f32", "q5_0", "q8_0", "f16"}));
 }
 
+TEST(QuantFiles, AnExplicitDtypeWidensToTheDequantizedWeights) {
+  TempDir dir;
+  ModelSource src = read_gguf(test::write_tiny_quantized(dir, "q4_k_m"));
+  std::map<std::string, std::vector<float>> deq;
+  for (const auto& [name, t] : src.tensors) {
+    if (!t.qtype) continue;
+    auto& v = deq[name];
+    v.resize(static_cast<size_t>(t.elements()));
+    kernels::dequantize_ref(*t.qtype, t.data, v.data(), t.elements());
+  }
+  std::vector<std::string> notes;
+  widen_quantized_tensors(src, kernels::DType::BF16, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(
+      notes[0],
+      "dequantizing q4_k, q6_k weights to bf16 as --dtype asks (without it they stay quantized)");
+  ASSERT_FALSE(deq.empty());
+  for (const auto& [name, v] : deq) {
+    const SourceTensor& t = src.tensors.at(name);
+    ASSERT_FALSE(t.qtype);
+    ASSERT_EQ(t.dtype, kernels::DType::BF16);
+    const auto* w = static_cast<const kernels::bf16_t*>(t.data);
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(w[i], kernels::f32_to_bf16(v[i])) << name;
+  }
+}
+
 TEST(QuantFileErrors, UnsupportedTypeIsNamed) {
   TempDir dir;
   const auto good = test::write_tiny_quantized(dir, "q4_k_m");

@@ -231,6 +231,22 @@ TEST(QuantGemm, LargeBatchesMatchSmallOnesBitForBit) {
       const auto part = run_gemm(q.pw, x, m2, team, nullptr);
       EXPECT_EQ(std::memcmp(part.data(), all.data(), part.size() * 4), 0) << name(t) << " " << m2;
     }
+    // A batch-invariant call keeps to the integer path whatever the schedule asks.
+    Schedule unpack = default_quant_schedule(QuantShape{m, n, k, t, 2});
+    unpack.unpack_bf16 = true;
+    std::vector<float> y(all.size());
+    GemmArgs a;
+    a.x = x.data();
+    a.ldx = k;
+    a.m = m;
+    a.y = y.data();
+    a.ldy = n;
+    a.batch_invariant = true;
+    gemm(q.pw, a, team, &unpack);
+    EXPECT_EQ(std::memcmp(y.data(), all.data(), y.size() * 4), 0) << name(t);
+    a.batch_invariant = false;
+    gemm(q.pw, a, team, &unpack);
+    EXPECT_NE(std::memcmp(y.data(), all.data(), y.size() * 4), 0) << name(t) << " (BF16 path)";
   }
 }
 

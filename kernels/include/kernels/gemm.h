@@ -120,7 +120,8 @@ struct GemmArgs {
   // Quantized weights on the integer path are batch-invariant whatever this flag: a row's
   // activations are quantized alone and every output sums its scale units in k order with the
   // same float operations in every ISA and tile height (bitwise equal across AVX-512, AVX2 and
-  // scalar too). The BF16-unpacking path follows the BF16 rule above.
+  // scalar too). With this flag set, a schedule asking for the BF16-unpacking path is replaced
+  // by the integer path's default, so that no M changes the bits.
   bool batch_invariant = false;
 };
 
