@@ -178,6 +178,8 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   if (R > kMaxRanks)
     throw std::invalid_argument(std::to_string(R) + " ranks: at most " + std::to_string(kMaxRanks) +
                                 " are supported");
+  // Before any rank is forked: a split that would cut quantized blocks is refused here.
+  check_tensor_parallel(model, R);
   if (limits_.max_blocks_per_seq <= 0)
     limits_.max_blocks_per_seq = static_cast<int32_t>(KVCache::blocks_for(c.max_seq_len));
   auto align = [](size_t v) { return (v + 63) / 64 * 64; };

@@ -11,6 +11,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "model_source.h"
 #include "paged_kv.h"
 #include "rank_shards.h"
 
@@ -60,9 +61,10 @@ kernels::Epilogue residual_epilogue(const RankView& view) {
 void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::ThreadTeam& team,
                   std::vector<float>& scratch) {
   const int64_t n0 = a.n0, n1 = a.n1 < 0 ? w.n : a.n1;
-  if (n0 % kernels::kPanel == 0) return kernels::gemm(w, a, team);
-  const int64_t b0 = n0 / kernels::kPanel * kernels::kPanel;
-  const int64_t b1 = std::min(w.n, (n1 + kernels::kPanel - 1) / kernels::kPanel * kernels::kPanel);
+  const int64_t g = kernels::shard_granularity_n(w);
+  if (n0 % g == 0) return kernels::gemm(w, a, team);
+  const int64_t b0 = n0 / g * g;
+  const int64_t b1 = std::min(w.n, (n1 + g - 1) / g * g);
   scratch.resize(static_cast<size_t>(a.m * (b1 - b0)));
   kernels::GemmArgs t = a;
   t.y = scratch.data();
@@ -89,7 +91,77 @@ IndexRange local_k(const kernels::PackedWeight& w, int64_t full_k, IndexRange k)
   return w.k == full_k ? k : IndexRange{0, k.size()};
 }
 
+// The input columns a row-parallel shard of w may start and end on.
+int64_t k_granularity(const kernels::PackedWeight& w) {
+  return w.qtype ? kernels::shard_granularity_k(w) : 1;
+}
+
+std::string type_name(const kernels::PackedWeight& w) {
+  return std::string(w.qtype ? kernels::qtype_info(*w.qtype).name : kernels::dtype_name(w.dtype));
+}
+
+// The first weight whose shards under `n_ranks` would cut one of its blocks, as the refusal's
+// words ("" if none).
+std::string cut_block(const Model& model, int n_ranks) {
+  const ModelWeights& W = model.weights();
+  const ModelConfig& c = model.config;
+  for (int r = 0; r < n_ranks; ++r) {
+    const RankShards s = rank_shards(model, r, n_ranks);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const LayerWeights& L = W.layers[l];
+      const std::pair<const kernels::PackedWeight*, IndexRange> row_parallel[] = {
+          {&L.wo, s.q_cols}, {&L.w_down, s.ffn_cols}};
+      const char* names[] = {"attn_output", "ffn_down"};
+      for (int i = 0; i < 2; ++i) {
+        const auto& [w, k] = row_parallel[i];
+        const int64_t g = k_granularity(*w);
+        if (k.size() > 0 && k.begin % g == 0 && (k.end % g == 0 || k.end == w->k)) continue;
+        return tensor_name(l, names[i]) + " (" + type_name(*w) + ", " + std::to_string(g) +
+               "-value blocks, " + std::to_string(w->k) +
+               " input columns) would be cut at column " +
+               std::to_string(k.begin % g != 0 || k.size() == 0 ? k.begin : k.end);
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+RankShards rank_shards(const Model& model, int r, int R) {
+  int64_t ffn_g = kernels::kPanel;
+  for (const LayerWeights& L : model.weights().layers)
+    ffn_g = std::max({ffn_g, k_granularity(L.w_down), kernels::shard_granularity_n(L.w_gate),
+                      kernels::shard_granularity_n(L.w_up)});
+  return rank_shards(model.config, r, R, ffn_g);
+}
+
+void check_tensor_parallel(const Model& model, int R) {
+  if (R < 1) throw std::invalid_argument("invalid rank count " + std::to_string(R));
+  // Throws where the ranks do not divide the KV heads or the model is too small for them.
+  for (int r = 0; r < R; ++r) rank_shards(model, r, R);
+  const std::string cut = cut_block(model, R);
+  if (cut.empty()) return;
+  auto fits = [&](int n) {
+    try {
+      for (int r = 0; r < n; ++r) rank_shards(model, r, n);
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+    return cut_block(model, n).empty();
+  };
+  const ModelConfig& c = model.config;
+  std::vector<int> ok;
+  for (int r = 1; r <= c.n_kv_heads && r <= 64; ++r)
+    if (c.n_kv_heads % r == 0 && fits(r)) ok.push_back(r);
+  std::string use;
+  for (size_t i = 0; i < ok.size(); ++i)
+    use += (i == 0 ? "" : i + 1 == ok.size() ? " or " : ", ") + std::to_string(ok[i]);
+  throw std::invalid_argument(std::to_string(R) +
+                              " tensor-parallel ranks would cut quantized blocks: " + cut +
+                              " (a shard must hold whole blocks); use " + use +
+                              (ok.size() == 1 && ok[0] == 1 ? " rank" : " ranks"));
+}
 
 // The batch flattened to tokens (in batch order): token i is batch[entry[i]].tokens[...], id[i] at
 // position pos[i]; and the attention work of its sequences.
@@ -121,17 +193,19 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
       collective_(collective),
       batch_invariant_(batch_invariant) {
   const ModelConfig& c = model.config;
-  const RankShards shards = rank_shards(c, view.rank, view.n_ranks);
-  if (view.n_ranks > 1 && !collective)
+  const int R = view.n_ranks;
+  if (R > 1 && !collective)
     throw std::invalid_argument("a rank view of several ranks needs a collective");
-  kv_heads_ = shards.kv_heads;
-  q_cols_ = shards.q_cols;
-  kv_cols_ = shards.kv_cols;
-  ffn_cols_ = shards.ffn_cols;
-  vocab_cols_ = shards.vocab_cols;
-  attention_key_ =
-      kernels::attention_key(c.head_dim, static_cast<int32_t>(c.n_heads / c.n_kv_heads),
-                             static_cast<int32_t>(kv_heads_.size()), team.size());
+  if (R > 1) check_tensor_parallel(model, R);
+  const RankShards s = rank_shards(model, view.rank, R);
+  kv_heads_ = s.kv_heads;
+  q_cols_ = s.q_cols;
+  kv_cols_ = s.kv_cols;
+  ffn_cols_ = s.ffn_cols;
+  vocab_cols_ = s.vocab_cols;
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  attention_key_ = kernels::attention_key(c.head_dim, static_cast<int32_t>(group),
+                                          static_cast<int32_t>(kv_heads_.size()), team.size());
 }
 
 void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
@@ -277,11 +351,24 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
   const ModelConfig& c = model_.config;
   const int64_t dim = c.dim, T = s.tokens;
   norm(s, L.ffn_norm);
-  kernels::gemm_silu_mul(
-      L.w_gate, L.w_up,
+  const kernels::GemmArgs a =
       column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(),
-                      local_cols(L.w_gate, c.ffn_dim, ffn_cols_), batch_invariant_),
-      team_);
+                      local_cols(L.w_gate, c.ffn_dim, ffn_cols_), batch_invariant_);
+  if (L.w_gate.qtype == L.w_up.qtype && L.w_gate.dtype == L.w_up.dtype) {
+    kernels::gemm_silu_mul(L.w_gate, L.w_up, a, team_);
+  } else {
+    // Gate and up of different types (a mixed quantization preset): two GEMMs, then SwiGLU.
+    const int64_t n = ffn_cols_.size();
+    up_.resize(static_cast<size_t>(T * n));
+    kernels::gemm(L.w_gate, a, team_);
+    kernels::GemmArgs u = a;
+    u.y = up_.data();
+    kernels::gemm(L.w_up, u, team_);
+    float* h = h_.data();
+    const float* up = up_.data();
+    team_.parallel_for(
+        T * n, [&](int64_t b, int64_t e, int) { kernels::silu_mul(h + b, up + b, h + b, e - b); });
+  }
   kernels::gemm(L.w_down,
                 row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim,
                              local_k(L.w_down, c.ffn_dim, ffn_cols_), residual_epilogue(view_),

@@ -16,6 +16,7 @@
 #include "kernels/attention.h"
 #include "kernels/thread_team.h"
 #include "model_weights.h"
+#include "rank_shards.h"
 
 namespace sandwich {
 
@@ -39,6 +40,15 @@ class Collective {
   // nullptr.
   virtual float* reduce_buffer(size_t n) { return nullptr; }
 };
+
+// A tensor-parallel rank's share of `model` (rank_shards.h): FFN shards also start on whole
+// blocks of quantized down projections (their K: 32 or 256).
+RankShards rank_shards(const Model& model, int rank, int n_ranks);
+
+// Refuses (std::invalid_argument, one line) a rank count that does not divide the KV heads or
+// whose shards would cut a quantized weight's blocks: the line names the tensor, its type, the
+// block size and the rank count, and suggests rank counts that work.
+void check_tensor_parallel(const Model& model, int n_ranks);
 
 class ForwardPass {
  public:
@@ -86,7 +96,7 @@ class ForwardPass {
   IndexRange kv_heads_, q_cols_, kv_cols_, ffn_cols_, vocab_cols_;
   std::map<std::string, int64_t> attention_key_;  // kernels::attention_key of this rank
   int64_t capacity_ = 0;
-  std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_, shard_scratch_;
+  std::vector<float> x_, xb_, q_, k_, v_, att_, h_, last_, logits_local_, shard_scratch_, up_;
 };
 
 // A plain, single-sequence forward pass written for clarity, not speed: weights unpacked to f32,

@@ -1,9 +1,12 @@
 // Turning a model source (or a preset with dummy weights) into a Model: shape checks, dtype
 // choice, packing into the shared weight region, tokenizer and RoPE tables.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -164,14 +167,19 @@ class ModelBuilder {
     if (src_) check_layer_count();
     // Sizes first, so the region is one allocation.
     size_t bytes = 0;
-    auto mat_bytes = [&](int64_t n, int64_t k) {
-      return kernels::plan_packed_weight(n, k, storage_).bytes + 4096;
+    auto mat_bytes = [&](const std::string& name, int64_t n, int64_t k) {
+      return plan(name, n, k).bytes + 4096;
     };
-    bytes += mat_bytes(c.vocab_size, c.dim) * (c.tied_embeddings ? 1 : 2);
-    bytes += static_cast<size_t>(c.n_layers) *
-             (mat_bytes(c.q_dim(), c.dim) + 2 * mat_bytes(c.kv_dim(), c.dim) +
-              mat_bytes(c.dim, c.q_dim()) + 2 * mat_bytes(c.ffn_dim, c.dim) +
-              mat_bytes(c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64));
+    bytes += mat_bytes("token_embd.weight", c.vocab_size, c.dim);
+    if (!c.tied_embeddings) bytes += mat_bytes("output.weight", c.vocab_size, c.dim);
+    for (int l = 0; l < c.n_layers; ++l)
+      bytes += mat_bytes(tensor_name(l, "attn_q"), c.q_dim(), c.dim) +
+               mat_bytes(tensor_name(l, "attn_k"), c.kv_dim(), c.dim) +
+               mat_bytes(tensor_name(l, "attn_v"), c.kv_dim(), c.dim) +
+               mat_bytes(tensor_name(l, "attn_output"), c.dim, c.q_dim()) +
+               mat_bytes(tensor_name(l, "ffn_gate"), c.ffn_dim, c.dim) +
+               mat_bytes(tensor_name(l, "ffn_up"), c.ffn_dim, c.dim) +
+               mat_bytes(tensor_name(l, "ffn_down"), c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64);
     bytes += c.dim * 4 + 64;
     m_.region_ = SharedRegion("sandwich-weights", bytes, SharedRegion::Kind::Fork);
 
@@ -194,6 +202,30 @@ class ModelBuilder {
       L.w_up = matrix(tensor_name(l, "ffn_up"), c.ffn_dim, c.dim, false);
       L.w_down = matrix(tensor_name(l, "ffn_down"), c.dim, c.ffn_dim, false);
     }
+  }
+
+  // "q4_k x 193, f32 x 65, q6_k x 33; 4.20 GiB": what the matrices and vectors are stored as,
+  // most first.
+  std::string summary() const {
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [type, n] : type_counts_) by_count.push_back({-n, type});
+    std::sort(by_count.begin(), by_count.end());  // most first, then by name
+    std::string s;
+    for (const auto& [n, type] : by_count)
+      s += (s.empty() ? "" : ", ") + type + " x " + std::to_string(-n);
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "; %.2f GiB",
+                  static_cast<double>(m_.region_.used()) / (1 << 30));
+    return s + gib;
+  }
+  std::string main_matrix_type() const {
+    auto most = std::max_element(matrix_counts_.begin(), matrix_counts_.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    return most == matrix_counts_.end() ? "" : most->first;
+  }
+  // Packed matrix bytes per matrix element: what decode streams per weight.
+  double bytes_per_weight() const {
+    return matrix_elements_ > 0 ? static_cast<double>(matrix_bytes_) / matrix_elements_ : 0;
   }
 
  private:
@@ -240,9 +272,35 @@ class ModelBuilder {
     return map;
   }
 
+  // The source's quantized tensors keep their blocks (kernels' quantized panels); the rest are
+  // stored as storage_.
+  const SourceTensor* quantized(const std::string& name) const {
+    if (!src_) return nullptr;
+    auto it = src_->tensors.find(name);
+    return it != src_->tensors.end() && it->second.qtype ? &it->second : nullptr;
+  }
+
+  kernels::PackedWeight plan(const std::string& name, int64_t n, int64_t k) const {
+    if (const SourceTensor* t = quantized(name)) {
+      try {
+        return kernels::plan_packed_weight_quant(n, k, *t->qtype);
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error("tensor '" + name + "' (" + source_type_name(*t) +
+                                 "): " + e.what());
+      }
+    }
+    return kernels::plan_packed_weight(n, k, storage_);
+  }
+
   kernels::PackedWeight matrix(const std::string& name, int64_t n, int64_t k, bool rope_rows) {
-    kernels::PackedWeight pw = kernels::plan_packed_weight(n, k, storage_);
+    kernels::PackedWeight pw = plan(name, n, k);
     pw.data = m_.region_.allocate(pw.bytes, 4096);
+    const std::string type(pw.qtype ? kernels::qtype_info(*pw.qtype).name
+                                    : kernels::dtype_name(pw.dtype));
+    ++type_counts_[type];
+    ++matrix_counts_[type];
+    matrix_bytes_ += pw.bytes;
+    matrix_elements_ += static_cast<double>(n) * static_cast<double>(k);
     if (!src_) {
       // Generated and packed a block of rows at a time, each thread its own block.
       const int64_t block = pw.panel * 16;
@@ -259,12 +317,20 @@ class ModelBuilder {
     const SourceTensor& t = find(name, {n, k});
     std::vector<int64_t> map;
     if (rope_rows && src_->rope_layout == RopeLayout::Interleaved) map = rope_row_map(n);
-    kernels::pack_weight(pw, t.data, t.dtype, k, map.empty() ? nullptr : map.data(), &team_);
+    const int64_t* row_map = map.empty() ? nullptr : map.data();
+    if (t.qtype) {
+      const auto& info = kernels::qtype_info(*t.qtype);
+      kernels::pack_weight_quant(pw, t.data, k / info.block_elems * info.block_bytes, row_map,
+                                 &team_);
+    } else {
+      kernels::pack_weight(pw, t.data, t.dtype, k, row_map, &team_);
+    }
     return pw;
   }
 
   const float* vector(const std::string& name, int64_t n) {
     float* dst = static_cast<float*>(m_.region_.allocate(static_cast<size_t>(n) * 4));
+    ++type_counts_["f32"];
     if (!src_) {
       fill_dummy_tensor(name, n, 0, DType::F32, seed_, 0, n, dst);
       return dst;
@@ -280,6 +346,9 @@ class ModelBuilder {
   kernels::ThreadTeam team_;
   const ModelSource* src_ = nullptr;
   uint64_t seed_ = 0;
+  std::map<std::string, int> type_counts_, matrix_counts_;
+  size_t matrix_bytes_ = 0;
+  double matrix_elements_ = 0;
 };
 
 namespace {
@@ -309,6 +378,9 @@ DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::
   bool any_f16 = false, any_bf16 = false;
   for (auto& [name, t] : src->tensors) {
     if (t.shape.size() != 2) continue;
+    // A quantized file's unquantized matrices (if any) are not worth F32's bandwidth.
+    any_bf16 |= t.qtype.has_value();
+    if (t.qtype) continue;
     any_f16 |= t.dtype == DType::F16;
     any_bf16 |= t.dtype == DType::BF16;
   }
@@ -375,7 +447,10 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     }
     m->config = src->config;
     m->source = path->string() + " (" + src->description + ")";
-    widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16, m->notes);
+    // Quantized matrices stay quantized; an explicit --dtype widens them (a logged fallback).
+    if (o.dtype != WeightDType::Auto)
+      widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16,
+                              m->notes);
   }
 
   const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);
@@ -383,6 +458,9 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
     ModelBuilder b(*m, storage, threads);
     try {
       b.build(src ? &*src : nullptr, o.seed);
+      m->weight_types = b.summary();
+      m->bytes_per_weight = b.bytes_per_weight();
+      m->main_weight_type = b.main_matrix_type();
     } catch (const std::runtime_error& e) {
       throw std::runtime_error((path ? path->string() : o.model) + ": " + e.what());
     }

@@ -64,9 +64,8 @@ std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.we
 // The element type of a tensor as a file names it: "bf16", "q4_k".
 std::string source_type_name(const SourceTensor& t);
 
-// Until the quantized kernels are wired into the loader: quantized tensors are dequantized to
-// `to` (BF16, or F32 for --dtype float32), and a note says so. The one place to replace when
-// they are.
+// Under an explicit --dtype: quantized tensors are dequantized to `to` (BF16, or F32 for --dtype
+// float32), and a note says so; by default the loader keeps them quantized.
 void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes);
 
 }  // namespace sandwich

@@ -1,5 +1,5 @@
-// The stop-gap for quantized files until the quantized kernels are wired into the loader: their
-// tensors are dequantized (bit for bit as ggml does) and stored as BF16 (F32 when asked for).
+// Quantized files under an explicit --dtype: their tensors are dequantized (bit for bit as ggml
+// does) and stored as BF16 or F32 (by default they stay quantized, on the quantized kernels).
 #include <memory>
 #include <set>
 #include <vector>
@@ -40,7 +40,7 @@ void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<st
   std::string list;
   for (const auto& ty : types) list += (list.empty() ? "" : ", ") + ty;
   notes.push_back("dequantizing " + list + " weights to " + std::string(kernels::dtype_name(to)) +
-                  ": quantized kernels not in this build");
+                  " as --dtype asks (without it they stay quantized)");
 }
 
 }  // namespace sandwich

@@ -8,7 +8,7 @@
 
 namespace sandwich {
 
-RankShards rank_shards(const ModelConfig& c, int rank, int n_ranks) {
+RankShards rank_shards(const ModelConfig& c, int rank, int n_ranks, int64_t ffn_granularity) {
   const int R = n_ranks;
   if (R < 1 || rank < 0 || rank >= R) throw std::invalid_argument("invalid rank view");
   if (c.n_kv_heads % R != 0)
@@ -19,13 +19,13 @@ RankShards rank_shards(const ModelConfig& c, int rank, int n_ranks) {
   const int64_t group = c.n_heads / c.n_kv_heads, hd = c.head_dim;
   s.q_cols = {s.kv_heads.begin * group * hd, s.kv_heads.end * group * hd};
   s.kv_cols = {s.kv_heads.begin * hd, s.kv_heads.end * hd};
-  // Column shards start on the GEMM's 64-column panels.
-  auto panel_split = [&](int64_t n) -> IndexRange {
-    const IndexRange panels = partition((n + kernels::kPanel - 1) / kernels::kPanel, rank, R);
-    return {panels.begin * kernels::kPanel, std::min(n, panels.end * kernels::kPanel)};
+  // Column shards start on the GEMM's 64-column panels (FFN ones on `ffn_granularity`).
+  auto split = [&](int64_t n, int64_t g) -> IndexRange {
+    const IndexRange units = partition((n + g - 1) / g, rank, R);
+    return {units.begin * g, std::min(n, units.end * g)};
   };
-  s.ffn_cols = panel_split(c.ffn_dim);
-  s.vocab_cols = panel_split(c.vocab_size);
+  s.ffn_cols = split(c.ffn_dim, ffn_granularity > 0 ? ffn_granularity : kernels::kPanel);
+  s.vocab_cols = split(c.vocab_size, kernels::kPanel);
   if (s.ffn_cols.size() == 0 || s.vocab_cols.size() == 0)
     throw std::invalid_argument("the model is too small to split over " + std::to_string(R) +
                                 " ranks");

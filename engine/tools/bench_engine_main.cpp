@@ -217,14 +217,13 @@ int bench_engine(int argc, char** argv) {
     if (name[0] == 't' && depth > 0) test += " @ d" + std::to_string(depth);
     const topo::ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
-                std::string(weight_dtype_name(model->weight_dtype())).c_str(),
-                c.param_count() / 1e9, sc.to_string().c_str(), test.c_str(), s.median, s.min,
-                s.max);
+                model->main_weight_type.c_str(), c.param_count() / 1e9, sc.to_string().c_str(),
+                test.c_str(), s.median, s.min, s.max);
     std::fflush(stdout);
     results.push_back(
         {{"model", c.name},
          {"source", model->source},
-         {"dtype", weight_dtype_name(model->weight_dtype())},
+         {"dtype", model->main_weight_type},
          {"configs", cur->name},
          {"config", sc.to_json()},
          {"test", test},
@@ -242,9 +241,9 @@ int bench_engine(int argc, char** argv) {
   const std::string tuned =
       schedules ? ", schedules " + *schedules + " (" + std::to_string(schedule_ranges) + " ranges)"
                 : "";
-  std::fprintf(stderr, "\nload: %.2f s, weights %.2f GiB%s%s\n", model->load_seconds,
-               static_cast<double>(model->weight_bytes()) / (1 << 30),
-               plan.batch_invariant ? ", batch-invariant" : "", tuned.c_str());
+  std::fprintf(stderr, "\nload: %.2f s, weights %s%s%s\n", model->load_seconds,
+               model->weight_types.c_str(), plan.batch_invariant ? ", batch-invariant" : "",
+               tuned.c_str());
   nlohmann::json doc = {
       {"load_seconds", model->load_seconds},
       {"batch_invariant", plan.batch_invariant},

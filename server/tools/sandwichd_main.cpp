@@ -211,8 +211,9 @@ int main(int argc, char** argv) {
         logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
       // No plan, configuration or thread count: the simulator's choice for this machine.
       if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
-        const Plan chosen = tuner::default_plan(model->config, model->weight_dtype(),
-                                                &configs.chosen_by, sched.kv_cache_dtype);
+        const Plan chosen =
+            tuner::default_plan(model->config, model->weight_dtype(), &configs.chosen_by,
+                                sched.kv_cache_dtype, model->bytes_per_weight);
         if (configs.prefill_default) configs.plan.prefill = chosen.prefill;
         if (configs.decode_default) configs.plan.decode = chosen.decode;
       }
@@ -232,10 +233,10 @@ int main(int argc, char** argv) {
     logf(LogLevel::Info, "sandwichd", "listening on http://%s:%u", http.host.c_str(),
          server.port());
     logf(LogLevel::Info, "sandwichd",
-         "ready: %s, %.2f GiB of weights loaded in %.1f s, max model len %d, "
+         "ready: %s, weights %s loaded in %.1f s, max model len %d, "
          "prefill %s, decode %s",
-         model->source.c_str(), static_cast<double>(model->weight_bytes()) / (1 << 30),
-         model->load_seconds, scheduler->max_model_len(), sched.prefill_config->to_string().c_str(),
+         model->source.c_str(), model->weight_types.c_str(), model->load_seconds,
+         scheduler->max_model_len(), sched.prefill_config->to_string().c_str(),
          sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
 
     // Serve until a signal, or until a rank group that lost a rank cannot be re-formed: then exit

@@ -169,7 +169,7 @@ TEST(QuantFiles, HuggingFaceFolderQuantizesLikeTheSameGguf) {
   EXPECT_EQ(types, (std::set<std::string>{"f32", "q5_0", "q8_0", "f16"}));
 }
 
-TEST(QuantFiles, StopGapWidensToTheDequantizedWeightsInBf16) {
+TEST(QuantFiles, AnExplicitDtypeWidensToTheDequantizedWeights) {
   TempDir dir;
   ModelSource src = read_gguf(test::write_tiny_quantized(dir, "q4_k_m"));
   std::map<std::string, std::vector<float>> deq;
@@ -182,8 +182,9 @@ TEST(QuantFiles, StopGapWidensToTheDequantizedWeightsInBf16) {
   std::vector<std::string> notes;
   widen_quantized_tensors(src, kernels::DType::BF16, notes);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0],
-            "dequantizing q4_k, q6_k weights to bf16: quantized kernels not in this build");
+  EXPECT_EQ(
+      notes[0],
+      "dequantizing q4_k, q6_k weights to bf16 as --dtype asks (without it they stay quantized)");
   ASSERT_FALSE(deq.empty());
   for (const auto& [name, v] : deq) {
     const SourceTensor& t = src.tensors.at(name);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
+#include <sstream>
 
 #include "command.h"
 #include "quant_files.h"
@@ -60,12 +62,14 @@ TEST(ModelQuantizeCli, QuantizeAnF32FileAndGenerateFromIt) {
   EXPECT_NE(r.err.find("bits per weight)"), std::string::npos) << r.err;
   const CommandResult info = test::run_command(model_tool() + " info --summary " + q8.string());
   EXPECT_NE(info.out.find("f32 x5 q8_0 x16"), std::string::npos) << info.out;
-  // The stop-gap until the quantized kernels are wired: it runs, and says what it did.
+  // It runs on the quantized kernels: four ids.
   const CommandResult gen =
       test::run_command((test::bin_dir() / "sandwich-generate").string() + " -m " + q8.string() +
                         " -n 4 --temp 0 --output-ids -t 1");
   EXPECT_EQ(gen.code, 0) << gen.err;
-  EXPECT_NE(gen.err.find("dequantizing q8_0 weights to bf16"), std::string::npos) << gen.err;
+  std::istringstream ids(gen.out);
+  EXPECT_EQ(std::distance(std::istream_iterator<int>(ids), std::istream_iterator<int>()), 4)
+      << gen.out;
 }
 
 TEST(ModelQuantizeCli, BadArgumentsAreOneLine) {

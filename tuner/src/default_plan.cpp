@@ -45,8 +45,8 @@ topo::ServiceConfig checked(const topo::ServiceConfig& c) {
 
 }  // namespace
 
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how,
-                  KVCacheDType kv) {
+Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how, KVCacheDType kv,
+                  double bytes_per_weight) {
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan;
   std::string params_note;
@@ -57,7 +57,7 @@ Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* ho
     params_note = calibration ? "with this machine's cached calibration"
                               : "with generic machine parameters, no calibration being cached";
     WorkloadOptions w;
-    w.weight_bytes = weights == WeightDType::F32 ? 4 : 2;
+    w.weight_bytes = bytes_per_weight > 0 ? bytes_per_weight : weights == WeightDType::F32 ? 4 : 2;
     w.kv_bytes = static_cast<double>(kv_cache_dtype_size(kv));
     LatencySimulator sim(local.tree, params, model, default_trace(model), w);
     SearchOptions so;

@@ -337,6 +337,7 @@ struct ModelInfo {
   ModelConfig config;
   kernels::DType weights = kernels::DType::BF16;
   std::string dtype, weights_file;
+  double bytes_per_weight = 0;  // a loaded model's packed bytes (quantized: under 1)
 };
 
 ModelInfo describe_model(LoadOptions lo, bool shape_only) {
@@ -351,6 +352,7 @@ ModelInfo describe_model(LoadOptions lo, bool shape_only) {
     m.weights =
         model->weight_dtype() == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
     m.weights_file = lo.model;
+    m.bytes_per_weight = model->bytes_per_weight;
   }
   m.dtype = m.weights == kernels::DType::F32 ? "f32" : "bf16";
   return m;
@@ -422,7 +424,9 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
   WorkloadOptions w;
   w.prefill_chunk = a.prefill_chunk;
   w.decode_batch = decode_batch;
-  w.weight_bytes = model.weights == kernels::DType::F32 ? 4 : 2;
+  w.weight_bytes = model.bytes_per_weight > 0             ? model.bytes_per_weight
+                   : model.weights == kernels::DType::F32 ? 4
+                                                          : 2;
   std::vector<std::string> notes;
   const auto run_start = Clock::now();
   double prefill_tokens = 0;  // mean prompt of the requests the prefill measurements run

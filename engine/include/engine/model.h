@@ -55,10 +55,18 @@ class Model {
   std::string source;                    // what was loaded, for messages
   std::vector<std::string> notes;        // things a user should know (conversions, fallbacks)
   double load_seconds = 0;
+  // What the weights are stored as, for the start-up line: "q4_k x 193, q6_k x 33, f32 x 65;
+  // 4.20 GiB" (quantized matrices keep their GGUF blocks).
+  std::string weight_types;
+  // The matrices' most common type: "q4_k", "bf16" (benchmark tables' dtype column).
+  std::string main_weight_type;
+  // Packed matrix bytes per matrix element (0.56 for Q4_K_M, 2 for BF16): what the planner's
+  // bandwidth terms read per weight.
+  double bytes_per_weight = 0;
   // cos/sin of every position for the rotate-half RoPE: [max_seq_len][head_dim / 2] each.
   std::vector<float> rope_cos, rope_sin;
 
-  // How the matrices are stored: F32 or BF16.
+  // How the unquantized matrices are stored: F32 or BF16.
   WeightDType weight_dtype() const;
   size_t weight_bytes() const { return region_.used(); }
   const SharedRegion& region() const { return region_; }

@@ -15,7 +15,8 @@ namespace sandwich::tuner {
 // table). Never throws: if the
 // search finds nothing valid here, one rank of every core. `how` (if given) gets how they were
 // chosen, for the start-up log: "chosen by the latency simulator in 0.04 s (...)".
+// bytes_per_weight > 0 overrides the size `weights` implies (quantized models: Model's).
 Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr,
-                  KVCacheDType kv = kDefaultKVCacheDType);
+                  KVCacheDType kv = kDefaultKVCacheDType, double bytes_per_weight = 0);
 
 }  // namespace sandwich::tuner

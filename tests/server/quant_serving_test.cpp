@@ -1,0 +1,91 @@
+// sandwichd serving a Q4_K_M GGUF file on the quantized kernels: chat, streaming, two ranks.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/dummy_model.h"
+#include "engine/quantize_model.h"
+#include "http_test_client.h"
+#include "test_data.h"
+
+namespace sandwich::test {
+namespace {
+
+// Heads of 64, 2 KV heads, dim = FFN = 64 x heads: with 8 heads each of 2 ranks holds whole
+// 256-value super-blocks; with 4 the output projection's K shards would be half of one.
+std::filesystem::path q4_k_m_model(const TempDir& dir, int heads) {
+  const auto folder = dir / ("heads-" + std::to_string(heads));
+  std::filesystem::create_directories(folder);
+  nlohmann::json cfg = {{"model_type", "llama"},       {"hidden_size", 64 * heads},
+                        {"num_hidden_layers", 2},      {"num_attention_heads", heads},
+                        {"num_key_value_heads", 2},    {"intermediate_size", 512},
+                        {"vocab_size", 320},           {"max_position_embeddings", 256},
+                        {"tie_word_embeddings", false}};
+  std::ofstream(folder / "config.json") << cfg.dump();
+  const ModelConfig c = read_model_config(folder);
+  const auto file = folder / "tiny-Q4_K_M.gguf";
+  write_dummy_gguf_quantized(c, *quant_preset("q4_k_m"), default_dummy_vocab(c), 1, file);
+  return file;
+}
+
+json chat(int n, bool stream) {
+  return {{"model", "tiny"},
+          {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},
+          {"max_tokens", n},
+          {"temperature", 0},
+          {"stream", stream}};
+}
+
+// The streamed chat's content deltas, joined.
+std::string streamed_text(Client c) {
+  const auto events = c.stream("/v1/chat/completions", chat(16, true));
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json ch = json::parse(events[i]);
+    if (ch["choices"][0]["delta"].contains("content"))
+      text += ch["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  return text;
+}
+
+TEST(SandwichdQuant, ChatAndStreamingOnOneRankAndTwo) {
+  TempDir dir;
+  const auto file = q4_k_m_model(dir, 8);
+  std::string texts[2];
+  const char* configs[2] = {"1x2", "2x1"};
+  for (int i = 0; i < 2; ++i) {
+    Daemon d("--model " + file.string() + " --served-model-name tiny --prefill-config " +
+             configs[i] + " --decode-config " + configs[i]);
+    ASSERT_NE(d.port(), 0) << d.log();
+    EXPECT_NE(d.log().find("weights q4_k x 13, f32 x 5, q6_k x 3; "), std::string::npos) << d.log();
+    const auto r = Client(d.port()).post("/v1/chat/completions", chat(16, false));
+    ASSERT_EQ(r.status, 200) << r.body;
+    texts[i] = r.j()["choices"][0]["message"]["content"].get<std::string>();
+    EXPECT_EQ(r.j()["usage"]["completion_tokens"], 16) << r.body;
+    EXPECT_EQ(streamed_text(Client(d.port())), texts[i]) << configs[i];
+  }
+  EXPECT_EQ(texts[1], texts[0]);
+}
+
+TEST(SandwichdQuant, ASplitThatCutsABlockExitsWithOneLine) {
+  TempDir dir;
+  const auto file = q4_k_m_model(dir, 4);
+  const std::string cmd = (bin_dir() / "sandwichd").string() + " --port 0 --model " +
+                          file.string() + " --decode-config 2x1 2>" + (dir / "e").string();
+  const int st = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  std::ifstream in(dir / "e");
+  const std::string err{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(err.find("sandwichd: error: 2 tensor-parallel ranks would cut quantized blocks: "
+                     "blk.0.attn_output.weight (q4_k, 256-value blocks, 256 input columns) would "
+                     "be cut at column 128 (a shard must hold whole blocks); use 1 rank\n"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("listening on"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace sandwich::test
