@@ -14,4 +14,15 @@ WeightDType Model::weight_dtype() const {
   return weights_->dtype == kernels::DType::F32 ? WeightDType::F32 : WeightDType::BF16;
 }
 
+size_t Model::decode_read_bytes() const {
+  const ModelWeights& w = *weights_;
+  const size_t norm = static_cast<size_t>(config.dim) * sizeof(float);
+  size_t bytes = w.output.bytes + norm;
+  if (w.embedding.n > 0) bytes += w.embedding.bytes / static_cast<size_t>(w.embedding.n);
+  for (const LayerWeights& l : w.layers)
+    bytes += l.wq.bytes + l.wk.bytes + l.wv.bytes + l.wo.bytes + l.w_gate.bytes + l.w_up.bytes +
+             l.w_down.bytes + 2 * norm;
+  return bytes;
+}
+
 }  // namespace sandwich

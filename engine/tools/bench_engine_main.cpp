@@ -5,14 +5,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +28,8 @@
 #include "engine/sampler.h"
 #include "engine/schedule_table.h"
 #include "engine/tool_options.h"
+#include "kernels/peak_probes.h"
+#include "kernels/thread_team.h"
 
 namespace sandwich {
 namespace {
@@ -42,11 +49,56 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The DRAM read stream on a decode configuration's CPUs, measured between the decode test's
+// repetitions so that both see the same machine: the ceiling a decode step, which reads every
+// weight once, is held to. Reads a buffer of at least the bytes one step reads (and 1 GiB, well
+// past any cache), every thread its share, as the calibration's stream probe does.
+class DecodeStream {
+ public:
+  DecodeStream(const topo::ServiceConfig& config, size_t step_bytes)
+      : team_(std::max(1, config.total_threads()), cpus_of(config)),
+        bytes_(round_up(std::max<size_t>(step_bytes, size_t{1} << 30),
+                        256 * static_cast<size_t>(team_.size()))),
+        buf_(static_cast<char*>(std::aligned_alloc(4096, bytes_))) {
+    if (!buf_) throw std::runtime_error("no memory for the --stream buffer");
+    // First touch on the team's threads: the pages land where the decode threads run.
+    team_.parallel_for(static_cast<int64_t>(bytes_ / 4096), [&](int64_t b, int64_t e, int) {
+      std::memset(buf_.get() + b * 4096, 1, static_cast<size_t>(e - b) * 4096);
+    });
+  }
+  double gbs() {
+    const size_t share = bytes_ / static_cast<size_t>(team_.size());
+    uint64_t sink = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    team_.run([&](int tid, int) {
+      const uint64_t x = kernels::stream_read(buf_.get() + share * static_cast<size_t>(tid), share);
+      if (x == 42) sink += x;  // keeps the reads
+    });
+    const double s = seconds_since(t0);
+    return sink == 1 ? 0 : static_cast<double>(bytes_) / s / 1e9;
+  }
+
+ private:
+  static size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+  static std::vector<int> cpus_of(const topo::ServiceConfig& c) {
+    std::vector<int> cpus;
+    for (const auto& r : c.ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
+    return cpus;
+  }
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  kernels::ThreadTeam team_;
+  size_t bytes_;
+  std::unique_ptr<char, Free> buf_;
+};
+
 int bench_engine(int argc, char** argv) {
   LoadOptions load;
   int prompt_tokens = 512, gen_tokens = 128, depth = 0, reps = 3, warmup = 1;
   PlanOptions plan;
   std::optional<std::string> json_path, configs_text;
+  bool stream = false;
   ArgParser p("sandwich-bench engine",
               "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
   add_model_options(p, load);
@@ -62,6 +114,10 @@ int bench_engine(int argc, char** argv) {
   add_kv_cache_dtype_option(p, kv_dtype);
   p.add("-r,--reps", &reps, "measured repetitions (default 3)");
   p.add("--warmup", &warmup, "unmeasured repetitions first (default 1)");
+  p.add_flag(
+      "--stream", &stream,
+      "also measure the DRAM read stream on the decode CPUs between the decode repetitions and "
+      "report the bytes the decode test reads per second as a fraction of it");
   p.add("--json", &json_path, "also write the results as JSON to this file", "F");
   p.add("--configs", &configs_text,
         "service configurations to compare, comma-separated: RxT for both phases or "
@@ -205,13 +261,20 @@ int bench_engine(int argc, char** argv) {
   };
 
   nlohmann::json results = nlohmann::json::array();
+  std::vector<std::string> stream_lines;
   std::printf("| model | dtype | params | config | test | t/s (median) | min | max |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   auto report = [&](const char* name, int n, const std::function<double()>& fn) {
     if (n == 0) return;
     for (int i = 0; i < warmup; ++i) fn();
-    std::vector<double> v;
-    for (int i = 0; i < reps; ++i) v.push_back(fn());
+    const bool decode_stream = stream && name[0] == 't';
+    std::optional<DecodeStream> probe;
+    if (decode_stream) probe.emplace(cur->decode->config(), model->decode_read_bytes());
+    std::vector<double> v, gbs;
+    for (int i = 0; i < reps; ++i) {
+      v.push_back(fn());
+      if (probe) gbs.push_back(probe->gbs());
+    }
     const Stats s = stats(v);
     std::string test = std::string(name) + std::to_string(n);
     if (name[0] == 't' && depth > 0) test += " @ d" + std::to_string(depth);
@@ -219,6 +282,31 @@ int bench_engine(int argc, char** argv) {
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
                 model->main_weight_type.c_str(), c.param_count() / 1e9, sc.to_string().c_str(),
                 test.c_str(), s.median, s.min, s.max);
+    nlohmann::json read = nullptr;
+    if (probe) {
+      // Weights once per step, and the KV cache over the positions attended to on average.
+      const double weights = static_cast<double>(model->decode_read_bytes());
+      const double kv_bytes =
+          static_cast<double>(KVCache::token_bytes(c, kv.dtype())) * (depth + (n + 1) / 2.0);
+      const double step = weights + kv_bytes;
+      const double stream_gbs = stats(gbs).median;
+      const double read_gbs = step * s.median / 1e9;
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "%s %s: a step reads %.3f GB (weights %.3f, KV cache %.3f): %.2f GB/s, %.2f "
+                    "of the DRAM stream (%.2f GB/s on %d threads, median of %d between "
+                    "repetitions)",
+                    sc.to_string().c_str(), test.c_str(), step / 1e9, weights / 1e9, kv_bytes / 1e9,
+                    read_gbs, read_gbs / stream_gbs, stream_gbs, sc.total_threads(), reps);
+      stream_lines.push_back(line);
+      read = {{"bytes_per_token", step},
+              {"weight_bytes_per_token", weights},
+              {"kv_bytes_per_token", kv_bytes},
+              {"gb_per_s", read_gbs},
+              {"stream_gb_per_s", stream_gbs},
+              {"stream_samples", gbs},
+              {"fraction_of_stream", read_gbs / stream_gbs}};
+    }
     std::fflush(stdout);
     results.push_back(
         {{"model", c.name},
@@ -232,12 +320,15 @@ int bench_engine(int argc, char** argv) {
          {"reps", reps},
          {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
          {"samples", v}});
+    if (probe) results.back()["reads"] = read;
   };
   for (auto& setup : setups) {
     cur = &setup;
     report("pp", prompt_tokens, run_pp);
     report("tg", gen_tokens, run_tg);
   }
+  if (!stream_lines.empty()) std::printf("\n");
+  for (const auto& line : stream_lines) std::printf("%s\n", line.c_str());
   const std::string tuned =
       schedules ? ", schedules " + *schedules + " (" + std::to_string(schedule_ranges) + " ranges)"
                 : "";

@@ -73,6 +73,39 @@ TEST(BenchEngineCli, DecodeAtADepthOverEitherKVCache) {
   EXPECT_NE(f32_log.find("kv cache f32, "), std::string::npos) << f32_log;
 }
 
+// --stream: the bytes a decode step reads (weights once, the KV cache over the positions) and the
+// DRAM stream measured between the repetitions; without it the results carry no "reads".
+TEST(BenchEngineCli, StreamReportsTheDecodeReadsAsAFractionOfTheStream) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
+  const test::CommandResult r = test::run_command(
+      (test::bin_dir() / "sandwich-bench-engine").string() + " --model " + stories +
+      " -t 1 -p 0 -n 4 --depth 10 -r 2 --warmup 0 --stream --kv-cache-dtype f32 --json " +
+      (dir / "r.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tg4 @ d10: a step reads "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of the DRAM stream ("), std::string::npos) << r.out;
+  std::ifstream in(dir / "r.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const nlohmann::json& reads = j["results"][0]["reads"];
+  // stories260K in F32: 5 layers of 45,312 matrix weights and the tied 512 x 64 head.
+  const double matrices = (5 * 45312 + 512 * 64) * 4.0;
+  const double weights = reads["weight_bytes_per_token"].get<double>();
+  EXPECT_GE(weights, matrices);
+  EXPECT_LE(weights, matrices * 1.25);  // panel padding, norms and one embedding row
+  // 5 layers x 4 KV heads x 8 x (K and V) x 4 bytes per position, over positions 10..13.
+  EXPECT_DOUBLE_EQ(reads["kv_bytes_per_token"].get<double>(), 5 * 4 * 8 * 2 * 4 * 12.5);
+  EXPECT_EQ(reads["stream_samples"].size(), 2u);
+  const double stream = reads["stream_gb_per_s"].get<double>();
+  EXPECT_GT(stream, 0);
+  EXPECT_NEAR(reads["fraction_of_stream"].get<double>(), reads["gb_per_s"].get<double>() / stream,
+              1e-9);
+  const double tps = j["results"][0]["tokens_per_second"]["median"].get<double>();
+  EXPECT_NEAR(reads["gb_per_s"].get<double>(), reads["bytes_per_token"].get<double>() * tps / 1e9,
+              1e-6 * reads["gb_per_s"].get<double>());
+}
+
 // The JSON says which table ran and how many ranges it installed; none: null and 0.
 TEST(BenchEngineCli, JsonSaysWhetherATunedScheduleTableWasUsed) {
   SANDWICH_REQUIRE_DATA();

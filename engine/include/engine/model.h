@@ -69,6 +69,9 @@ class Model {
   // How the unquantized matrices are stored: F32 or BF16.
   WeightDType weight_dtype() const;
   size_t weight_bytes() const { return region_.used(); }
+  // Weight bytes one decode step reads: every layer's matrices and norms, the final norm, the
+  // output head and one embedding row (the rest of an untied embedding stays untouched).
+  size_t decode_read_bytes() const;
   const SharedRegion& region() const { return region_; }
   // For the engine's forward passes (model_weights.h).
   const ModelWeights& weights() const { return *weights_; }
