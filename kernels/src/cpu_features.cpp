@@ -47,6 +47,16 @@ bool cpu_has_avx512_vnni() {
   return vnni && cpu_has(Isa::Avx512);
 }
 
+bool cpu_has_gfni() {
+  static const bool gfni = [] {
+    __builtin_cpu_init();
+    const char* off = std::getenv("SANDWICH_GFNI");
+    if (off && std::string_view(off) == "0") return false;
+    return __builtin_cpu_supports("gfni") != 0;
+  }();
+  return gfni && cpu_has(Isa::Avx512);
+}
+
 bool cpu_is_amd() {
   static const bool amd = [] {
     __builtin_cpu_init();

@@ -6,6 +6,7 @@
 //  - BF16: chunks of bn rows are widened to a BF16 packed weight and multiplied by the BF16
 //    GEMM (its micro-kernels and schedules).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -39,8 +40,10 @@ struct QuantJob {
   int64_t p0, p1;  // panels
   QLayout l;
   Schedule s;
-  QKernelFn fns[9] = {};  // the tile kernels by height
+  QKernelFn fns[9] = {};     // the tile kernels by height
+  QKernelFn fns_pf[9] = {};  // the same, prefetching: for a panel's first tile, which streams it
   QActs acts;
+  std::atomic<int64_t> cursor{0};  // the next panel (from p0) for panels_on_demand
 };
 
 const uint8_t* panel_at(const QuantJob& j, const PackedWeight& w, int64_t p) {
@@ -48,13 +51,63 @@ const uint8_t* panel_at(const QuantJob& j, const PackedWeight& w, int64_t p) {
          static_cast<size_t>(j.a.k0 / j.l.block_elems) * j.l.bytes;
 }
 
-// One thread's share: rows [mlo, mhi) in whole tiles, panels [plo, phi), in slices of bm rows
-// x bn columns; within a slice the K blocks (bk) run outermost, so the slice's int8
-// activations (bm x bk) stay in L2 for all its panels while a panel's weights (16 x bk) stay in
-// L1 for all its tiles. The kernels continue each output's sum from the last K block, so the
-// bits do not depend on bk. C accumulates in a per-thread slice buffer, then goes to y once,
-// through the epilogue.
-void integer_body(const QuantJob& j, int tid) {
+// One slice: rows [m0, m0 + mb) x panels [pp, pp + pn); the K blocks (bk) run outermost, so the
+// slice's int8 activations (bm x bk) stay in L2 for all its panels while a panel's weights
+// (16 x bk) stay in L1 for all its tiles. The kernels continue each output's sum from the last K
+// block, so the bits do not depend on bk. C accumulates in a per-thread slice buffer, then goes
+// to y once, through the epilogue.
+void run_slice(const QuantJob& j, int64_t m0, int64_t mb, int64_t pp, int64_t pn, float* gate,
+               float* up) {
+  const Schedule& s = j.s;
+  const int be = j.l.block_elems;
+  const int64_t blocks = j.kk / be;
+  const int64_t bk = std::max<int64_t>(1, s.bk / be);  // blocks
+  for (int64_t kb = 0; kb < blocks; kb += bk) {
+    const int64_t kc = std::min(bk, blocks - kb);
+    for (int64_t p = pp; p < pp + pn; ++p) {
+      const size_t w_off = static_cast<size_t>(kb) * j.l.bytes;
+      for (int64_t r = m0; r < m0 + mb; r += s.um) {
+        const int h = static_cast<int>(std::min<int64_t>(s.um, m0 + mb - r));
+        QActs a = j.acts;
+        a.q += r * j.kk + kb * be;
+        a.d += r * (j.kk / 32) + kb * be / 32;
+        a.s16 += r * (j.kk / 16) + kb * be / 16;
+        a.ds += r * (j.kk / 32) + kb * be / 32;
+        const size_t c_off = static_cast<size_t>(((p - pp) * mb + (r - m0)) * kQRows);
+        const QKernelFn fn = r == m0 ? j.fns_pf[h] : j.fns[h];
+        fn(panel_at(j, *j.w, p) + w_off, kc, a, gate + c_off, kb > 0);
+        if (j.up) fn(panel_at(j, *j.up, p) + w_off, kc, a, up + c_off, kb > 0);
+      }
+    }
+  }
+  for (int64_t p = pp; p < pp + pn; ++p) {
+    const int64_t col0 = p * kQRows - j.a.n0;
+    const int64_t valid = std::min<int64_t>(kQRows, j.ncols - col0);
+    for (int64_t m = 0; m < mb; ++m) {
+      float* y = j.a.y + (m0 + m) * j.a.ldy + col0;
+      const size_t c_off = static_cast<size_t>(((p - pp) * mb + m) * kQRows);
+      const float* g = gate + c_off;
+      if (j.up)
+        silu_mul(g, up + c_off, y, valid);
+      else if (j.a.epilogue == Epilogue::Accumulate)
+        for (int64_t c = 0; c < valid; ++c) y[c] += g[c];
+      else
+        std::memcpy(y, g, static_cast<size_t>(valid) * 4);
+    }
+  }
+}
+
+// Whether the threads take the panels a chunk at a time from a shared cursor instead of a fixed
+// share each: when every thread has all the rows in one slice height (decode), the panels are
+// what memory-bound threads finish at different speeds. A panel's outputs do not depend on the
+// thread that computes them, so neither do the bits.
+bool panels_on_demand(const QuantJob& j) {
+  return j.s.tm == 1 && j.s.tn > 1 && j.a.m <= std::max<int64_t>(j.s.um, j.s.bm / j.s.um * j.s.um);
+}
+
+// One thread's share: rows [mlo, mhi) in whole tiles, panels [plo, phi) (or chunks of panels
+// taken on demand), in slices of bm rows x bn columns.
+void integer_body(QuantJob& j, int tid) {
   const Schedule& s = j.s;
   const int im = tid / s.tn, in = tid % s.tn;
   const int64_t m_tiles = (j.a.m + s.um - 1) / s.um;
@@ -62,68 +115,47 @@ void integer_body(const QuantJob& j, int tid) {
   const int64_t mhi = std::min(j.a.m, m_tiles * (im + 1) / s.tm * s.um);
   const int64_t np = j.p1 - j.p0;
   const int64_t plo = j.p0 + np * in / s.tn, phi = j.p0 + np * (in + 1) / s.tn;
-  if (mlo >= mhi || plo >= phi) return;
-  const int be = j.l.block_elems;
-  const int64_t blocks = j.kk / be;
+  const bool on_demand = panels_on_demand(j);
+  if (mlo >= mhi || (!on_demand && plo >= phi)) return;
   const int64_t bm = std::max<int64_t>(s.um, s.bm / s.um * s.um);
   const int64_t bn = std::max<int64_t>(1, s.bn / kQRows);  // panels
-  const int64_t bk = std::max<int64_t>(1, s.bk / be);      // blocks
-  const size_t c_floats = static_cast<size_t>(std::min(bm, mhi - mlo) * bn * kQRows);
+  const int64_t chunk =
+      on_demand ? std::min(bn, std::max<int64_t>(1, (np + 4 * s.tn - 1) / (4 * s.tn))) : bn;
+  const size_t c_floats = static_cast<size_t>(std::min(bm, mhi - mlo) * chunk * kQRows);
   float* gate = static_cast<float*>(tls_gate_c.get(c_floats * 4));
   float* up = j.up ? static_cast<float*>(tls_up_c.get(c_floats * 4)) : nullptr;
-  for (int64_t m0 = mlo; m0 < mhi; m0 += bm) {
-    const int64_t mb = std::min(bm, mhi - m0);
-    for (int64_t pp = plo; pp < phi; pp += bn) {
-      const int64_t pn = std::min(bn, phi - pp);
-      for (int64_t kb = 0; kb < blocks; kb += bk) {
-        const int64_t kc = std::min(bk, blocks - kb);
-        for (int64_t p = pp; p < pp + pn; ++p) {
-          const size_t w_off = static_cast<size_t>(kb) * j.l.bytes;
-          for (int64_t r = m0; r < m0 + mb; r += s.um) {
-            const int h = static_cast<int>(std::min<int64_t>(s.um, m0 + mb - r));
-            QActs a = j.acts;
-            a.q += r * j.kk + kb * be;
-            a.d += r * (j.kk / 32) + kb * be / 32;
-            a.s16 += r * (j.kk / 16) + kb * be / 16;
-            const size_t c_off = static_cast<size_t>(((p - pp) * mb + (r - m0)) * kQRows);
-            j.fns[h](panel_at(j, *j.w, p) + w_off, kc, a, gate + c_off, kb > 0);
-            if (j.up) j.fns[h](panel_at(j, *j.up, p) + w_off, kc, a, up + c_off, kb > 0);
-          }
-        }
-      }
-      for (int64_t p = pp; p < pp + pn; ++p) {
-        const int64_t col0 = p * kQRows - j.a.n0;
-        const int64_t valid = std::min<int64_t>(kQRows, j.ncols - col0);
-        for (int64_t m = 0; m < mb; ++m) {
-          float* y = j.a.y + (m0 + m) * j.a.ldy + col0;
-          const size_t c_off = static_cast<size_t>(((p - pp) * mb + m) * kQRows);
-          const float* g = gate + c_off;
-          if (j.up)
-            silu_mul(g, up + c_off, y, valid);
-          else if (j.a.epilogue == Epilogue::Accumulate)
-            for (int64_t c = 0; c < valid; ++c) y[c] += g[c];
-          else
-            std::memcpy(y, g, static_cast<size_t>(valid) * 4);
-        }
-      }
+  if (on_demand) {
+    for (;;) {
+      const int64_t pp = j.p0 + j.cursor.fetch_add(chunk, std::memory_order_relaxed);
+      if (pp >= j.p1) return;
+      run_slice(j, mlo, mhi - mlo, pp, std::min(chunk, j.p1 - pp), gate, up);
     }
   }
+  for (int64_t m0 = mlo; m0 < mhi; m0 += bm)
+    for (int64_t pp = plo; pp < phi; pp += bn)
+      run_slice(j, m0, std::min(bm, mhi - m0), pp, std::min(bn, phi - pp), gate, up);
 }
 
 void run_integer(QuantJob& j, ThreadTeam& team) {
   const int64_t m = j.a.m, kk = j.kk;
   const size_t q_bytes = static_cast<size_t>(m * kk),
-               d_bytes = static_cast<size_t>(m * kk / 32) * 4;
-  auto* buf = static_cast<uint8_t*>(tls_acts.get(q_bytes + d_bytes + 2 * d_bytes + 128));
+               f_bytes = static_cast<size_t>(m * kk / 32) * 4;
+  auto round = [](size_t b) { return (b + 63) / 64 * 64; };
+  auto* buf = static_cast<uint8_t*>(
+      tls_acts.get(round(q_bytes) + round(f_bytes) + round(2 * f_bytes) + round(f_bytes)));
   auto* q = reinterpret_cast<int8_t*>(buf);
-  auto* d = reinterpret_cast<float*>(buf + (q_bytes + 63) / 64 * 64);
-  auto* s16 = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(d) + (d_bytes + 63) / 64 * 64);
-  j.acts = QActs{q, d, s16, kk};
-  for (int h = 1; h <= j.s.um; ++h) j.fns[h] = quant_kernel(j.s.isa, *j.w->qtype, h);
+  auto* d = reinterpret_cast<float*>(buf + round(q_bytes));
+  auto* s16 = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(d) + round(f_bytes));
+  auto* ds = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(s16) + round(2 * f_bytes));
+  j.acts = QActs{q, d, s16, ds, kk};
+  for (int h = 1; h <= j.s.um; ++h) {
+    j.fns[h] = quant_kernel(j.s.isa, *j.w->qtype, h);
+    j.fns_pf[h] = quant_kernel(j.s.isa, *j.w->qtype, h, j.s.prefetch);
+  }
   const bool caller = m * kk < kCallerQuantizesBelow || team.size() == 1;
   auto quantize = [&](int64_t r0, int64_t r1) {
-    quantize_activations(j.a.x + r0 * j.a.ldx, j.a.ldx, r1 - r0, kk, q + r0 * kk,
-                         d + r0 * (kk / 32), s16 + r0 * (kk / 16));
+    quantize_activations(j.s.isa, j.a.x + r0 * j.a.ldx, j.a.ldx, r1 - r0, kk, q + r0 * kk,
+                         d + r0 * (kk / 32), s16 + r0 * (kk / 16), ds + r0 * (kk / 32));
   };
   if (caller) quantize(0, m);
   team.run([&](int tid, int nt) {
@@ -206,18 +238,28 @@ bool quant_isa_usable(Isa isa) {
   return isa < Isa::Avx512 || cpu_has_avx512_vnni();
 }
 
-QKernelFn quant_kernel(Isa isa, QType t, int rows) {
+QKernelFn quant_kernel(Isa isa, QType t, int rows, bool prefetch) {
   if (!quant_isa_usable(isa)) return nullptr;
   switch (isa) {
     case Isa::Avx512:
     case Isa::Avx512Bf16:
-      return quant_kernel_avx512(t, rows);
+      return quant_kernel_avx512(t, rows, prefetch);
     case Isa::Avx2:
-      return quant_kernel_avx2(t, rows);
+      return quant_kernel_avx2(t, rows, prefetch);
     case Isa::Scalar:
       return quant_kernel_scalar(t, rows);
   }
   return nullptr;
+}
+
+void quantize_activations(Isa isa, const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                          float* d, int32_t* s16, float* ds) {
+  if (isa >= Isa::Avx512 && cpu_has(Isa::Avx512))
+    quantize_activations_avx512(x, ldx, rows, kk, q, d, s16, ds);
+  else if (isa >= Isa::Avx2 && cpu_has(Isa::Avx2))
+    quantize_activations_avx2(x, ldx, rows, kk, q, d, s16, ds);
+  else
+    quantize_activations_scalar(x, ldx, rows, kk, q, d, s16, ds);
 }
 
 Isa quant_gemm_isa() {

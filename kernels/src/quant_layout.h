@@ -1,8 +1,9 @@
 #pragma once
 // The packed layout of quantized weights (described in gemm.h) and what its kernels share.
 //
-// A panel is kQRows (16) rows; a panel-block is those 16 rows x one ggml block (32 or 256 k):
-//   [low planes][high-bit plane][meta]
+// A panel is kQRows (16) rows; a panel-block is those 16 rows x one ggml block (32 or 256 k),
+// laid out in the order the kernels read it, so each panel is one forward stream:
+//   [meta][chunk 0][chunk 1]...   a chunk per 32 k: [its low planes][its high-bit plane]
 // Low planes: groups of 4 k x 16 rows in 64 bytes (row r's 4 bytes at 4r), so one 64-byte load
 // is a vpdpbusd operand for 16 rows. 8-bit types: one group per 64 bytes, stored q + 128.
 // 4-bit planes (every other type): two groups per 64 bytes, group 2p in the low nibbles and
@@ -23,6 +24,36 @@
 namespace sandwich::kernels {
 
 constexpr int kQRows = 16;
+// How far ahead of the weights it reads a prefetching kernel asks for more (into L1): a few
+// microseconds of a core's DRAM stream, enough to cover the latency while it computes. The
+// schedule's `prefetch` turns it off (the GEMM tuner measures both).
+constexpr int kQPrefetchBytes = 4096;
+
+// f(), instantiated for the type t: one switch for every per-type table of kernels.
+template <class F>
+decltype(auto) dispatch_qtype(QType t, F&& f) {
+  switch (t) {
+    case QType::Q4_0:
+      return f.template operator()<QType::Q4_0>();
+    case QType::Q4_1:
+      return f.template operator()<QType::Q4_1>();
+    case QType::Q5_0:
+      return f.template operator()<QType::Q5_0>();
+    case QType::Q5_1:
+      return f.template operator()<QType::Q5_1>();
+    case QType::Q8_0:
+      return f.template operator()<QType::Q8_0>();
+    case QType::Q4_K:
+      return f.template operator()<QType::Q4_K>();
+    case QType::Q5_K:
+      return f.template operator()<QType::Q5_K>();
+    case QType::Q6_K:
+      return f.template operator()<QType::Q6_K>();
+    case QType::Q8_K:
+      break;
+  }
+  return f.template operator()<QType::Q8_K>();
+}
 
 struct QLayout {
   int block_elems;  // 32 or 256
@@ -30,10 +61,12 @@ struct QLayout {
   int qs_bytes;     // low planes
   int qh_bytes;     // high-bit plane
   int meta_bytes;
-  int bytes;      // the whole panel-block
-  int offset;     // subtracted from every stored value
-  int low_bits;   // 4 or 8
-  int high_bits;  // 0, 1 (Q5) or 2 (Q6_K)
+  int chunk_qs;     // low planes of one 32-k chunk
+  int chunk_bytes;  // one 32-k chunk: low planes, then high-bit plane
+  int bytes;        // the whole panel-block
+  int offset;       // subtracted from every stored value
+  int low_bits;     // 4 or 8
+  int high_bits;    // 0, 1 (Q5) or 2 (Q6_K)
   bool has_min;
 };
 
@@ -68,8 +101,15 @@ constexpr QLayout qlayout(QType t) {
     default:
       l.meta_bytes = l.has_min ? 64 : 32;
   }
+  l.chunk_qs = 32 * kQRows * l.low_bits / 8;
+  l.chunk_bytes = l.chunk_qs + (l.high_bits == 0 ? 0 : l.high_bits == 1 ? 64 : 128);
   l.bytes = l.qs_bytes + l.qh_bytes + l.meta_bytes;
   return l;
+}
+
+// 32-k chunk c of a panel-block.
+constexpr int chunk_offset(const QLayout& l, int c) {
+  return l.meta_bytes + c * l.chunk_bytes;
 }
 
 // Stored value of element e (0..block_elems) of row r in a panel-block, and the row's scale s
@@ -81,29 +121,45 @@ void unit_scale(QType t, const uint8_t* pb, int r, int unit, float* s, float* c)
 void unpack_row_quant(const PackedWeight& w, int64_t r, float* out);
 
 // Activations quantized for the integer kernels: per row, int8 values (row stride kk), one
-// scale per 32 k (the value times the scale is the f32 activation) and the sums of each 16
-// values. The same quantization for every ISA, so every ISA computes the same integers.
+// scale per 32 k (the value times the scale is the f32 activation), the sums of each 16 values,
+// and per 32 k the scale times the 32 values' sum (ds, for the types with a min). The same
+// numbers from every ISA's quantizer, so every ISA computes the same integers.
 struct QActs {
   const int8_t* q;
   const float* d;
   const int32_t* s16;
+  const float* ds;
   int64_t kk;  // K columns (a multiple of 32)
 };
-void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                          float* d, int32_t* s16);
+// The quantizer of `isa` (AVX-512, AVX2 or scalar; the same bits from each).
+void quantize_activations(Isa isa, const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                          float* d, int32_t* s16, float* ds);
+void quantize_activations_scalar(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                                 float* d, int32_t* s16, float* ds);
+void quantize_activations_avx2(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                               float* d, int32_t* s16, float* ds);
+void quantize_activations_avx512(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                                 float* d, int32_t* s16, float* ds);
 
 // c[m * 16 + r] (=, or += when accumulate) row m of the activations (at a's first k) times
-// row r of the panel, over `blocks` panel-blocks starting at w. Every row sums its 32-k units in
-// k order as
-//   t = s * float(dot - offset * asum);  t = fma(c, float(asum), t);  acc = fma(t, d_act, acc)
-// (Q6_K: t = d * float(sum over its two 16-k units of scale * (dot - 32 * asum))), from acc = c
-// when accumulating, so every ISA and tile height gives the same bits, and so does a K range
-// run in pieces, each continuing the last.
+// row r of the panel, over `blocks` panel-blocks starting at w. With d_a, ds the activation
+// row's scale and scaled sum of a 32-k unit, isum the unit's integer sum
+//   dot - offset * asum                     (every type but Q4_K/Q5_K/Q6_K)
+//   sc * dot                                (Q4_K, Q5_K: the 6-bit scale)
+//   sc0 * (dot0 - 32 asum0) + sc1 * (...)   (Q6_K: its two 16-k units and int8 scales)
+// 32-value blocks add, in k order,  acc = fma(d * d_a, float(isum), acc),  then for Q4_1/Q5_1
+// acc = fma(m, ds, acc).  256-value blocks sum  blk = fma(float(isum), d_a, blk)  over their
+// units from 0, then  acc = fma(d, blk, acc),  then for Q4_K/Q5_K  acc = fma(-dmin, t0 + t1,
+// acc)  where t0 and t1 sum float(mn) * ds over the even and the odd units (mul, then fma).  Every
+// ISA and tile height gives the same bits, and so does a K range run in pieces, each continuing the
+// last (acc starts from c when accumulating).
 using QKernelFn = void (*)(const uint8_t* w, int64_t blocks, const QActs& a, float* c,
                            bool accumulate);
 
-// The kernel for `rows` activation rows (1..quant_max_rows(isa)); nullptr if none.
-QKernelFn quant_kernel(Isa isa, QType t, int rows);
+// The kernel for `rows` activation rows (1..quant_max_rows(isa)); nullptr if none. With
+// `prefetch`, it also asks for the weights kQPrefetchBytes ahead of those it reads (the AVX2
+// and AVX-512 ones): decode streams panels from DRAM while it computes.
+QKernelFn quant_kernel(Isa isa, QType t, int rows, bool prefetch = false);
 int quant_max_rows(Isa isa);
 // Whether the integer kernels of this ISA may run (AVX-512 ones need VNNI too).
 bool quant_isa_usable(Isa isa);
@@ -111,7 +167,7 @@ bool quant_isa_usable(Isa isa);
 void quant_gemm_run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args,
                     ThreadTeam& team, const Schedule* schedule);
 QKernelFn quant_kernel_scalar(QType t, int rows);
-QKernelFn quant_kernel_avx2(QType t, int rows);
-QKernelFn quant_kernel_avx512(QType t, int rows);
+QKernelFn quant_kernel_avx2(QType t, int rows, bool prefetch);
+QKernelFn quant_kernel_avx512(QType t, int rows, bool prefetch);
 
 }  // namespace sandwich::kernels

@@ -200,39 +200,52 @@ void join_block(QType t, const BlockParts& p, uint8_t* dst) {
   }
 }
 
-// Byte of row r holding element e in the low planes, and the nibble (0 low, 1 high) or -1.
+// Byte of row r holding element e's low bits, and the nibble (0 low, 1 high) or -1.
 size_t low_byte(const QLayout& l, int r, int e, int* nibble) {
-  const int g = e / 4, i = e % 4;
+  const int g = e % 32 / 4, i = e % 4;
+  const size_t chunk = static_cast<size_t>(chunk_offset(l, e / 32));
   if (l.low_bits == 8) {
     *nibble = -1;
-    return static_cast<size_t>(g) * 64 + 4 * r + i;
+    return chunk + static_cast<size_t>(g) * 64 + 4 * r + i;
   }
   *nibble = g & 1;
-  return static_cast<size_t>(g / 2) * 64 + 4 * r + i;
+  return chunk + static_cast<size_t>(g / 2) * 64 + 4 * r + i;
 }
-// Byte of row r holding element e's high bits in the high plane, and their shift.
+// Byte of row r holding element e's high bits, and their shift.
 size_t high_byte(const QLayout& l, int r, int e, int* shift) {
   const int span = l.high_bits == 1 ? 32 : 16;
   *shift = l.high_bits * ((e % span) / 4);
-  return static_cast<size_t>(e / span) * 64 + 4 * r + e % 4;
+  return static_cast<size_t>(chunk_offset(l, e / 32) + l.chunk_qs) +
+         static_cast<size_t>(e % 32 / span) * 64 + 4 * r + e % 4;
 }
 
+// Writes row r's bytes of a panel-block whole (each byte holds one row's values), chunk by
+// chunk: loading runs this for every weight, so it follows the layout directly.
 void put_block(QType t, const QLayout& l, const BlockParts& p, int r, uint8_t* pb) {
-  uint8_t* qh = pb + l.qs_bytes;
-  uint8_t* meta = qh + l.qh_bytes;
-  for (int e = 0; e < l.block_elems; ++e) {
-    int nib;
-    uint8_t& b = pb[low_byte(l, r, e, &nib)];
-    if (nib < 0)
-      b = p.q[e];
-    else
-      b = static_cast<uint8_t>(nib ? (b & 0x0F) | (p.q[e] & 0xF) << 4
-                                   : (b & 0xF0) | (p.q[e] & 0xF));
-    if (l.high_bits) {
-      int sh;
-      uint8_t& h = qh[high_byte(l, r, e, &sh)];
-      const int mask = (1 << l.high_bits) - 1;
-      h = static_cast<uint8_t>((h & ~(mask << sh)) | ((p.q[e] >> 4) & mask) << sh);
+  uint8_t* meta = pb;
+  for (int c = 0; c < l.block_elems / 32; ++c) {
+    uint8_t* chunk = pb + chunk_offset(l, c) + 4 * r;
+    const uint8_t* q = p.q + 32 * c;
+    for (int i = 0; i < 4; ++i) {
+      if (l.low_bits == 8) {
+        for (int g = 0; g < 8; ++g) chunk[64 * g + i] = q[4 * g + i];
+      } else {
+        for (int pr = 0; pr < 4; ++pr)
+          chunk[64 * pr + i] =
+              static_cast<uint8_t>((q[8 * pr + i] & 0xF) | (q[8 * pr + 4 + i] & 0xF) << 4);
+      }
+      if (l.high_bits == 1) {
+        uint8_t h = 0;
+        for (int g = 0; g < 8; ++g) h = static_cast<uint8_t>(h | (q[4 * g + i] >> 4 & 1) << g);
+        chunk[l.chunk_qs + i] = h;
+      } else if (l.high_bits == 2) {
+        for (int half = 0; half < 2; ++half) {
+          uint8_t h = 0;
+          for (int g = 0; g < 4; ++g)
+            h = static_cast<uint8_t>(h | (q[16 * half + 4 * g + i] >> 4 & 3) << 2 * g);
+          chunk[l.chunk_qs + 64 * half + i] = h;
+        }
+      }
     }
   }
   if (t == QType::Q8_K) {
@@ -251,7 +264,7 @@ void put_block(QType t, const QLayout& l, const BlockParts& p, int r, uint8_t* p
 }
 
 void get_block(QType t, const QLayout& l, const uint8_t* pb, int r, BlockParts& p) {
-  const uint8_t* meta = pb + l.qs_bytes + l.qh_bytes;
+  const uint8_t* meta = pb;
   for (int e = 0; e < l.block_elems; ++e) p.q[e] = static_cast<uint8_t>(stored_value(l, pb, r, e));
   if (t == QType::Q8_K) {
     std::memcpy(&p.d32, meta + 4 * r, 4);
@@ -310,7 +323,7 @@ int stored_value(const QLayout& l, const uint8_t* pb, int r, int e) {
   int v = nib < 0 ? b : nib ? b >> 4 : b & 0xF;
   if (l.high_bits) {
     int sh;
-    const uint8_t h = pb[l.qs_bytes + high_byte(l, r, e, &sh)];
+    const uint8_t h = pb[high_byte(l, r, e, &sh)];
     v |= ((h >> sh) & ((1 << l.high_bits) - 1)) << 4;
   }
   return v;
@@ -318,7 +331,7 @@ int stored_value(const QLayout& l, const uint8_t* pb, int r, int e) {
 
 void unit_scale(QType t, const uint8_t* pb, int r, int unit, float* s, float* c) {
   const QLayout l = qlayout(t);
-  const uint8_t* meta = pb + l.qs_bytes + l.qh_bytes;
+  const uint8_t* meta = pb;
   *c = 0.0f;
   if (t == QType::Q8_K) {
     std::memcpy(s, meta + 4 * r, 4);
@@ -336,30 +349,6 @@ void unit_scale(QType t, const uint8_t* pb, int r, int unit, float* s, float* c)
   } else {
     *s = df;
     if (l.has_min) *c = f16_to_f32(m);
-  }
-}
-
-void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                          float* d, int32_t* s16) {
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* xr = x + m * ldx;
-    for (int64_t b = 0; b < kk / 32; ++b) {
-      float amax = 0.0f;
-      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[32 * b + j]));
-      const float scale = amax / 127.0f;
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      d[m * (kk / 32) + b] = scale;
-      int8_t* qb = q + m * kk + 32 * b;
-      for (int j = 0; j < 32; ++j) {
-        const float v = std::nearbyint(xr[32 * b + j] * inv);
-        qb[j] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
-      }
-      for (int h = 0; h < 2; ++h) {
-        int32_t s = 0;
-        for (int j = 0; j < 16; ++j) s += qb[16 * h + j];
-        s16[m * (kk / 16) + 2 * b + h] = s;
-      }
-    }
   }
 }
 

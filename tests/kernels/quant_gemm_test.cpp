@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,40 @@ TEST_P(QuantGemmTypes, EveryIsaMatchesTheReferences) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantGemmTypes, ::testing::ValuesIn(kAll),
                          [](const auto& info) { return name(info.param); });
+
+// Activations every quantizer must round alike: zeros, one value per unit, ties (x * 127 /
+// max|x| exactly halfway), tiny and huge magnitudes, and an Inf or NaN (garbage out, the same
+// garbage on every ISA, no crash).
+TEST(QuantGemm, ActivationEdgeCasesGiveTheSameBitsOnEveryIsa) {
+  ThreadTeam team(2);
+  const int64_t n = 32, k = 256, m = 7;
+  std::vector<float> x(static_cast<size_t>(m * k), 0.0f);        // row 0: zeros
+  for (int64_t j = 0; j < k; j += 32) x[1 * k + j + 5] = -3.0f;  // row 1: one value per unit
+  for (int64_t j = 0; j < k; ++j) {
+    // Row 2: max 127 so x * 127 / 127 = x, and halves: 0.5, 1.5, 2.5, ... -0.5, ...
+    x[2 * k + j] =
+        j % 32 == 0 ? 127.0f : (j % 2 ? 1.0f : -1.0f) * (static_cast<float>(j % 9) + 0.5f);
+    x[3 * k + j] = 1e-30f * static_cast<float>(j % 7 - 3);  // tiny
+    x[4 * k + j] = 1e30f * static_cast<float>(j % 5 - 2);   // huge
+    x[5 * k + j] = static_cast<float>(j % 11) - 5.0f;
+    x[6 * k + j] = static_cast<float>(j % 13) - 6.0f;
+  }
+  x[5 * k + 40] = std::numeric_limits<float>::infinity();
+  x[6 * k + 70] = std::numeric_limits<float>::quiet_NaN();
+  for (QType t : kAll) {
+    const auto blocks = test::random_quant_blocks(t, n, k, 31);
+    const auto q = test::pack_quant(t, n, k, blocks);
+    const Schedule s0 = integer_schedule(Isa::Scalar, 1, 2);
+    const auto ref = run_gemm(q.pw, x, m, team, &s0);
+    for (int64_t c = 0; c < n; ++c) EXPECT_EQ(ref[c], 0.0f) << name(t);  // zero row, zero out
+    for (Isa isa : integer_isas()) {
+      const Schedule s = integer_schedule(isa, max_rows(isa) >= 8 ? 7 : 4, 2);
+      const auto y = run_gemm(q.pw, x, m, team, &s);
+      EXPECT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
+          << name(t) << " " << isa_name(isa);
+    }
+  }
+}
 
 TEST(QuantGemm, LargeBatchesMatchSmallOnesBitForBit) {
   ThreadTeam team(2);

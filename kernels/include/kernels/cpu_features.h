@@ -24,6 +24,9 @@ bool cpu_has(Isa isa);
 // Whether the CPU has AVX512_VNNI (vpdpbusd on 512-bit vectors), which the AVX-512 kernels of
 // quantized weights need besides AVX512BW, and whether SANDWICH_ISA leaves AVX-512 on.
 bool cpu_has_avx512_vnni();
+// Whether the CPU has GFNI (with AVX-512 left on): the AVX-512 kernels of quantized weights move
+// bits with vgf2p8affineqb then. SANDWICH_GFNI=0 turns it off, so tests cover both bodies.
+bool cpu_has_gfni();
 // Whether this is an AMD CPU: some schedule defaults were measured to differ by vendor.
 bool cpu_is_amd();
 
