@@ -275,15 +275,29 @@ constexpr int kMaxRows = 8;
 template <QType T, bool Gfni, bool Prefetch, int... R>
 QKernelFn pick_rows(int rows, std::integer_sequence<int, R...>) {
   QKernelFn fns[] = {kernel<T, R + 1, Gfni, Prefetch>...};
-  return rows >= 1 && rows <= kMaxRows ? fns[rows - 1] : nullptr;
+  return rows >= 1 && rows <= static_cast<int>(sizeof...(R)) ? fns[rows - 1] : nullptr;
+}
+
+// Only the types with high bits use GFNI (plain 4-bit ones need no shift, sixteen_times), and
+// only short tiles prefetch: taller ones are prefill's, bound by arithmetic, not by DRAM. The
+// other combinations are not compiled.
+constexpr bool uses_gfni(QType t) {
+  return qlayout(t).high_bits != 0;
+}
+constexpr int kMaxPrefetchRows = 4;
+
+template <QType T, bool Gfni>
+QKernelFn pick_variant(int rows, bool prefetch) {
+  if (prefetch && rows <= kMaxPrefetchRows)
+    return pick_rows<T, Gfni, true>(rows, std::make_integer_sequence<int, kMaxPrefetchRows>{});
+  return pick_rows<T, Gfni, false>(rows, std::make_integer_sequence<int, kMaxRows>{});
 }
 
 template <QType T>
 QKernelFn pick(int rows, bool prefetch) {
-  const auto seq = std::make_integer_sequence<int, kMaxRows>{};
-  if (cpu_has_gfni())
-    return prefetch ? pick_rows<T, true, true>(rows, seq) : pick_rows<T, true, false>(rows, seq);
-  return prefetch ? pick_rows<T, false, true>(rows, seq) : pick_rows<T, false, false>(rows, seq);
+  if constexpr (uses_gfni(T))
+    if (cpu_has_gfni()) return pick_variant<T, true>(rows, prefetch);
+  return pick_variant<T, false>(rows, prefetch);
 }
 
 }  // namespace
