@@ -79,11 +79,13 @@ void gemm_columns(const kernels::PackedWeight& w, kernels::GemmArgs a, kernels::
 }
 
 // A rank's weights may hold only part of a split matrix (placed_weights.h): the columns from its
-// range's first panel on, or panels that start at its first K column. Such a part is told from
-// the whole by its size, and the rank's ranges are moved to its origin.
+// range's first panel on (64 columns; 16 rows of a quantized matrix), or panels that start at its
+// first K column. Such a part is told from the whole by its size, and the rank's ranges are moved
+// to its origin.
 IndexRange local_cols(const kernels::PackedWeight& w, int64_t full_n, IndexRange cols) {
   if (w.n == full_n) return cols;
-  const int64_t origin = cols.begin / kernels::kPanel * kernels::kPanel;
+  const int64_t panel = kernels::shard_granularity_n(w);
+  const int64_t origin = cols.begin / panel * panel;
   return {cols.begin - origin, cols.end - origin};
 }
 
@@ -131,8 +133,7 @@ std::string cut_block(const Model& model, int n_ranks) {
 RankShards rank_shards(const Model& model, int r, int R) {
   int64_t ffn_g = kernels::kPanel;
   for (const LayerWeights& L : model.weights().layers)
-    ffn_g = std::max({ffn_g, k_granularity(L.w_down), kernels::shard_granularity_n(L.w_gate),
-                      kernels::shard_granularity_n(L.w_up)});
+    ffn_g = std::max(ffn_g, ffn_granularity(L.w_gate, L.w_up, L.w_down));
   return rank_shards(model.config, r, R, ffn_g);
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/model.h"
 #include "kernels/gemm.h"
+#include "kernels/panel_slices.h"
 #include "kernels/thread_team.h"
 #include "numa_memory.h"
 
@@ -71,8 +72,9 @@ void add_copy(std::vector<Chunk>& chunks, void* dst, const void* src, size_t byt
 }
 
 // The copies that make `piece` of a tensor at `dst`: a run of whole panels for a column shard;
-// for a K shard, the K range of every panel (contiguous in a panel), one after the other, which is
-// the packed layout of the n x K-range matrix.
+// for a K shard, the K range of every panel (contiguous in a panel: K steps of F32/BF16, whole
+// blocks of quantized panels), each where the panel of an n x K-range matrix of the same type
+// starts, which makes the piece that matrix.
 void piece_copies(std::vector<Chunk>& chunks, const Slot& from, const WeightPiece& piece,
                   void* dst) {
   if (from.vector) return add_copy(chunks, dst, *from.vector, piece.bytes);
@@ -86,24 +88,46 @@ void piece_copies(std::vector<Chunk>& chunks, const Slot& from, const WeightPiec
       return add_copy(chunks, dst, src + off, std::min(piece.bytes, w.bytes - off));
     }
     case WeightSplit::KRange: {
-      if (w.dtype != kernels::DType::F32 && w.dtype != kernels::DType::BF16)
-        throw std::runtime_error("K shards of " + std::string(kernels::dtype_name(w.dtype)) +
-                                 " matrices are not supported");
-      const kernels::PackedWeight sub =
-          kernels::plan_packed_weight(w.n, piece.range.size(), w.dtype);
-      if (sub.panel != w.panel || (sub.k_padded() != sub.k && piece.range.end < w.k))
-        throw std::logic_error("K shard of " + piece.tensor + " does not end on a K step");
-      const size_t k_off =
-          static_cast<size_t>(piece.range.begin) * w.panel * kernels::dtype_size(w.dtype);
-      for (int64_t p = 0; p < w.panels(); ++p)
-        add_copy(chunks, static_cast<uint8_t*>(dst) + p * sub.panel_bytes(),
-                 src + p * w.panel_bytes() + k_off, sub.panel_bytes());
+      const kernels::PackedWeight sub = kernels::plan_packed_like(w, w.n, piece.range.size());
+      if (sub.bytes != piece.bytes)
+        throw std::logic_error("K shard of " + piece.tensor + " is not laid out as planned");
+      for (int64_t p = 0; p < w.panels(); ++p) {
+        // Throws where the range would cut a K step or a block.
+        const kernels::ByteRange from_bytes =
+            kernels::panel_k_bytes(w, p, piece.range.begin, piece.range.end);
+        const kernels::ByteRange to = kernels::panel_k_bytes(sub, p, 0, sub.k);
+        if (to.bytes != from_bytes.bytes)
+          throw std::logic_error("K shard of " + piece.tensor + " is not laid out as planned");
+        add_copy(chunks, static_cast<uint8_t*>(dst) + to.offset, src + from_bytes.offset,
+                 from_bytes.bytes);
+      }
       return;
     }
   }
 }
 
 }  // namespace
+
+WeightStorage weight_storage(const Model& model) {
+  const ModelConfig& c = model.config;
+  ModelWeights loaded = model.weights();
+  WeightStorage storage(loaded.dtype);
+  const std::vector<Slot> from = slots(loaded, c);
+  std::vector<WeightTensor> tensors = weight_tensors(c, storage);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (from[i].matrix && from[i].matrix->qtype)
+      storage.quantized[tensors[i].name] = *from[i].matrix->qtype;
+  // The layouts the planner derives must be the loaded ones, or the copies would be cut wrong.
+  tensors = weight_tensors(c, storage);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const kernels::PackedWeight* m = from[i].matrix;
+    const kernels::PackedWeight& l = tensors[i].layout;
+    if (m && (m->qtype != l.qtype || m->dtype != l.dtype || m->n != l.n || m->k != l.k ||
+              m->panel != l.panel || m->bytes != l.bytes))
+      throw std::logic_error("the loaded " + tensors[i].name + " is not packed as planned");
+  }
+  return storage;
+}
 
 WeightPlacementPlan PlacedWeights::plan() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -123,12 +147,6 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
       s += (r ? ", " : " ") + std::to_string(rank_nodes[r]);
     return s;
   }();
-  // The copies know the packed layouts of F32 and BF16 only.
-  if (loaded.dtype != kernels::DType::F32 && loaded.dtype != kernels::DType::BF16) {
-    log_line(what + ": not placed (weights stored as " +
-             std::string(kernels::dtype_name(loaded.dtype)) + ")");
-    return unplaced;
-  }
   for (int node : rank_nodes)
     if (bind && !node_allowed(node)) {
       log_line(what + ": not placed (NUMA node " + std::to_string(node) +
@@ -139,8 +157,9 @@ std::vector<const ModelWeights*> PlacedWeights::place(const Model& model,
     std::vector<std::vector<int>> configs = configs_;
     if (std::find(configs.begin(), configs.end(), rank_nodes) == configs.end())
       configs.push_back(rank_nodes);
+    if (!storage_) storage_ = std::make_unique<WeightStorage>(weight_storage(model));
     WeightPlacementPlan plan =
-        plan_weight_placement(model.config, loaded.dtype, configs, home_chosen_ ? home_ : home);
+        plan_weight_placement(model.config, *storage_, configs, home_chosen_ ? home_ : home);
     bool placed = false;
     if (bind && !home_bound_ && plan.find(plan.home)) {
       // Pages the loader touched elsewhere move; pages faulted later come from the home node.
@@ -201,7 +220,7 @@ void PlacedWeights::copy_missing(const Model& model, const NodeWeights& node, bo
   const ModelConfig& c = model.config;
   ModelWeights loaded = model.weights();
   const std::vector<Slot> from = slots(loaded, c);
-  const std::vector<WeightTensor> tensors = weight_tensors(c);
+  const std::vector<WeightTensor> tensors = weight_tensors(c, *storage_);
   std::vector<Chunk> chunks;
   std::vector<std::pair<PieceKey, void*>> made;
   for (const WeightPiece* p : missing) {
@@ -228,10 +247,11 @@ const ModelWeights& PlacedWeights::view(const Model& model, int node, int rank, 
   const ModelConfig& c = model.config;
   auto w = std::make_unique<ModelWeights>(model.weights());
   const std::vector<Slot> to = slots(*w, c);
-  const std::vector<WeightTensor> tensors = weight_tensors(c);
+  const std::vector<WeightTensor> tensors = weight_tensors(c, *storage_);
+  const RankShards shards = rank_shards(c, tensors, rank, n_ranks);
   const NodeWeights& placed = *plan_.find(node);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const WeightPiece p = rank_piece(tensors[i], c, w->dtype, rank, n_ranks);
+    const WeightPiece p = rank_piece(tensors[i], shards);
     // The node's piece may be wider than the rank's (merged with other ranks' and
     // configurations'): the rank's part starts inside it.
     const WeightPiece& held = *placed.holding(p);
@@ -242,16 +262,16 @@ const ModelWeights& PlacedWeights::view(const Model& model, int node, int rank, 
       continue;
     }
     kernels::PackedWeight& m = *to[i].matrix;
-    const size_t element = kernels::dtype_size(m.dtype);
     if (p.split == WeightSplit::Columns) {
       data += (p.range.begin - held.range.begin) / m.panel * m.panel_bytes();
       m.n = p.range.size();
       m.bytes = p.bytes;
     } else if (p.split == WeightSplit::KRange && held.range.size() != m.k) {
-      // Panels as wide as the piece, read from the rank's first K column: the forward pass
-      // reads K [0, its width) of a part narrower than the matrix.
-      m = kernels::plan_packed_weight(m.n, held.range.size(), m.dtype);
-      data += static_cast<size_t>(p.range.begin - held.range.begin) * m.panel * element;
+      // The piece as the matrix it was copied as, read from the rank's first K column on: the
+      // forward pass reads K [0, its width) of a part narrower than the matrix, through the
+      // GEMM's own K range, so the panels keep the piece's stride.
+      m = kernels::plan_packed_like(m, m.n, held.range.size());
+      data += kernels::panel_k_bytes(m, 0, p.range.begin - held.range.begin, m.k).offset;
     }
     m.data = data;
   }

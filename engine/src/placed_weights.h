@@ -16,12 +16,18 @@
 
 namespace sandwich {
 
+// How the loaded model stores its matrices (its storage type, and the blocks a quantized file
+// kept), as the planner takes it. Throws std::logic_error if the planner would lay a matrix out
+// otherwise than the loader did.
+WeightStorage weight_storage(const Model& model);
+
 class PlacedWeights {
  public:
   // Each rank's weights for a configuration whose ranks have these memory nodes. Call in the
   // engine process before the ranks are forked: they inherit the copies. Logs a line with the
   // bytes per node when something was placed. Where a node is not available to this process, or
-  // the weights are stored in a type the copies do not handle, every rank reads the loaded region.
+  // the placement fails, every rank reads the loaded region (and the line says why). F32, BF16
+  // and quantized matrices, mixed as a quantized file stores them, are placed alike.
   // `home` (kAutoHome, a node, kNoHome) counts only on the first call: the home node stays.
   // Without `bind`, nodes are only names (tests of the copies on a machine that lacks them).
   std::vector<const ModelWeights*> place(const Model& model, const std::vector<int>& rank_nodes,
@@ -39,6 +45,7 @@ class PlacedWeights {
   int home_ = kNoHome;
   bool home_bound_ = false;
   std::vector<std::vector<int>> configs_;
+  std::unique_ptr<WeightStorage> storage_;  // how the loaded weights are stored, once known
   WeightPlacementPlan plan_;
   std::vector<SharedRegion> regions_;  // the copies, a region per node and placement
   std::map<PieceKey, void*> copies_;

@@ -32,8 +32,14 @@ RankShards rank_shards(const ModelConfig& c, int rank, int n_ranks, int64_t ffn_
   return s;
 }
 
-IndexRange panel_cover(IndexRange cols, int64_t n) {
-  const int64_t p = kernels::kPanel;
+int64_t ffn_granularity(const kernels::PackedWeight& gate, const kernels::PackedWeight& up,
+                        const kernels::PackedWeight& down) {
+  return std::max({int64_t{kernels::kPanel}, kernels::shard_granularity_n(gate),
+                   kernels::shard_granularity_n(up), kernels::shard_granularity_k(down)});
+}
+
+IndexRange panel_cover(IndexRange cols, int64_t n, int64_t panel) {
+  const int64_t p = panel;
   return {cols.begin / p * p, std::min(n, (cols.end + p - 1) / p * p)};
 }
 

@@ -4,18 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <map>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/model_config.h"
 #include "kernels/gemm.h"
+#include "paper_machines.h"
 #include "rank_shards.h"
-#include "test_data.h"
-#include "topotree/hwloc_loader.h"
-#include "topotree/service_config.h"
 #include "weight_placement.h"
 
 namespace sandwich {
@@ -23,22 +17,7 @@ namespace {
 
 using kernels::DType;
 
-const topo::LoadedTopology& machine(const std::string& name) {
-  static std::map<std::string, topo::LoadedTopology> loaded;
-  auto it = loaded.find(name);
-  if (it != loaded.end()) return it->second;
-  std::ifstream in(test::source_dir() / "configs" / "topologies" / (name + ".json"));
-  const std::string spec = nlohmann::json::parse(in).at("topology").get<std::string>();
-  return loaded.emplace(name, topo::load_topology(spec)).first->second;
-}
-
-// "RxT" on a machine: each rank's memory node.
-std::vector<int> rank_nodes(const std::string& machine_name, const std::string& config) {
-  std::vector<int> nodes;
-  for (const topo::Rank& r : topo::parse_service_config(config, machine(machine_name)).ranks)
-    nodes.push_back(r.memory_node());
-  return nodes;
-}
+using test::rank_nodes;
 
 // Llama-1.3b's attention with FFN and vocabulary sizes that 8 ranks split evenly in whole panels,
 // so that every rank's shard has the same bytes.
@@ -58,7 +37,7 @@ ModelConfig even_model() {
 size_t bytes_of(const std::vector<WeightTensor>& tensors, WeightSplit split) {
   size_t b = 0;
   for (const WeightTensor& t : tensors)
-    if (t.split == split) b += whole_bytes(t, DType::BF16);
+    if (t.split == split) b += whole_bytes(t);
   return b;
 }
 
@@ -67,7 +46,7 @@ void expect_placed(const ModelConfig& c, const WeightPlacementPlan& plan,
                    const std::vector<int>& nodes, const std::string& what) {
   SCOPED_TRACE(what);
   const int R = static_cast<int>(nodes.size());
-  const std::vector<WeightTensor> tensors = weight_tensors(c);
+  const std::vector<WeightTensor> tensors = weight_tensors(c, DType::BF16);
   ASSERT_EQ(plan.nodes.size(), std::set<int>(nodes.begin(), nodes.end()).size());
   for (const NodeWeights& n : plan.nodes) {
     if (n.home) {
@@ -88,7 +67,7 @@ void expect_placed(const ModelConfig& c, const WeightPlacementPlan& plan,
     const kernels::PackedWeight w = kernels::plan_packed_weight(t.n, t.k, DType::BF16);
     std::vector<IndexRange> ranges;
     for (int r = 0; r < R; ++r) {
-      const WeightPiece p = rank_piece(t, c, DType::BF16, r, R);
+      const WeightPiece p = rank_piece(t, rank_shards(c, tensors, r, R));
       const NodeWeights* n = plan.find(nodes[r]);
       ASSERT_NE(n, nullptr);
       // Each rank's shard lives on its node (the home node holds the whole model).
@@ -120,7 +99,7 @@ struct Case {
 
 TEST(WeightPlacement, ShardsOnTheirNodesOnThePapersMachines) {
   const ModelConfig c = even_model();
-  const std::vector<WeightTensor> tensors = weight_tensors(c);
+  const std::vector<WeightTensor> tensors = weight_tensors(c, DType::BF16);
   const size_t replicated = bytes_of(tensors, WeightSplit::Replicated);
   const size_t split =
       bytes_of(tensors, WeightSplit::Columns) + bytes_of(tensors, WeightSplit::KRange);
@@ -167,7 +146,7 @@ TEST(WeightPlacement, HomeIsTheNodeWithMostRanks) {
 // there; columns that two configurations put on different nodes are held on both.
 TEST(WeightPlacement, PrefillAndDecodeConfigurations) {
   const ModelConfig c = even_model();
-  const std::vector<WeightTensor> tensors = weight_tensors(c);
+  const std::vector<WeightTensor> tensors = weight_tensors(c, DType::BF16);
   const size_t replicated = bytes_of(tensors, WeightSplit::Replicated);
   const size_t split =
       bytes_of(tensors, WeightSplit::Columns) + bytes_of(tensors, WeightSplit::KRange);

@@ -61,6 +61,13 @@ TEST(SandwichdQuant, ChatAndStreamingOnOneRankAndTwo) {
              configs[i] + " --decode-config " + configs[i]);
     ASSERT_NE(d.port(), 0) << d.log();
     EXPECT_NE(d.log().find("weights q4_k x 13, f32 x 5, q6_k x 3; "), std::string::npos) << d.log();
+    if (i == 1) {
+      // The two ranks' quantized weights are placed on their NUMA node like BF16 ones.
+      EXPECT_NE(d.log().find("sandwichd: weights of 2 ranks on NUMA "), std::string::npos)
+          << d.log();
+      EXPECT_NE(d.log().find(" (the loaded weights, in place)"), std::string::npos) << d.log();
+      EXPECT_EQ(d.log().find("not placed"), std::string::npos) << d.log();
+    }
     const auto r = Client(d.port()).post("/v1/chat/completions", chat(16, false));
     ASSERT_EQ(r.status, 200) << r.body;
     texts[i] = r.j()["choices"][0]["message"]["content"].get<std::string>();

@@ -1,0 +1,25 @@
+#pragma once
+// How a file quantized with one of llama.cpp's presets stores a model's matrices, without
+// writing it: the preset's block type per tensor (Q4_K_M's mix), kept as blocks by the loader;
+// matrices the preset leaves unquantized as BF16, as the loader stores them then.
+#include <string>
+
+#include "engine/model_config.h"
+#include "engine/quantize_model.h"
+#include "kernels/quant_blocks.h"
+#include "weight_placement.h"
+
+namespace sandwich::test {
+
+inline WeightStorage preset_storage(const ModelConfig& c, const std::string& preset_name) {
+  const QuantPreset preset = quant_preset(preset_name).value();
+  WeightStorage s(kernels::DType::BF16);
+  for (const WeightTensor& t : weight_tensors(c, s)) {
+    if (t.k == 0) continue;  // norms stay f32
+    const uint32_t type = preset_tensor_type(preset, t.name, t.k, 2, c, !c.tied_embeddings);
+    if (const auto q = kernels::qtype_from_ggml(type)) s.quantized[t.name] = *q;
+  }
+  return s;
+}
+
+}  // namespace sandwich::test
