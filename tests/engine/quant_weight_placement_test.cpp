@@ -78,8 +78,9 @@ void expect_placed(const ModelConfig& c, const WeightStorage& storage,
     // Columns: whole panels (16 rows when quantized); K: whole blocks (32 or 256 values).
     const int64_t g =
         columns ? kernels::shard_granularity_n(t.layout) : kernels::shard_granularity_k(t.layout);
-    if (t.layout.qtype)
+    if (t.layout.qtype) {
       EXPECT_EQ(g, columns ? 16 : kernels::qtype_info(*t.layout.qtype).block_elems);
+    }
     std::vector<IndexRange> ranges;
     for (int r = 0; r < R; ++r) {
       const WeightPiece p = rank_piece(t, shards[r]);
@@ -88,7 +89,9 @@ void expect_placed(const ModelConfig& c, const WeightStorage& storage,
       EXPECT_EQ(p.bytes, expected_bytes(t, p.range)) << t.name << " rank " << r;
       const NodeWeights* n = plan.find(nodes[r]);
       ASSERT_NE(n, nullptr);
-      if (!n->home) EXPECT_NE(n->holding(p), nullptr) << t.name << " rank " << r;
+      if (!n->home) {
+        EXPECT_NE(n->holding(p), nullptr) << t.name << " rank " << r;
+      }
       want[nodes[r]] += p.bytes;
       ranges.push_back(p.range);
     }
@@ -104,13 +107,17 @@ void expect_placed(const ModelConfig& c, const WeightStorage& storage,
       EXPECT_EQ(n.bytes, whole) << "home node " << n.node;
       continue;
     }
-    for (const WeightTensor& t : tensors)
-      if (t.split == WeightSplit::Replicated)
+    for (const WeightTensor& t : tensors) {
+      if (t.split == WeightSplit::Replicated) {
         EXPECT_EQ(std::count_if(n.pieces.begin(), n.pieces.end(),
                                 [&](const WeightPiece& p) { return p.tensor == t.name; }),
                   1)
             << t.name;
-    if (alone) EXPECT_EQ(n.bytes, replicated_bytes(tensors) + want[n.node]) << "node " << n.node;
+      }
+    }
+    if (alone) {
+      EXPECT_EQ(n.bytes, replicated_bytes(tensors) + want[n.node]) << "node " << n.node;
+    }
   }
 }
 
