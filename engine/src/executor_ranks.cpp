@@ -172,14 +172,8 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
     : model_(model), kv_(kv), config_(config), limits_(limits) {
   const ModelConfig& c = model.config;
   const int R = config.rank_count();
-  if (c.n_kv_heads % R != 0)
-    throw std::invalid_argument(std::to_string(R) + " ranks do not divide the model's " +
-                                std::to_string(c.n_kv_heads) + " KV heads");
-  if (R > kMaxRanks)
-    throw std::invalid_argument(std::to_string(R) + " ranks: at most " + std::to_string(kMaxRanks) +
-                                " are supported");
   // Before any rank is forked: a split that would cut quantized blocks is refused here.
-  check_tensor_parallel(model, R);
+  check_rank_count(model, R);
   if (limits_.max_blocks_per_seq <= 0)
     limits_.max_blocks_per_seq = static_cast<int32_t>(KVCache::blocks_for(c.max_seq_len));
   auto align = [](size_t v) { return (v + 63) / 64 * 64; };
@@ -683,6 +677,13 @@ void RankGroupExecutor::rank_main(int rank) {
   }
   // No destructors of the engine's objects run here: they belong to the parent.
   _exit(code);
+}
+
+void check_rank_count(const Model& model, int ranks) {
+  if (ranks > kMaxRanks)
+    throw std::invalid_argument(std::to_string(ranks) + " ranks: at most " +
+                                std::to_string(kMaxRanks) + " are supported");
+  check_tensor_parallel(model, ranks);  // KV heads, and quantized blocks a shard would cut
 }
 
 }  // namespace sandwich

@@ -131,6 +131,10 @@ ModelSource read_gguf(const std::filesystem::path& path) {
   src.description = "GGUF v" + std::to_string(reader->version()) + ", " +
                     std::to_string(reader->tensors().size()) + " tensors";
   for (auto& [name, n] : dtype_counts) src.description += ", " + std::to_string(n) + " " + name;
+  if (reader->has("general.file_type")) {
+    const int64_t ft = reader->get_int("general.file_type", -1);
+    if (ft >= 0 && ft <= UINT32_MAX) src.file_type = static_cast<uint32_t>(ft);
+  }
   if (reader->has("tokenizer.ggml.tokens")) src.vocab = vocab_from_gguf(*reader);
   src.tokenizer_searched = file + " (tokenizer.ggml.* metadata)";
   src.keep_alive.push_back(reader);

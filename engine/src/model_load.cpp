@@ -17,6 +17,7 @@
 #include "engine/dummy_model.h"
 #include "engine/model.h"
 #include "engine/plan.h"
+#include "engine/quantize_model.h"
 #include "model_source.h"
 #include "model_weights.h"
 
@@ -207,16 +208,26 @@ class ModelBuilder {
   // "q4_k x 193, f32 x 65, q6_k x 33; 4.20 GiB": what the matrices and vectors are stored as,
   // most first.
   std::string summary() const {
-    std::vector<std::pair<int, std::string>> by_count;
-    for (const auto& [type, n] : type_counts_) by_count.push_back({-n, type});
-    std::sort(by_count.begin(), by_count.end());  // most first, then by name
-    std::string s;
-    for (const auto& [n, type] : by_count)
-      s += (s.empty() ? "" : ", ") + type + " x " + std::to_string(-n);
     char gib[32];
     std::snprintf(gib, sizeof gib, "; %.2f GiB",
                   static_cast<double>(m_.region_.used()) / (1 << 30));
-    return s + gib;
+    return type_counts() + gib;
+  }
+  // "q4_k x 193, f32 x 65, q6_k x 33": the tensors by type, most first, then by name.
+  std::string type_counts() const {
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [type, n] : type_counts_) by_count.push_back({-n, type});
+    std::sort(by_count.begin(), by_count.end());
+    std::string s;
+    for (const auto& [n, type] : by_count)
+      s += (s.empty() ? "" : ", ") + type + " x " + std::to_string(-n);
+    return s;
+  }
+  bool any_quantized() const {
+    for (const auto& [type, n] : matrix_counts_)
+      if (type != kernels::dtype_name(DType::F32) && type != kernels::dtype_name(DType::BF16))
+        return true;
+    return false;
   }
   std::string main_matrix_type() const {
     auto most = std::max_element(matrix_counts_.begin(), matrix_counts_.end(),
@@ -461,6 +472,15 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
       m->weight_types = b.summary();
       m->bytes_per_weight = b.bytes_per_weight();
       m->main_weight_type = b.main_matrix_type();
+      if (b.any_quantized()) {
+        m->weight_storage = b.type_counts();
+        const auto preset =
+            src && src->file_type ? quant_preset_of_file_type(*src->file_type) : std::nullopt;
+        m->weight_storage_name = preset ? *preset : m->main_weight_type;
+      } else {
+        m->weight_storage = m->weight_storage_name =
+            std::string(weight_dtype_name(m->weight_dtype()));
+      }
     } catch (const std::runtime_error& e) {
       throw std::runtime_error((path ? path->string() : o.model) + ": " + e.what());
     }

@@ -42,6 +42,7 @@ struct ModelSource {
   std::map<std::string, SourceTensor> tensors;
   std::vector<std::shared_ptr<const void>> keep_alive;  // mapped files the tensors point into
   std::string description;                              // e.g. "GGUF v3, 12 tensors BF16"
+  std::optional<uint32_t> file_type;  // GGUF general.file_type (llama.cpp's llama_ftype)
   // Tokenizer: a vocabulary carried by the file, or a file/folder to load one from.
   std::optional<Vocab> vocab;
   std::optional<std::filesystem::path> tokenizer_path;

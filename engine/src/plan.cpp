@@ -117,6 +117,8 @@ ModelIdentity identity_from_json(const fs::path& file, const json& j) {
   str("name", m.name, false);
   str("architecture", m.architecture, true);
   str("dtype", m.dtype, true);
+  str("weights", m.weights, false);
+  str("weights_name", m.weights_name, false);
   num("dim", m.dim, true);
   num("n_layers", m.n_layers, true);
   num("n_heads", m.n_heads, true);
@@ -131,16 +133,11 @@ ModelIdentity identity_from_json(const fs::path& file, const json& j) {
 }
 
 json identity_json(const ModelIdentity& m) {
-  json j = {{"name", m.name},
-            {"architecture", m.architecture},
-            {"dtype", m.dtype},
-            {"dim", m.dim},
-            {"n_layers", m.n_layers},
-            {"n_heads", m.n_heads},
-            {"n_kv_heads", m.n_kv_heads},
-            {"head_dim", m.head_dim},
-            {"ffn_dim", m.ffn_dim},
-            {"vocab_size", m.vocab_size}};
+  json j = {
+      {"name", m.name},         {"architecture", m.architecture}, {"dtype", m.dtype},
+      {"weights", m.weights},   {"weights_name", m.weights_name}, {"dim", m.dim},
+      {"n_layers", m.n_layers}, {"n_heads", m.n_heads},           {"n_kv_heads", m.n_kv_heads},
+      {"head_dim", m.head_dim}, {"ffn_dim", m.ffn_dim},           {"vocab_size", m.vocab_size}};
   if (!m.file.empty()) {
     j["file"] = m.file;
     j["file_bytes"] = m.file_bytes;
@@ -165,6 +162,17 @@ std::string ModelIdentity::mismatch(const ModelIdentity& plan) const {
   };
   text("architecture", architecture, plan.architecture);
   text("dtype", dtype, plan.dtype);
+  // A plan from before the weights were recorded compares dtype alone; two float models differ
+  // in dtype already (their weights are their dtype).
+  const bool both_float = weights == dtype && plan.weights == plan.dtype;
+  if (!plan.weights.empty() && weights != plan.weights && !both_float) {
+    // "q4_k_m (q4_k x 73, f32 x 25, q6_k x 13)"; "bf16" alone.
+    const auto named = [](const ModelIdentity& m) {
+      const std::string& name = m.weights_name.empty() ? m.weights : m.weights_name;
+      return name == m.weights ? name : name + " (" + m.weights + ")";
+    };
+    add("the plan was made for " + named(plan) + " weights, this model is " + named(*this));
+  }
   num("dim", dim, plan.dim);
   num("n_layers", n_layers, plan.n_layers);
   num("n_heads", n_heads, plan.n_heads);
@@ -185,10 +193,13 @@ std::string ModelIdentity::file_difference(const ModelIdentity& plan) const {
 }
 
 ModelIdentity model_identity(const ModelConfig& c, const std::string& dtype,
-                             const std::string& weights_file) {
+                             const std::string& weights_file, const std::string& weights,
+                             const std::string& weights_name) {
   ModelIdentity m;
   m.name = c.name;
   m.dtype = dtype;
+  m.weights = weights.empty() ? dtype : weights;
+  m.weights_name = weights_name.empty() ? m.weights : weights_name;
   m.dim = c.dim;
   m.n_layers = c.n_layers;
   m.n_heads = c.n_heads;

@@ -26,8 +26,9 @@ AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::str
   for (const auto& w : r.warnings) warning(w);
 
   if (p.model) {
-    const ModelIdentity here = model_identity(
-        model.config, std::string(weight_dtype_name(model.weight_dtype())), weights_file);
+    const ModelIdentity here =
+        model_identity(model.config, std::string(weight_dtype_name(model.weight_dtype())),
+                       weights_file, model.weight_storage, model.weight_storage_name);
     const std::string differs = here.mismatch(*p.model);
     if (!differs.empty()) {
       const std::string what = name + " was made for another model (" + differs + ")";

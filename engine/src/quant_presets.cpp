@@ -56,6 +56,12 @@ std::string quant_preset_names() {
   return s;
 }
 
+std::optional<std::string> quant_preset_of_file_type(uint32_t file_type) {
+  for (const auto& p : kPresets)
+    if (p.file_type == file_type && !p.pure) return p.name;
+  return std::nullopt;
+}
+
 uint32_t preset_tensor_type(const QuantPreset& p, const std::string& name, int64_t row_len,
                             int ndims, const ModelConfig& c, bool has_output) {
   const bool weight = name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0;

@@ -154,8 +154,12 @@ MachineFingerprint machine_from_reader(const Reader& r, const json& j) {
   return f;
 }
 
-kernels::DType dtype_of(const std::string& name) {
-  return name == "f32" ? kernels::DType::F32 : kernels::DType::BF16;
+// The kernels' key of a table entry (its type was checked when the table was read).
+kernels::GemmKey key_of(const TunedGemm& g) {
+  kernels::GemmKey key{g.n, g.k, kernels::DType::BF16, g.threads, g.pair};
+  if (!kernels::set_weight_type(key, g.dtype))
+    throw std::invalid_argument("unknown weight type \"" + g.dtype + "\"");
+  return key;
 }
 
 void warn_line(std::ostream& warn, const std::string& what) {
@@ -181,7 +185,14 @@ std::shared_ptr<kernels::TunedSchedules> gemm_schedules(
     const ScheduleTable& t, const std::function<void(const std::string&)>& skip) {
   auto table = std::make_shared<kernels::TunedSchedules>();
   for (const TunedGemm& g : t.gemms) {
-    const kernels::GemmKey key{g.n, g.k, dtype_of(g.dtype), g.threads, g.pair};
+    kernels::GemmKey key;
+    try {
+      key = key_of(g);
+    } catch (const std::invalid_argument& e) {
+      skip("tuned schedules for N=" + std::to_string(g.n) + " K=" + std::to_string(g.k) + ": " +
+           e.what());
+      continue;
+    }
     for (const TunedGemmRange& r : g.ranges) {
       try {
         kernels::Schedule s;
@@ -280,8 +291,12 @@ ScheduleTable schedule_table_from_json(const json& j, const std::string& origin)
     tg.n = r.integer(g, where, "n");
     tg.k = r.integer(g, where, "k");
     tg.dtype = r.str(g, where, "dtype");
-    if (tg.dtype != "f32" && tg.dtype != "bf16")
-      r.fail(where + ".dtype", "expected \"f32\" or \"bf16\", got \"" + tg.dtype + "\"");
+    if (kernels::GemmKey key; !kernels::set_weight_type(key, tg.dtype))
+      r.fail(where + ".dtype",
+             "expected \"f32\", \"bf16\" or a quantized type (\"q4_k\", \"q8_0\", ...), got \"" +
+                 tg.dtype + "\"");
+    else
+      tg.dtype = kernels::weight_type_name(key);  // "Q4_K" reads as "q4_k"
     const int64_t threads = r.integer(g, where, "threads");
     if (threads < 1 || threads > 1 << 16) r.fail(where + ".threads", "out of range");
     tg.threads = static_cast<int>(threads);

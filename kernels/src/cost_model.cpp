@@ -203,6 +203,7 @@ Schedule choose(const GemmShape& s) {
 Schedule default_schedule(const GemmShape& s) {
   if (s.m < 1 || s.n < 1 || s.k < 1 || s.threads < 1)
     throw std::invalid_argument("default_schedule: m, n, k and threads must be positive");
+  if (s.qtype) return default_quant_schedule(quant_shape_of(s));
   static std::mutex mu;
   static std::map<std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool>, Schedule> cache;
   const auto key = std::make_tuple(s.m, s.n, s.k, static_cast<int>(s.weights), s.threads, s.pair,

@@ -20,6 +20,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/tuned_schedules.h"
 #include "quant_layout.h"
 #include "scratch_buffer.h"
 
@@ -216,13 +217,17 @@ void run_bf16(const QuantJob& j, ThreadTeam& team) {
     a.n1 = -1;
     a.k0 = 0;
     a.k1 = -1;
+    // The cost model's BF16 schedule, as the tuner measured this path with: a table tuned for a
+    // quantized model has no BF16 entries to look up.
+    const Schedule inner =
+        default_schedule(GemmShape{a.m, rows, j.kk, DType::BF16, team.size(), j.up != nullptr});
     if (j.up) {
       PackedWeight u = g;
       u.data = tls_up_bf16.get(u.bytes);
       widen_chunk(j, *j.up, u, c0, team);
-      gemm_silu_mul(g, u, a, team);
+      gemm_silu_mul(g, u, a, team, &inner);
     } else {
-      gemm(g, a, team);
+      gemm(g, a, team, &inner);
     }
   }
 }
@@ -356,10 +361,12 @@ void quant_gemm_run(const PackedWeight& w, const PackedWeight* up, const GemmArg
   if (schedule) {
     validate_quant_schedule(shape, *schedule);
     j.s = *schedule;
+  } else {
+    j.s = planned_schedule(shape);  // the installed table's for this type and M, else the rule's
   }
   // A batch-invariant call stays on the integer path, whose bits do not depend on M: a
   // schedule that switched paths by M would change a row's output with the batch.
-  if (!schedule || (args.batch_invariant && j.s.unpack_bf16)) j.s = default_quant_schedule(shape);
+  if (args.batch_invariant && j.s.unpack_bf16) j.s = default_quant_schedule(shape);
   j.s.tn *= j.s.tk;  // no split-k: every output sums its units in k order
   j.s.tk = 1;
   if (j.s.unpack_bf16)

@@ -55,7 +55,18 @@ Schedule parse_schedule(const std::string& text) {
   return s;
 }
 
+GemmShape gemm_shape_of(const QuantShape& s) {
+  return GemmShape{s.m, s.n, s.k, DType::BF16, s.threads, s.pair, false, s.type};
+}
+
+QuantShape quant_shape_of(const GemmShape& s) {
+  if (!s.qtype)
+    throw std::invalid_argument("quant_shape_of: the shape's weights are not quantized");
+  return QuantShape{s.m, s.n, s.k, *s.qtype, s.threads, s.pair};
+}
+
 void validate_schedule(const GemmShape& s, const Schedule& c) {
+  if (s.qtype) return validate_quant_schedule(quant_shape_of(s), c);
   auto bad = [&](const std::string& why) {
     throw std::invalid_argument("schedule " + c.to_string() + ": " + why);
   };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <iterator>
 #include <mutex>
@@ -31,6 +32,7 @@ struct KeyHash {
     h ^= static_cast<uint64_t>(k.k) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
     h ^= (static_cast<uint64_t>(k.weights) << 40) ^ (static_cast<uint64_t>(k.threads) << 8) ^
          static_cast<uint64_t>(k.pair);
+    if (k.qtype) h ^= (static_cast<uint64_t>(*k.qtype) + 1) << 48;
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
@@ -63,13 +65,37 @@ void report_miss(Installed& in, const GemmKey& key) {
 
 std::string GemmKey::to_string() const {
   std::string s = "N=" + std::to_string(n) + " K=" + std::to_string(k) + " " +
-                  std::string(dtype_name(weights)) + " threads=" + std::to_string(threads);
+                  weight_type_name(*this) + " threads=" + std::to_string(threads);
   if (pair) s += " pair";
   return s;
 }
 
 GemmKey key_of(const GemmShape& s) {
-  return GemmKey{s.n, s.k, s.weights, s.threads, s.pair};
+  // A quantized key's weights are always BF16, so that keys from tables and GEMMs compare equal.
+  return GemmKey{s.n, s.k, s.qtype ? DType::BF16 : s.weights, s.threads, s.pair, s.qtype};
+}
+
+GemmShape shape_at(const GemmKey& key, int64_t m) {
+  return GemmShape{m, key.n, key.k, key.weights, key.threads, key.pair, false, key.qtype};
+}
+
+std::string weight_type_name(const GemmKey& key) {
+  return std::string(key.qtype ? qtype_info(*key.qtype).name : dtype_name(key.weights));
+}
+
+bool set_weight_type(GemmKey& key, std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "f32" || lower == "bf16") {
+    key.weights = lower == "f32" ? DType::F32 : DType::BF16;
+    key.qtype.reset();
+    return true;
+  }
+  const std::optional<QType> q = qtype_from_name(lower);
+  if (!q) return false;
+  key.weights = DType::BF16;
+  key.qtype = q;
+  return true;
 }
 
 struct TunedSchedules::Impl {
@@ -89,11 +115,11 @@ void TunedSchedules::add(const GemmKey& key, int64_t m_lo, int64_t m_hi, const S
   if (m_lo < 1 || m_lo > m_hi) bad("not a range of M >= 1");
   if (key.n < 1 || key.k < 1 || key.threads < 1) bad("N, K and threads must be positive");
   try {
-    validate_schedule(GemmShape{m_lo, key.n, key.k, key.weights, key.threads, key.pair}, schedule);
+    validate_schedule(shape_at(key, m_lo), schedule);
   } catch (const std::invalid_argument& e) {
     bad(e.what());
   }
-  auto& ranges = impl_->by_key[key];
+  auto& ranges = impl_->by_key[key_of(shape_at(key, m_lo))];
   const auto at = std::upper_bound(ranges.begin(), ranges.end(), m_lo,
                                    [](int64_t m, const TunedRange& r) { return m < r.m_lo; });
   // Sorted and disjoint: only the neighbours can overlap.
@@ -107,7 +133,7 @@ void TunedSchedules::add(const GemmKey& key, int64_t m_lo, int64_t m_hi, const S
 }
 
 const Schedule* TunedSchedules::find(const GemmShape& s) const {
-  if (s.batch_invariant) return nullptr;
+  if (s.batch_invariant && !s.qtype) return nullptr;
   const auto it = impl_->by_key.find(key_of(s));
   if (it == impl_->by_key.end()) return nullptr;
   const auto& ranges = it->second;
@@ -119,7 +145,7 @@ const Schedule* TunedSchedules::find(const GemmShape& s) const {
 }
 
 bool TunedSchedules::has_key(const GemmKey& key) const {
-  return impl_->by_key.count(key) != 0;
+  return impl_->by_key.count(key_of(shape_at(key, 1))) != 0;
 }
 size_t TunedSchedules::keys() const {
   return impl_->by_key.size();
@@ -132,13 +158,13 @@ std::vector<GemmKey> TunedSchedules::all_keys() const {
   keys.reserve(impl_->by_key.size());
   for (const auto& [key, ranges] : impl_->by_key) keys.push_back(key);
   std::sort(keys.begin(), keys.end(), [](const GemmKey& a, const GemmKey& b) {
-    return std::tie(a.n, a.k, a.weights, a.threads, a.pair) <
-           std::tie(b.n, b.k, b.weights, b.threads, b.pair);
+    return std::tie(a.n, a.k, a.weights, a.qtype, a.threads, a.pair) <
+           std::tie(b.n, b.k, b.weights, b.qtype, b.threads, b.pair);
   });
   return keys;
 }
 const std::vector<TunedRange>* TunedSchedules::ranges_of(const GemmKey& key) const {
-  const auto it = impl_->by_key.find(key);
+  const auto it = impl_->by_key.find(key_of(shape_at(key, 1)));
   return it == impl_->by_key.end() ? nullptr : &it->second;
 }
 
@@ -163,9 +189,13 @@ Schedule planned_schedule(const GemmShape& s) {
   Installed* in = g_installed.load(std::memory_order_acquire);
   if (in) {
     if (const Schedule* tuned = in->table->find(s)) return *tuned;
-    if (!s.batch_invariant) report_miss(*in, key_of(s));
+    if (!s.batch_invariant || s.qtype) report_miss(*in, key_of(s));
   }
   return default_schedule(s);
+}
+
+Schedule planned_schedule(const QuantShape& s) {
+  return planned_schedule(gemm_shape_of(s));
 }
 
 std::string kernels_version() {

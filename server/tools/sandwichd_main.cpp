@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/tool.h"
+#include "engine/executor.h"
 #include "engine/scheduler.h"
 #include "engine/tool_options.h"
 #include "server/http_server.h"
@@ -211,9 +212,18 @@ int main(int argc, char** argv) {
         logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
       // No plan, configuration or thread count: the simulator's choice for this machine.
       if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
+        // Only rank counts the weights split over (a quantized model's whole blocks).
+        const auto ranks_fit = [&](int ranks) {
+          try {
+            check_rank_count(*model, ranks);
+            return true;
+          } catch (const std::invalid_argument&) {
+            return false;
+          }
+        };
         const Plan chosen =
             tuner::default_plan(model->config, model->weight_dtype(), &configs.chosen_by,
-                                sched.kv_cache_dtype, model->bytes_per_weight);
+                                sched.kv_cache_dtype, model->bytes_per_weight, ranks_fit);
         if (configs.prefill_default) configs.plan.prefill = chosen.prefill;
         if (configs.decode_default) configs.plan.decode = chosen.decode;
       }

@@ -707,7 +707,7 @@ void register_tuned() {
   });
   std::map<int, bool> peaks_done;
   for (const sk::GemmKey& g : gemms) {
-    if (g.weights != sk::DType::BF16) continue;
+    if (g.weights != sk::DType::BF16 || g.qtype) continue;  // quantized: bench_quant_gemm
     const std::string ts = "/threads:" + std::to_string(g.threads);
     if (!peaks_done[g.threads]) {
       peaks_done[g.threads] = true;

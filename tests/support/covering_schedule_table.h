@@ -44,14 +44,16 @@ inline int write_covering_schedule_table(const std::string& tool_command,
     g.dtype = m[3];
     g.threads = std::stoi(m[4]);
     g.pair = m[5].matched;
-    const kernels::DType dt = g.dtype == "f32" ? kernels::DType::F32 : kernels::DType::BF16;
+    kernels::GemmKey key{g.n, g.k, kernels::DType::BF16, g.threads, g.pair};
+    kernels::set_weight_type(key, g.dtype);  // "f32", "bf16" or a quantized type
     int variant = 0;
     for (auto [lo, hi] : {std::pair<int64_t, int64_t>{1, 1}, {2, 16}, {17, 1 << 16}}) {
-      kernels::Schedule s =
-          kernels::default_schedule(kernels::GemmShape{lo, g.n, g.k, dt, g.threads, g.pair});
+      kernels::Schedule s = kernels::default_schedule(kernels::shape_at(key, lo));
       s.bm = s.um * (1 + variant % 3);
       s.bn = kernels::kPanel * (1 + variant % 2);
-      s.bk = kernels::k_group(dt) * (16 + 40 * variant);
+      // K blocks: whole quantized blocks, else K steps.
+      s.bk = key.qtype ? kernels::qtype_info(*key.qtype).block_elems * (1 + variant)
+                       : kernels::k_group(key.weights) * (16 + 40 * variant);
       ++variant;
       g.ranges.push_back({lo, hi, s.to_string(), 0, "test"});
     }

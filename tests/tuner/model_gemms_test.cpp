@@ -61,5 +61,58 @@ TEST(ModelGemms, UnevenShardsAndUnalignedHeadsAreEachRanksShape) {
   EXPECT_THROW(model_gemms(c, 4, 1, DType::BF16), std::invalid_argument);
 }
 
+GemmKey quant(int64_t n, int64_t k, kernels::QType t, int threads, bool pair) {
+  GemmKey key{n, k, DType::BF16, threads, pair};
+  key.qtype = t;
+  return key;
+}
+
+// A quantized preset mixes types per tensor: each GEMM is keyed by its own matrix's type, and a
+// gate/up pair of two types runs as two GEMMs (forward.cpp's ffn_block).
+TEST(ModelGemms, EachGemmIsKeyedByItsOwnMatrixType) {
+  using kernels::QType;
+  const ModelConfig c = load_preset("llama-1.3b");
+  MatrixTypes t = uniform_matrix_types(c, "q4_k");
+  t.layers[1].v = "q6_k";
+  t.layers[2].down = "q6_k";
+  t.layers[3].gate = "q5_k";
+  t.output = "q6_k";
+  const std::vector<GemmKey> want = {
+      quant(2048, 2048, QType::Q4_K, 2, false), quant(5504, 2048, QType::Q4_K, 2, true),
+      quant(2048, 5504, QType::Q4_K, 2, false), quant(2048, 2048, QType::Q6_K, 2, false),
+      quant(2048, 5504, QType::Q6_K, 2, false), quant(5504, 2048, QType::Q5_K, 2, false),
+      quant(5504, 2048, QType::Q4_K, 2, false), quant(32000, 2048, QType::Q6_K, 2, false)};
+  EXPECT_EQ(model_gemms(c, 1, 2, t), want);
+  EXPECT_EQ(lm_head_gemms(c, 1, 2, t), std::vector<GemmKey>{want.back()});
+  t.layers[0].o = "q3_k";
+  EXPECT_THROW(model_gemms(c, 1, 2, t), std::invalid_argument);
+  EXPECT_THROW(model_gemms(c, 1, 2, MatrixTypes{}), std::invalid_argument);  // no layers
+}
+
+// Quantized column shards start on 16-row panels, and FFN shards on the down projection's
+// blocks (rank_shards): other N than the same model's BF16 GEMMs.
+TEST(ModelGemms, QuantizedShardsStartOnTheirPanelsAndBlocks) {
+  using kernels::QType;
+  ModelConfig c = load_preset("llama-1.3b");
+  c.n_heads = c.n_kv_heads = 6;
+  c.head_dim = 48;  // rank 1's q columns start at 144: a 16-row panel, not a 64-column one
+  c.dim = 512;
+  c.ffn_dim = 1280;  // five 256-value blocks: 2 and 3 a rank; twenty 64-column panels: 10 each
+  c.vocab_size = 300;
+  const auto keys = model_gemms(c, 2, 2, uniform_matrix_types(c, "q4_k"));
+  const auto has = [&](int64_t n, int64_t k, bool pair) {
+    return std::find(keys.begin(), keys.end(), quant(n, k, QType::Q4_K, 2, pair)) != keys.end();
+  };
+  EXPECT_TRUE(has(144, 512, false));  // both ranks' q, k, v: no panel-aligned 160
+  EXPECT_FALSE(has(160, 512, false));
+  EXPECT_TRUE(has(512, 512, true));   // rank 0's gate/up
+  EXPECT_TRUE(has(768, 512, true));   // rank 1's
+  EXPECT_TRUE(has(512, 768, false));  // rank 1's down
+  EXPECT_FALSE(has(640, 512, true));
+  const auto bf16 = model_gemms(c, 2, 2, DType::BF16);
+  EXPECT_NE(std::find(bf16.begin(), bf16.end(), GemmKey{640, 512, DType::BF16, 2, true}),
+            bf16.end());
+}
+
 }  // namespace
 }  // namespace sandwich::tuner

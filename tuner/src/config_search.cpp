@@ -46,7 +46,8 @@ class Search {
       rank_counts_.insert(c.rank_count());
       Record rec;
       rec.origin = tree.history_string() + ", cut at " + c.cut_label;
-      if (!heads_divisible(model_, c.rank_count()) || (options_.numa_local && c.spans_numa())) {
+      if (!heads_divisible(model_, c.rank_count()) || (options_.numa_local && c.spans_numa()) ||
+          (options_.ranks_fit && !options_.ranks_fit(c.rank_count()))) {
         ++stats_.configs_filtered;
         rec.status = Status::Filtered;
       } else {
@@ -96,11 +97,13 @@ class Search {
     if (evaluated.empty()) {
       std::string counts;
       for (int n : rank_counts_) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-      std::string why = "no service configuration of this topology fits " + model_.name +
-                        ": it has " + std::to_string(model_.n_heads) + " query heads and " +
-                        std::to_string(model_.n_kv_heads) +
-                        " KV heads, and a rank count must divide both; the " +
-                        phase_name(options_.phase) + " candidates have " + counts + " ranks";
+      std::string why =
+          "no service configuration of this topology fits " + model_.name + ": it has " +
+          std::to_string(model_.n_heads) + " query heads and " + std::to_string(model_.n_kv_heads) +
+          " KV heads, and a rank count must divide both" +
+          (options_.ranks_fit ? " (and split its weights: quantized shards hold whole blocks)"
+                              : "") +
+          "; the " + phase_name(options_.phase) + " candidates have " + counts + " ranks";
       if (options_.numa_local)
         why += " (and ranks must stay inside one NUMA node: drop --numa-local to allow more)";
       throw std::invalid_argument(why);

@@ -46,7 +46,7 @@ topo::ServiceConfig checked(const topo::ServiceConfig& c) {
 }  // namespace
 
 Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how, KVCacheDType kv,
-                  double bytes_per_weight) {
+                  double bytes_per_weight, const std::function<bool(int)>& ranks_fit) {
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan;
   std::string params_note;
@@ -62,6 +62,7 @@ Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* ho
     LatencySimulator sim(local.tree, params, model, default_trace(model), w);
     SearchOptions so;
     so.top_k = 1;
+    so.ranks_fit = ranks_fit;
     so.phase = Phase::Prefill;
     plan.prefill = checked(search_configs(local.tree, model, sim, so).ranked.at(0).config);
     so.phase = Phase::Decode;

@@ -1,11 +1,15 @@
 // The GEMM tuner's search: fast start, finetune, the sliding window of micro-kernels, schedule
-// reuse with checkpoints, and the budget policy that keeps a whole model to minutes.
+// reuse with checkpoints, and the budget policy that keeps a whole model to minutes. Quantized
+// weights run the same search over their own space: the integer kernels' tile heights (um rows
+// x 16-row panels, K in whole blocks, no split-k) and, for prefill M, the BF16-unpacking path,
+// whose one parameter is the rows widened at a time (bn).
 #include "tuner/gemm_tuner.h"
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <compare>
 #include <deque>
 #include <map>
 #include <optional>
@@ -13,6 +17,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 
 namespace sandwich::tuner {
@@ -33,63 +38,90 @@ int64_t round_up(int64_t v, int64_t q) {
   return ceil_div(v, q) * q;
 }
 
-// K elements of one cache line of packed activations: K blocks are multiples of it.
+// K elements of one cache line of packed activations: K blocks are multiples of it. Quantized
+// weights: one block of the type (32 or 256), the integer kernels' K step.
 int64_t line_elements(const GemmKey& key) {
+  if (key.qtype) return kernels::qtype_info(*key.qtype).block_elems;
   const kernels::Isa isa = kernels::gemm_isa(key.weights);
   return static_cast<int64_t>(64 / kernels::dtype_size(kernels::activation_type(isa, key.weights)));
+}
+
+// Output columns of one panel, the granularity of bn: 64, or 16 rows of a quantized panel.
+int64_t panel_of(const GemmKey& key) {
+  if (!key.qtype) return kernels::kPanel;
+  return kernels::plan_packed_weight_quant(1, line_elements(key), *key.qtype).panel;
+}
+
+kernels::Isa isa_of(const GemmKey& key) {
+  return key.qtype ? kernels::quant_gemm_isa() : kernels::gemm_isa(key.weights);
 }
 
 double flops(const GemmShape& s) {
   return 2.0 * double(s.m) * double(s.n) * double(s.k) * (s.pair ? 2 : 1);
 }
 
+// The slice granularities of one group: bn in panels (kPanel, or a quantized panel) and bk in
+// lines (cache lines of activations, or quantized blocks).
+struct Grain {
+  int64_t panel = kernels::kPanel, line = 32;
+};
+
 struct Caps {
   int64_t bm, bn, bk;
 };
+// The BF16-unpacking path's chunk: whole 64-row BF16 panels, up to the whole matrix (every
+// thread widens every chunk, so no thread split caps it).
+Caps unpack_caps(const GemmShape& s, const Schedule& c) {
+  return {c.bm, round_up(s.n, kernels::kPanel), c.bk};
+}
 // The largest slice a thread can use under the schedule's split: its rows (whole tiles), its
 // panels, its K share (whole cache lines).
-Caps caps_of(const GemmShape& s, const Schedule& c, int64_t line) {
-  const int64_t panels = ceil_div(s.n, kernels::kPanel);
-  return {round_up(ceil_div(s.m, c.tm), c.um), ceil_div(panels, c.tn) * kernels::kPanel,
-          round_up(ceil_div(s.k, c.tk), line)};
+Caps caps_of(const GemmShape& s, const Schedule& c, const Grain& g) {
+  if (c.unpack_bf16) return unpack_caps(s, c);
+  const int64_t panels = ceil_div(s.n, g.panel);
+  return {round_up(ceil_div(s.m, c.tm), c.um), ceil_div(panels, c.tn) * g.panel,
+          round_up(ceil_div(s.k, c.tk), g.line)};
 }
 // Fast start's cap, before a split is chosen: the slice must leave every dimension splittable
 // over all the threads (the paper: (128, 64, 64) on 2 threads caps at (64, 32, 32)).
-Caps fast_start_caps(const GemmShape& s, int um, int64_t line) {
-  const int64_t panels = ceil_div(s.n, kernels::kPanel);
+Caps fast_start_caps(const GemmShape& s, int um, const Grain& g) {
+  const int64_t panels = ceil_div(s.n, g.panel);
   return {round_up(ceil_div(s.m, s.threads), um),
-          std::max<int64_t>(1, ceil_div(panels, s.threads)) * kernels::kPanel,
-          round_up(ceil_div(s.k, s.threads), line)};
+          std::max<int64_t>(1, ceil_div(panels, s.threads)) * g.panel,
+          round_up(ceil_div(s.k, s.threads), g.line)};
 }
 
-Schedule clip(Schedule c, const Caps& cap) {
+Schedule clip(Schedule c, const Caps& cap, const Grain& g) {
   c.bm = std::max<int64_t>(c.um, std::min(c.bm, cap.bm) / c.um * c.um);
-  c.bn = std::max<int64_t>(kernels::kPanel, std::min(c.bn, cap.bn));
+  c.bn = std::max<int64_t>(c.unpack_bf16 ? kernels::kPanel : g.panel, std::min(c.bn, cap.bn));
   c.bk = std::max<int64_t>(1, std::min(c.bk, cap.bk));
   return c;
 }
 
 enum Dim { kDimM, kDimN, kDimK };
 // The slice grown (factor 2) or shrunk (factor 0.5) along one dimension, within the caps;
-// nullopt when it cannot move.
-std::optional<Schedule> resize(const Schedule& c, Dim d, bool grow, const Caps& cap, int64_t line) {
+// nullopt when it cannot move. The unpacking path moves along N only.
+std::optional<Schedule> resize(const Schedule& c, Dim d, bool grow, const Caps& cap,
+                               const Grain& g) {
+  if (c.unpack_bf16 && d != kDimN) return std::nullopt;
+  const int64_t panel = c.unpack_bf16 ? kernels::kPanel : g.panel;
   Schedule n = c;
   if (d == kDimM)
     n.bm = grow ? std::min(c.bm * 2, cap.bm) : std::max<int64_t>(c.um, c.bm / 2 / c.um * c.um);
   if (d == kDimN)
-    n.bn = grow ? std::min(c.bn * 2, cap.bn)
-                : std::max<int64_t>(kernels::kPanel, c.bn / 2 / kernels::kPanel * kernels::kPanel);
-  if (d == kDimK) n.bk = grow ? std::min(c.bk * 2, cap.bk) : std::max(line, c.bk / 2 / line * line);
+    n.bn = grow ? std::min(c.bn * 2, cap.bn) : std::max<int64_t>(panel, c.bn / 2 / panel * panel);
+  if (d == kDimK)
+    n.bk = grow ? std::min(c.bk * 2, cap.bk) : std::max(g.line, c.bk / 2 / g.line * g.line);
   if (n.bm == c.bm && n.bn == c.bn && n.bk == c.bk) return std::nullopt;
   return n;
 }
 
 // Every thread grid tm x tn x tk = threads this shape can use: no more N threads than panels,
 // no more M threads than row tiles, split-k only where the cost model allows it (long K, not
-// the fused pair).
-std::vector<std::array<int, 3>> polymerizations(const GemmShape& s, int um) {
-  const int64_t panels = ceil_div(s.n, kernels::kPanel);
-  const int64_t steps = ceil_div(s.k, kernels::k_group(s.weights));
+// the fused pair). Quantized weights have no split-k (quant_gemm.cpp runs tk as more tn).
+std::vector<std::array<int, 3>> polymerizations(const GemmShape& s, int um, const Grain& g) {
+  const int64_t panels = ceil_div(s.n, g.panel);
+  const int64_t steps = s.qtype ? 0 : ceil_div(s.k, kernels::k_group(s.weights));
   const int64_t m_tiles = ceil_div(s.m, um);
   std::vector<std::array<int, 3>> out;
   for (int tm = 1; tm <= s.threads; ++tm)
@@ -103,25 +135,36 @@ std::vector<std::array<int, 3>> polymerizations(const GemmShape& s, int um) {
   return out;
 }
 
+// A candidate micro-kernel: a um x un tile, or (quantized weights) the BF16-unpacking path.
+struct Kernel {
+  int um = 1, un = 64;
+  bool unpack = false;
+  auto operator<=>(const Kernel&) const = default;
+};
+
 // What reuse fixes and derivation scales: the kernel, the slice (bm relative to a thread's
-// rows), the split and the prefetch flag.
+// rows), the split and the prefetch flag (and the quantized GEMM's path).
 struct Shape {
   int um = 1, un = 64;
   double bm_rel = 1;
   int64_t bn = 64, bk = 64;
   int tm = 1, tn = 1, tk = 1;
   bool prefetch = true;
+  bool unpack = false;
 };
 Shape shape_of(const GemmShape& s, const Schedule& c) {
   const int64_t rows = round_up(ceil_div(s.m, c.tm), c.um);
-  return {c.um, c.un, double(c.bm) / double(rows), c.bn, c.bk, c.tm, c.tn, c.tk, c.prefetch};
+  return {c.um,       c.un,         double(c.bm) / double(rows), c.bn, c.bk, c.tm, c.tn, c.tk,
+          c.prefetch, c.unpack_bf16};
 }
 
 }  // namespace
 
 double tuning_work(const GemmKey& key, const GemmTunerOptions& o, int64_t m_lo, int64_t m_hi) {
   const double mats = key.pair ? 2 : 1;
-  const double wbytes = double(key.n) * key.k * kernels::dtype_size(key.weights) * mats;
+  const double bytes_per_weight = key.qtype ? kernels::qtype_info(*key.qtype).bits_per_weight() / 8
+                                            : double(kernels::dtype_size(key.weights));
+  const double wbytes = double(key.n) * key.k * bytes_per_weight * mats;
   double w = 0;
   for (int64_t m = std::max<int64_t>(1, m_lo); m <= m_hi; ++m) {
     const double t = std::max(wbytes / 40e9, 2.0 * m * key.n * key.k * mats / 300e9) + 2e-3;
@@ -138,20 +181,22 @@ struct GemmTuner::Impl {
   GemmProfiler& profiler;
   GemmTunerOptions o;
   TunerStats stats;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, bool, std::string>, double> cache;
-  std::vector<std::pair<int, int>> all_kernels;  // (um, un) of every candidate micro-kernel
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int, bool, std::string>, double> cache;
+  std::vector<Kernel> all_kernels;  // every candidate micro-kernel (not the unpacking path)
 
   // Per group.
   GemmKey key;
-  int64_t line = 32;
+  Grain grain;
   const std::function<bool()>* stop = nullptr;
   double best_gflops = 0;
 
   Impl(GemmProfiler& p, GemmTunerOptions opts) : profiler(p), o(opts) {}
 
-  GemmShape shape(int64_t m) const {
-    return GemmShape{m, key.n, key.k, key.weights, key.threads, key.pair, false};
-  }
+  GemmShape shape(int64_t m) const { return kernels::shape_at(key, m); }
+
+  // The BF16-unpacking path is a candidate for quantized weights at prefill M: below, widening
+  // every weight per call costs more than the integer kernels' whole GEMM.
+  bool unpack_eligible(const GemmShape& s) const { return s.qtype && s.m >= o.unpack_min_m; }
 
   // Seconds of one call, from the cache or measured; +inf for a schedule that is not valid.
   double measure(const GemmShape& s, const Schedule& c) {
@@ -160,7 +205,8 @@ struct GemmTuner::Impl {
     } catch (const std::invalid_argument&) {
       return INFINITY;
     }
-    const auto k = std::make_tuple(s.m, s.n, s.k, int(s.weights), s.threads, s.pair, c.to_string());
+    const auto k = std::make_tuple(s.m, s.n, s.k, int(s.weights), s.qtype ? int(*s.qtype) : -1,
+                                   s.threads, s.pair, c.to_string());
     const auto it = cache.find(k);
     if (it != cache.end()) {
       ++stats.cache_hits;
@@ -182,27 +228,36 @@ struct GemmTuner::Impl {
     }
   };
 
-  // Fast start for one micro-kernel: from (um, 64, 4 lines) grow K, then N, then M by doubling
-  // while the time improves; a step that does not gain is rolled back and ends its dimension.
-  Best fast_start(const GemmShape& s, int um, int un, const std::array<int, 3>& split,
+  // Fast start for one micro-kernel: from (um, one panel, 4 lines) grow K, then N, then M by
+  // doubling while the time improves; a step that does not gain is rolled back and ends its
+  // dimension. The unpacking path grows its chunk from one BF16 panel.
+  Best fast_start(const GemmShape& s, const Kernel& k, const std::array<int, 3>& split,
                   bool prefetch) {
-    const Caps cap = fast_start_caps(s, um, line);
     Schedule c;
-    c.isa = kernels::gemm_isa(s.weights);
-    c.um = um;
-    c.un = un;
-    c.tm = split[0];
-    c.tn = split[1];
-    c.tk = split[2];
-    c.prefetch = prefetch;
-    c.bm = um;
-    c.bn = kernels::kPanel;
-    c.bk = 4 * line;
-    c = clip(c, cap);
+    Caps cap{};
+    if (k.unpack) {
+      c = kernels::default_schedule(s);
+      c.unpack_bf16 = true;
+      c.bn = kernels::kPanel;
+      cap = unpack_caps(s, c);
+    } else {
+      cap = fast_start_caps(s, k.um, grain);
+      c.isa = isa_of(key);
+      c.um = k.um;
+      c.un = k.un;
+      c.tm = split[0];
+      c.tn = split[1];
+      c.tk = split[2];
+      c.prefetch = prefetch;
+      c.bm = k.um;
+      c.bn = grain.panel;
+      c.bk = 4 * grain.line;
+    }
+    c = clip(c, cap, grain);
     Best b;
     b.offer(c, measure(s, c));
     for (Dim d : {kDimK, kDimN, kDimM}) {
-      while (auto next = resize(b.c, d, true, cap, line)) {
+      while (auto next = resize(b.c, d, true, cap, grain)) {
         const double t = measure(s, *next);
         if (t >= b.t) break;
         b.offer(*next, t);
@@ -215,19 +270,19 @@ struct GemmTuner::Impl {
   // most until none does.
   Best finetune(const GemmShape& s, const Schedule& start) {
     Best best;
-    for (const auto& split : polymerizations(s, start.um)) {
+    for (const auto& split : splits_for(s, start)) {
       Schedule c = start;
       c.tm = split[0];
       c.tn = split[1];
       c.tk = split[2];
-      const Caps cap = caps_of(s, c, line);
-      c = clip(c, cap);
+      const Caps cap = caps_of(s, c, grain);
+      c = clip(c, cap, grain);
       Best b;
       b.offer(c, measure(s, c));
       for (;;) {
         Best step;
         for (Dim d : {kDimM, kDimN, kDimK})
-          if (auto next = resize(b.c, d, true, cap, line)) step.offer(*next, measure(s, *next));
+          if (auto next = resize(b.c, d, true, cap, grain)) step.offer(*next, measure(s, *next));
         if (step.t >= b.t) break;
         b = step;
       }
@@ -236,9 +291,16 @@ struct GemmTuner::Impl {
     return best;
   }
 
+  // The thread grids a schedule may take: the unpacking path runs the BF16 GEMM's own split,
+  // so its grid is the rule's and nothing to search.
+  std::vector<std::array<int, 3>> splits_for(const GemmShape& s, const Schedule& c) const {
+    if (c.unpack_bf16) return {{c.tm, c.tn, c.tk}};
+    return polymerizations(s, c.um, grain);
+  }
+
   std::array<int, 3> start_split(const GemmShape& s, int um) const {
     const Schedule d = kernels::default_schedule(s);
-    const auto splits = polymerizations(s, um);
+    const auto splits = polymerizations(s, um, grain);
     for (const auto& p : splits)
       if (p[0] == d.tm && p[1] == d.tn && p[2] == d.tk) return p;
     return splits.empty() ? std::array<int, 3>{1, s.threads, 1} : splits.front();
@@ -246,20 +308,25 @@ struct GemmTuner::Impl {
 
   // The search at one M over these micro-kernels, beside the cost model's schedule and an
   // incumbent.
-  Best search(const GemmShape& s, const std::vector<std::pair<int, int>>& kernels_to_try,
+  Best search(const GemmShape& s, std::vector<Kernel> kernels_to_try,
               const std::optional<Schedule>& incumbent) {
     Best best;
     best.offer(kernels::default_schedule(s), measure(s, kernels::default_schedule(s)));
     if (incumbent) best.offer(*incumbent, measure(s, *incumbent));
+    const Kernel unpack{0, 0, true};
+    if (unpack_eligible(s) &&
+        std::find(kernels_to_try.begin(), kernels_to_try.end(), unpack) == kernels_to_try.end())
+      kernels_to_try.push_back(unpack);
     std::vector<Best> starts;
-    for (const auto& [um, un] : kernels_to_try) {
-      if (um > s.m) continue;
-      const auto split = start_split(s, um);
-      Best b = fast_start(s, um, un, split, true);
+    for (const Kernel& k : kernels_to_try) {
+      if (k.unpack ? !unpack_eligible(s) : k.um > s.m) continue;
+      const auto split = start_split(s, std::max(1, k.um));
+      Best b = fast_start(s, k, split, true);
       // One or two rows: whether software prefetch helps depends on the CPU (what
-      // MachineModel::skinny_hw_prefetch hand-corrects); measure both.
-      if (s.m <= 2) {
-        const Best off = fast_start(s, um, un, split, false);
+      // MachineModel::skinny_hw_prefetch hand-corrects); measure both. (The quantized GEMM
+      // has no prefetch switch.)
+      if (s.m <= 2 && !s.qtype) {
+        const Best off = fast_start(s, k, split, false);
         if (off.t < b.t) b = off;
       }
       starts.push_back(b);
@@ -271,7 +338,7 @@ struct GemmTuner::Impl {
       const Best f = finetune(s, starts[i].c);
       best.offer(f.c, f.t);
     }
-    if (s.m <= 2) {
+    if (s.m <= 2 && !s.qtype) {
       Schedule flip = best.c;
       flip.prefetch = !flip.prefetch;
       best.offer(flip, measure(s, flip));
@@ -284,25 +351,32 @@ struct GemmTuner::Impl {
     Best best;
     best.offer(kernels::default_schedule(s), measure(s, kernels::default_schedule(s)));
     best.offer(incumbent, measure(s, incumbent));
-    const Caps cap = caps_of(s, incumbent, line);
+    const Caps cap = caps_of(s, incumbent, grain);
     for (Dim d : {kDimM, kDimN, kDimK})
       for (bool grow : {true, false})
-        if (auto n = resize(incumbent, d, grow, cap, line)) best.offer(*n, measure(s, *n));
-    for (const auto& split : polymerizations(s, incumbent.um)) {
+        if (auto n = resize(incumbent, d, grow, cap, grain)) best.offer(*n, measure(s, *n));
+    for (const auto& split : splits_for(s, incumbent)) {
       Schedule c = incumbent;
       c.tm = split[0];
       c.tn = split[1];
       c.tk = split[2];
       if (c == incumbent) continue;
-      c = clip(c, caps_of(s, c, line));
+      c = clip(c, caps_of(s, c, grain), grain);
       best.offer(c, measure(s, c));
     }
     return best;
   }
 
   Schedule derive(const Shape& f, const GemmShape& s) const {
+    if (f.unpack) {
+      if (!unpack_eligible(s)) return kernels::default_schedule(s);
+      Schedule c = kernels::default_schedule(s);
+      c.unpack_bf16 = true;
+      c.bn = f.bn;
+      return clip(c, unpack_caps(s, c), grain);
+    }
     Schedule c;
-    c.isa = kernels::gemm_isa(s.weights);
+    c.isa = isa_of(key);
     c.um = f.um;
     c.un = f.un;
     c.tm = f.tm;
@@ -313,18 +387,18 @@ struct GemmTuner::Impl {
     c.bm = std::max<int64_t>(c.um, std::llround(f.bm_rel * double(rows)) / c.um * c.um);
     c.bn = f.bn;
     c.bk = f.bk;
-    c = clip(c, caps_of(s, c, line));
+    c = clip(c, caps_of(s, c, grain), grain);
     // A split the shape cannot use (more M threads than tiles): the cost model's.
-    if (polymerizations(s, c.um).empty()) return kernels::default_schedule(s);
+    const auto splits = polymerizations(s, c.um, grain);
+    if (splits.empty()) return kernels::default_schedule(s);
     bool ok = false;
-    for (const auto& p : polymerizations(s, c.um))
-      ok |= p[0] == c.tm && p[1] == c.tn && p[2] == c.tk;
+    for (const auto& p : splits) ok |= p[0] == c.tm && p[1] == c.tn && p[2] == c.tk;
     if (!ok) {
       const auto p = start_split(s, c.um);
       c.tm = p[0];
       c.tn = p[1];
       c.tk = p[2];
-      c = clip(c, caps_of(s, c, line));
+      c = clip(c, caps_of(s, c, grain), grain);
     }
     return c;
   }
@@ -354,7 +428,8 @@ struct GemmTuner::Impl {
     for (auto it = first; it != st.history.end(); ++it) {
       if (it->um != st.history.back().um || it->un != st.history.back().un ||
           it->tm != st.history.back().tm || it->tn != st.history.back().tn ||
-          it->tk != st.history.back().tk || it->prefetch != st.history.back().prefetch)
+          it->tk != st.history.back().tk || it->prefetch != st.history.back().prefetch ||
+          it->unpack != st.history.back().unpack)
         return false;
       bm += it->bm_rel / q;
       bn += double(it->bn) / q;
@@ -402,9 +477,10 @@ struct GemmTuner::Impl {
     }
   }
 
-  std::vector<std::pair<int, int>> window_kernels(const State& st) const {
-    std::set<std::pair<int, int>> k;
-    for (const Shape& h : st.history) k.insert({h.um, h.un});
+  std::vector<Kernel> window_kernels(const State& st) const {
+    std::set<Kernel> k;
+    for (const Shape& h : st.history)
+      k.insert(h.unpack ? Kernel{0, 0, true} : Kernel{h.um, h.un, false});
     return {k.begin(), k.end()};
   }
 
@@ -423,8 +499,8 @@ struct GemmTuner::Impl {
                                               : st.last
                                                   ? std::optional<Schedule>(derive(*st.last, s))
                                                   : std::nullopt;
-    int64_t candidates = 0;
-    for (const auto& [um, un] : all_kernels) candidates += um <= m;
+    int64_t candidates = unpack_eligible(s) ? 1 : 0;
+    for (const Kernel& k : all_kernels) candidates += k.um <= m;
     Best b;
     if (p == Plan::Full) {
       b = search(s, all_kernels, incumbent);
@@ -503,11 +579,25 @@ GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resum
   Impl& I = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   I.key = key;
-  I.line = line_elements(key);
+  I.grain = {panel_of(key), line_elements(key)};
   I.stop = &stop;
   I.best_gflops = 0;
   I.all_kernels.clear();
-  {
+  if (key.qtype) {
+    // The integer kernels' tile heights this CPU runs (validate_quant_schedule knows them).
+    const GemmShape probe = I.shape(1);
+    for (int um = 1; um <= 64; ++um) {
+      Schedule c = kernels::default_schedule(probe);
+      c.um = um;
+      c.bm = um;
+      try {
+        kernels::validate_schedule(probe, c);
+      } catch (const std::invalid_argument&) {
+        continue;
+      }
+      I.all_kernels.push_back({um, c.un, false});
+    }
+  } else {
     const GemmShape probe = I.shape(1);
     for (const kernels::MicroKernel& k : kernels::microkernel_table()) {
       if (k.isa != kernels::gemm_isa(key.weights) || k.weights != key.weights ||
@@ -524,7 +614,7 @@ GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resum
       } catch (const std::invalid_argument&) {
         continue;
       }
-      I.all_kernels.push_back({k.um, k.un});
+      I.all_kernels.push_back({k.um, k.un, false});
     }
   }
   if (I.all_kernels.empty())

@@ -12,14 +12,10 @@
 namespace sandwich::tuner {
 namespace {
 
-std::string dtype_text(kernels::DType d) {
-  return d == kernels::DType::BF16 ? "bf16" : "f32";
-}
-
 nlohmann::json key_json(const kernels::GemmKey& k) {
   return {{"n", k.n},
           {"k", k.k},
-          {"dtype", dtype_text(k.weights)},
+          {"dtype", kernels::weight_type_name(k)},
           {"threads", k.threads},
           {"pair", k.pair}};
 }
@@ -61,10 +57,11 @@ TuneState parse_resume(const std::string& text, const std::string& file) {
     for (const auto& g : j.at("groups")) {
       GemmGroupResult r;
       const auto& k = g.at("key");
-      r.key = {
-          k.at("n").get<int64_t>(), k.at("k").get<int64_t>(),
-          k.at("dtype").get<std::string>() == "bf16" ? kernels::DType::BF16 : kernels::DType::F32,
-          k.at("threads").get<int>(), k.at("pair").get<bool>()};
+      r.key = {k.at("n").get<int64_t>(), k.at("k").get<int64_t>(), kernels::DType::BF16,
+               k.at("threads").get<int>(), k.at("pair").get<bool>()};
+      const std::string type = k.at("dtype").get<std::string>();
+      if (!kernels::set_weight_type(r.key, type))
+        throw std::invalid_argument("unknown weight type \"" + type + "\"");
       for (const auto& p : g.at("points")) {
         TunedPoint t;
         t.m = p.at(0).get<int64_t>();
@@ -92,7 +89,7 @@ TunedGemm table_entry(const GemmGroupResult& g) {
   TunedGemm t;
   t.n = g.key.n;
   t.k = g.key.k;
-  t.dtype = dtype_text(g.key.weights);
+  t.dtype = kernels::weight_type_name(g.key);
   t.threads = g.key.threads;
   t.pair = g.key.pair;
   for (const TunedPoint& p : g.points) {
@@ -319,8 +316,7 @@ TableTuningResult tune_schedule_table(
     for (int64_t m = static_cast<int64_t>(g->points.size()) + 1; m <= job.cover_m; ++m) {
       TunedPoint p;
       p.m = m;
-      p.schedule = kernels::default_schedule(
-          {m, job.key.n, job.key.k, job.key.weights, job.key.threads, job.key.pair, false});
+      p.schedule = kernels::default_schedule(kernels::shape_at(job.key, m));
       p.how = "untuned";
       g->points.push_back(std::move(p));
       if (m <= job.tune_m) ++result.untuned_m;

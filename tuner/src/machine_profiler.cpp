@@ -1,4 +1,5 @@
-// The GEMM tuner's measurements on this machine: weights packed as the engine packs them, in
+// The GEMM tuner's measurements on this machine: weights packed as the engine packs them (a
+// quantized shape's as ggml blocks of its type, repacked as the loader repacks a GGUF's), in
 // enough copies that the last-level cache cannot hold them, on a pinned thread team.
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "common/huge_page_buffer.h"
 #include "common/uniform_fill.h"
 #include "kernels/gemm.h"
+#include "kernels/quantize.h"
 #include "kernels/thread_team.h"
 #include "tuner/gemm_tuner.h"
 
@@ -51,7 +53,7 @@ class MachineProfiler final : public GemmProfiler {
         kernels::gemm(w.gate, a, t, &c);
     };
     // The previous measurement ran this shape: caches, pages and the team are warm already.
-    const auto shape_key = std::make_tuple(s.m, s.n, s.k, int(s.weights), s.pair);
+    const auto shape_key = std::make_tuple(s.m, s.n, s.k, type_id(s), s.pair);
     if (shape_key != last_shape_)
       for (int i = 0; i < o_.warmup; ++i) call();
     last_shape_ = shape_key;
@@ -75,6 +77,29 @@ class MachineProfiler final : public GemmProfiler {
     kernels::PackedWeight gate, up;
   };
 
+  // The weights' type as one number: a float dtype, or 100 + a quantized type.
+  static int type_id(const kernels::GemmShape& s) {
+    return s.qtype ? 100 + static_cast<int>(*s.qtype) : static_cast<int>(s.weights);
+  }
+
+  // Packs the first copy: float weights from `src`, quantized ones as 16 random rows quantized
+  // to the type and repeated (the values do not change the time; quantizing a whole LM head
+  // would take longer than measuring it).
+  static void pack_first(const kernels::GemmShape& s, const kernels::PackedWeight& w,
+                         const std::vector<float>& src, kernels::ThreadTeam& t) {
+    if (!s.qtype) {
+      kernels::pack_weight(w, src.data(), kernels::DType::F32, s.k, nullptr, &t);
+      return;
+    }
+    const int64_t rows = w.panel;
+    const int64_t row_bytes = kernels::quantized_bytes(*s.qtype, s.k);
+    std::vector<unsigned char> blocks(static_cast<size_t>(rows * row_bytes));
+    kernels::quantize_ref(*s.qtype, src.data(), blocks.data(), rows * s.k);
+    for (int64_t r0 = 0; r0 < s.n; r0 += rows)
+      kernels::pack_weight_quant_rows(w, blocks.data(), row_bytes, r0, std::min(s.n, r0 + rows),
+                                      &t);
+  }
+
   kernels::ThreadTeam& team(int threads) {
     auto& t = teams_[threads];
     if (!t) {
@@ -89,13 +114,15 @@ class MachineProfiler final : public GemmProfiler {
 
   // Packed copies of this shape's weights, and activations for its M.
   void prepare(const kernels::GemmShape& s) {
-    const auto key = std::make_tuple(s.n, s.k, int(s.weights), s.pair);
+    const auto key = std::make_tuple(s.n, s.k, type_id(s), s.pair);
     if (key != weights_key_ || copies_.empty()) {
       copies_.clear();
       weights_key_ = key;
-      std::vector<float> src(static_cast<size_t>(s.n * s.k));
+      const kernels::PackedWeight plan = s.qtype
+                                             ? kernels::plan_packed_weight_quant(s.n, s.k, *s.qtype)
+                                             : kernels::plan_packed_weight(s.n, s.k, s.weights);
+      std::vector<float> src(static_cast<size_t>((s.qtype ? plan.panel : s.n) * s.k));
       fill_uniform(src.data(), src.size(), 1);
-      const kernels::PackedWeight plan = kernels::plan_packed_weight(s.n, s.k, s.weights);
       const size_t per_copy = plan.bytes * (s.pair ? 2 : 1);
       const size_t n = std::max<size_t>(1, (rotate_bytes() + per_copy - 1) / per_copy);
       kernels::ThreadTeam& t = team(s.threads);
@@ -115,7 +142,7 @@ class MachineProfiler final : public GemmProfiler {
           c.up.data = base + stride * (i * mats + 1);
         }
         if (i == 0) {
-          kernels::pack_weight(c.gate, src.data(), kernels::DType::F32, s.k, nullptr, &t);
+          pack_first(s, c.gate, src, t);
           if (s.pair) std::memcpy(c.up.data, c.gate.data, plan.bytes);
         } else {
           std::memcpy(c.gate.data, copies_[0].gate.data, plan.bytes);

@@ -49,8 +49,12 @@ MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trac
     trace_.requests.resize(static_cast<size_t>(options_.max_prefill_requests));
   LoadOptions lo;
   lo.model = model;
-  lo.load_format = LoadFormat::Dummy;
-  lo.dtype = workload_.weight_bytes == 4 ? WeightDType::F32 : WeightDType::BF16;
+  if (options_.real_weights) {
+    lo.load_format = LoadFormat::Auto;
+  } else {
+    lo.load_format = LoadFormat::Dummy;
+    lo.dtype = workload_.weight_bytes == 4 ? WeightDType::F32 : WeightDType::BF16;
+  }
   lo.require_tokenizer = false;
   model_ = load_model(lo);
   const ModelConfig& c = model_->config;

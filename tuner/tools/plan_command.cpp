@@ -14,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,8 @@
 #include "common/cli.h"
 #include "common/cpu_list.h"
 #include "common/json_file.h"
+#include "engine/executor.h"
+#include "engine/matrix_types.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/schedule_table.h"
@@ -337,7 +340,15 @@ struct ModelInfo {
   ModelConfig config;
   kernels::DType weights = kernels::DType::BF16;
   std::string dtype, weights_file;
+  // Every matrix's type (the GEMM keys), and the storage as a plan records it
+  // (Model::weight_storage, weight_storage_name): "bf16", or "q4_k x 73, ..." named "q4_k_m".
+  MatrixTypes types;
+  std::string storage, storage_name;
+  bool quantized = false;       // some matrices keep quantized blocks
   double bytes_per_weight = 0;  // a loaded model's packed bytes (quantized: under 1)
+  // A loaded model's rank counts its weights split over (check_rank_count): a quantized one's
+  // shards must hold whole blocks. Empty: not known (dummy weights split wherever heads do).
+  std::set<int> rank_counts;
 };
 
 ModelInfo describe_model(LoadOptions lo, bool shape_only) {
@@ -353,8 +364,24 @@ ModelInfo describe_model(LoadOptions lo, bool shape_only) {
         model->weight_dtype() == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
     m.weights_file = lo.model;
     m.bytes_per_weight = model->bytes_per_weight;
+    m.types = matrix_types(*model);
+    m.storage = model->weight_storage;
+    m.storage_name = model->weight_storage_name;
+    for (int r = 1; r <= std::min(64, m.config.n_kv_heads); ++r) {
+      if (m.config.n_kv_heads % r != 0) continue;
+      try {
+        check_rank_count(*model, r);
+        m.rank_counts.insert(r);
+      } catch (const std::invalid_argument&) {
+      }
+    }
   }
   m.dtype = m.weights == kernels::DType::F32 ? "f32" : "bf16";
+  if (m.storage.empty()) {
+    m.types = uniform_matrix_types(m.config, m.dtype);
+    m.storage = m.storage_name = m.dtype;
+  }
+  m.quantized = m.storage != m.dtype;
   return m;
 }
 
@@ -453,6 +480,8 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
         SearchOptions so;
         so.phase = ph;
         so.top_k = a.top_k;
+        if (!model.rank_counts.empty())
+          so.ranks_fit = [&](int r) { return model.rank_counts.count(r) != 0; };
         const SearchResult r = search_configs(machine.tree, model.config, sim, so);
         for (const RankedConfig& rc : r.ranked) {
           Candidate c{rc.config, rc.prediction.ms};
@@ -570,7 +599,11 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
       trace.source = st.trace_source;
       MeasureOptions mo;
       mo.max_prefill_requests = st.prefill_samples;
-      progress.step(0, 1, "loading " + model.config.name + " (dummy weights)");
+      // Quantized blocks are what runs, and no dummy weights hold them: the file's own.
+      mo.real_weights = model.quantized;
+      progress.step(0, 1,
+                    "loading " + model.config.name +
+                        (model.quantized ? " (" + model.storage_name + ")" : " (dummy weights)"));
       MeasuredEvaluator ev(a.load.model, trace, w, mo);
       check_stop();
       // Alternate the phases, best-simulated first: a budget cut leaves both phases' best.
@@ -646,7 +679,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
       TableTuningSpec spec;
       spec.model = a.load.model;
       spec.config = "prefill " + short_config(P.config) + "; decode " + short_config(D.config);
-      spec.dtype = model.dtype;
+      spec.dtype = model.storage;
       spec.tuner.window = GemmTunerOptions{}.window;
       spec.profiler.min_seconds = a.min_seconds;
       // A short budget tunes every GEMM over fewer M rather than a few GEMMs over all; decided
@@ -666,9 +699,9 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
       spec.max_m = st.kernel_cap;
       auto add_jobs = [&](const topo::ServiceConfig& c, int64_t cover, int64_t head_cover) {
         const auto heads =
-            lm_head_gemms(model.config, c.rank_count(), c.threads_per_rank(), model.weights);
+            lm_head_gemms(model.config, c.rank_count(), c.threads_per_rank(), model.types);
         for (const auto& key :
-             model_gemms(model.config, c.rank_count(), c.threads_per_rank(), model.weights)) {
+             model_gemms(model.config, c.rank_count(), c.threads_per_rank(), model.types)) {
           const bool head = std::find(heads.begin(), heads.end(), key) != heads.end();
           const int64_t want = head ? head_cover : cover;
           auto it = std::find_if(spec.gemms.begin(), spec.gemms.end(),
@@ -743,7 +776,8 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
     plan.prefill = P.config;
     plan.decode = D.config;
     plan.schedules = table_file;
-    plan.model = model_identity(model.config, model.dtype, model.weights_file);
+    plan.model = model_identity(model.config, model.dtype, model.weights_file, model.storage,
+                                model.storage_name);
     std::vector<int> cpus;
     for (const auto* c : {&P.config, &D.config})
       for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
@@ -791,7 +825,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
     std::ostringstream os;
     os << std::fixed << std::setprecision(1);
     os << "wrote " << out.string() << " (kernel table " << table_file.string() << ")\n";
-    os << "model      " << model.config.name << " (" << model.dtype
+    os << "model      " << model.config.name << " (" << model.storage_name
        << (model.weights_file.empty() ? ", dummy weights" : ", " + model.weights_file) << ")\n";
     os << "machine    " << plan.machine->cpu << ", CPUs " << format_cpu_list(cpus) << "\n";
     RequestTrace t;

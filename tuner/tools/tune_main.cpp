@@ -20,6 +20,7 @@
 #include "common/json_file.h"
 #include "common/paths.h"
 #include "common/tool.h"
+#include "engine/matrix_types.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
 #include "engine/plan.h"
@@ -213,15 +214,19 @@ int cmd_configs(int argc, char** argv, int first) {
     plan.prefill = pf.config;
     plan.decode = dc.config;
     // A weights file says its own type (dummy weights of a preset are BF16).
-    std::string dtype = "bf16";
+    std::string dtype = "bf16", storage, storage_name;
     if (std::filesystem::is_regular_file(o.model) &&
         std::filesystem::path(o.model).extension() != ".json") {
       LoadOptions lo;
       lo.model = o.model;
       lo.require_tokenizer = false;
-      if (load_model(lo)->weight_dtype() == WeightDType::F32) dtype = "f32";
+      const auto m = load_model(lo);
+      if (m->weight_dtype() == WeightDType::F32) dtype = "f32";
+      storage = m->weight_storage;
+      storage_name = m->weight_storage_name;
     }
-    plan.model = model_identity(s.model, dtype, std::filesystem::exists(o.model) ? o.model : "");
+    plan.model = model_identity(s.model, dtype, std::filesystem::exists(o.model) ? o.model : "",
+                                storage, storage_name);
     std::vector<int> cpus;
     for (const auto* c : {&pf.config, &dc.config})
       for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
@@ -553,25 +558,30 @@ int cmd_kernels(int argc, char** argv, int first) {
   const std::vector<int>& cpus = config.ranks.at(0).cpus;
   po.cpus = cpus;
 
-  // The shape and weight type only: dummy weights need not be made.
+  // The shape and every matrix's type only: dummy weights need not be made. A weights file is
+  // loaded, so that a quantized one keys each GEMM by its matrix's own type (q4_k, q6_k, ...).
   ModelConfig model;
-  kernels::DType weights = kernels::DType::BF16;
+  MatrixTypes types;
+  std::string storage, storage_name;
   if (lo.load_format == LoadFormat::Dummy) {
     model = std::filesystem::exists(lo.model) ? read_model_config(lo.model) : load_preset(lo.model);
-    weights = lo.dtype == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+    storage = storage_name = lo.dtype == WeightDType::F32 ? "f32" : "bf16";
+    types = uniform_matrix_types(model, storage);
   } else {
     lo.require_tokenizer = false;
     const auto m = load_model(lo);
     model = m->config;
-    weights = m->weight_dtype() == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+    types = matrix_types(*m);
+    storage = m->weight_storage;
+    storage_name = m->weight_storage_name;
   }
   const std::vector<kernels::GemmKey> keys =
-      model_gemms(model, config.rank_count(), config.threads_per_rank(), weights);
+      model_gemms(model, config.rank_count(), config.threads_per_rank(), types);
 
   TableTuningSpec spec;
   spec.model = lo.model;
   spec.config = config_text;
-  spec.dtype = weights == kernels::DType::BF16 ? "bf16" : "f32";
+  spec.dtype = storage;
   spec.max_m = to.max_m;
   spec.tuner = to;
   spec.profiler = po;
@@ -588,8 +598,9 @@ int cmd_kernels(int argc, char** argv, int first) {
   const bool tty = isatty(STDERR_FILENO);
   std::signal(SIGINT, on_sigint);
   const auto t0 = std::chrono::steady_clock::now();
-  std::cerr << "tuning " << keys.size() << " GEMM shapes of " << model.name << " (" << spec.dtype
-            << ", " << config_text << ", CPUs " << format_cpu_list(cpus) << "), M = 1.." << to.max_m
+  std::cerr << "tuning " << keys.size() << " GEMM shapes of " << model.name << " ("
+            << (storage == storage_name ? storage + ", " : storage_name + ": " + storage + "; ")
+            << config_text << ", CPUs " << format_cpu_list(cpus) << "), M = 1.." << to.max_m
             << "\n";
   auto last_line = t0 - std::chrono::hours(1);
   bool in_attention = false;

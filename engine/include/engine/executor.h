@@ -59,6 +59,12 @@ std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
                                         const topo::ServiceConfig& config,
                                         const ExecutorLimits& limits);
 
+// Throws std::invalid_argument (one line), as make_executor would, when `ranks` tensor-parallel
+// ranks cannot split the model: they do not divide its KV heads, are more than the all-reduce
+// takes, or a shard would cut a quantized weight's blocks (the line names the rank counts that
+// work). Lets a search leave out the configurations a model cannot run.
+void check_rank_count(const Model& model, int ranks);
+
 // Test hooks: the pids of a multi-rank executor's rank processes (empty for one rank) and of
 // the process that forks them (-1 for one rank).
 std::vector<int> executor_rank_pids(const Executor& e);

@@ -60,6 +60,12 @@ class Model {
   std::string weight_types;
   // The matrices' most common type: "q4_k", "bf16" (benchmark tables' dtype column).
   std::string main_weight_type;
+  // The weights' storage, precisely enough to tell a plan made for one file of a model from
+  // another file of the same shapes (ModelIdentity::weights): "bf16" or "f32" when no matrix is
+  // quantized, else the tensors counted by type, "q4_k x 73, f32 x 25, q6_k x 13" (the same for
+  // every file of one preset mix, whoever quantized it). And its name for messages: "q4_k_m" (the
+  // preset a GGUF's general.file_type names), else main_weight_type.
+  std::string weight_storage, weight_storage_name;
   // Packed matrix bytes per matrix element (0.56 for Q4_K_M, 2 for BF16): what the planner's
   // bandwidth terms read per weight.
   double bytes_per_weight = 0;

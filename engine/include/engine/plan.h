@@ -6,7 +6,8 @@
 // A plan file is either hand-written, {"prefill": <config>, "decode": <config>,
 // "schedules": "table.json"}, or made by `sandwich-tune plan`:
 // {"format": "sandwich-plan", "version": 1, "created": "<UTC ISO-8601>", "command": "...",
-//  "model": {<ModelIdentity>}, "machine": {<MachineFingerprint>},
+//  "model": {<ModelIdentity>: shapes, "dtype", "weights", "weights_name", the file},
+//  "machine": {<MachineFingerprint>},
 //  "prefill": {"config": <config JSON>, "simulated_ms": x, "measured_ms": y},
 //  "decode": {...}, "schedules": "plan.schedules.json" or {<a schedule table, inline>},
 //  "objective": "...", "details": {...}}
@@ -27,22 +28,30 @@ namespace sandwich {
 struct ModelIdentity {
   std::string name;  // the model's own name (preset or file's)
   std::string architecture = "llama";
-  std::string dtype;  // weight storage: "bf16" or "f32"
+  std::string dtype;  // the unquantized matrices' storage: "bf16" or "f32"
+  // The weights' storage precisely (Model::weight_storage): "bf16", "f32" or a quantized file's
+  // tensors by type, "q4_k x 73, f32 x 25, q6_k x 13"; weights_name names it in messages
+  // ("q4_k_m"). Empty in a plan written before they existed: such a plan compares dtype alone.
+  std::string weights, weights_name;
   int32_t dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0,
           vocab_size = 0;
   std::string file;         // the weights' path as given; "" for dummy weights
   int64_t file_bytes = -1;  // size of the file (a folder: its files), -1 when there is none
   int64_t file_mtime = -1;  // seconds since the epoch, -1 when there is none
 
-  // "" when `plan` (what a plan records) describes a model of these shapes and weight type,
-  // else what differs ("n_layers is 32, the plan's 24; dtype ...").
+  // "" when `plan` (what a plan records) describes a model of these shapes and weight storage,
+  // else what differs ("n_layers is 32, the plan's 24; the plan was made for bf16 weights, this
+  // model is q4_k_m (q4_k x 73, f32 x 25, q6_k x 13)").
   std::string mismatch(const ModelIdentity& plan) const;
   // "" when the weights file is the same by size and mtime (or either has none), else a note.
   std::string file_difference(const ModelIdentity& plan) const;
 };
-// dtype: "bf16" or "f32"; weights_file: the --model path ("" or a preset name: no file).
+// dtype: "bf16" or "f32"; weights_file: the --model path ("" or a preset name: no file);
+// weights and weights_name: Model::weight_storage and weight_storage_name ("": dtype, for
+// dummy weights, whose matrices are all of it).
 ModelIdentity model_identity(const ModelConfig& config, const std::string& dtype,
-                             const std::string& weights_file);
+                             const std::string& weights_file, const std::string& weights = "",
+                             const std::string& weights_name = "");
 
 // The tuner's figures for one phase's chosen configuration (negative: not measured).
 struct PhaseFigures {

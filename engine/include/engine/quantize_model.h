@@ -23,6 +23,9 @@ struct QuantPreset {
 // Case-insensitive; nullopt for a name that is not a preset.
 std::optional<QuantPreset> quant_preset(std::string_view name);
 std::string quant_preset_names();  // "q8_0, q4_0, ..." for messages
+// The preset a GGUF general.file_type names ("q4_k_m" for 15, as llama.cpp calls it; a pure
+// q4_k file carries the same id), nullopt for an unquantized or unknown id.
+std::optional<std::string> quant_preset_of_file_type(uint32_t file_type);
 
 // The ggml type the preset gives a tensor: llama.cpp's choice for Llama models (more bits for
 // output.weight and for attn_v/ffn_down in some layers; F32 for vectors and norms; fallbacks

@@ -9,7 +9,7 @@
 //              "l1d_bytes": 32768, "l2_bytes": 1048576, "l3_bytes": 33554432,
 //              "kernels": "<kernels_version()>"},
 //  "model": "llama-1.3b", "config": "1x2",
-//  "gemms": [{"n": 2048, "k": 2048, "dtype": "bf16", "threads": 2, "pair": false,
+//  "gemms": [{"n": 2048, "k": 2048, "dtype": "bf16", "threads": 2, "pair": false,   // or "q4_k"
 //             "ranges": [{"m": [1, 1], "schedule": "avx512bf16 1x64 slice 1x64x2048 threads 1x2x1",
 //                         "gflops": 41.2, "how": "searched"}, ...]}, ...],
 //  "tunables": [{"kernel": "attention_decode", "key": {"head_dim": 128, ...},
@@ -53,7 +53,10 @@ struct TunedGemmRange {
 };
 struct TunedGemm {
   int64_t n = 0, k = 0;
-  std::string dtype = "bf16";  // "f32" or "bf16"
+  // The weight matrix's type: "f32", "bf16" or a quantized block type ("q4_k", "q6_k", ...): a
+  // quantized model's GEMMs are keyed by their own matrix's type. (Tables written before
+  // quantized keys existed hold only "f32" and "bf16", and read as they always did.)
+  std::string dtype = "bf16";
   int threads = 1;
   bool pair = false;
   std::vector<TunedGemmRange> ranges;

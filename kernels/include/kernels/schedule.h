@@ -3,6 +3,7 @@
 // how the threads split the work (polymerization). The cost model proposes one for any shape;
 // the tuner may search for better ones and store them in a plan (to_string / parse_schedule).
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernels/cpu_features.h"
@@ -46,14 +47,21 @@ struct GemmShape {
   bool pair = false;  // the gate/up pair of gemm_silu_mul: two weights per output column
   // A batch-invariant GEMM (GemmArgs::batch_invariant): no split-k, one-set micro-kernels.
   bool batch_invariant = false;
+  // Set for quantized weights (PackedWeight::qtype): the GEMM is the quantized one, so
+  // default_schedule and validate_schedule answer as default_quant_schedule and
+  // validate_quant_schedule do, and `weights` is BF16 (what the unpack_bf16 path widens to).
+  std::optional<QType> qtype;
 };
 
 // Predicted seconds of a schedule on this machine's roofline: compute at the micro-kernel's
 // step cost, weight and activation traffic at DRAM bandwidth, thread imbalance, overheads.
+// Float weights only (a quantized shape has no roofline here).
 double predict_seconds(const GemmShape& s, const Schedule& sched);
-// The cost model's choice for a shape (cached per shape: cheap after the first call).
+// The cost model's choice for a shape (cached per shape: cheap after the first call); for a
+// quantized shape, default_quant_schedule's.
 Schedule default_schedule(const GemmShape& s);
-// Throws std::invalid_argument naming what is wrong (unknown kernel, bad split, ...).
+// Throws std::invalid_argument naming what is wrong (unknown kernel, bad split, ...); a
+// quantized shape is checked by validate_quant_schedule.
 void validate_schedule(const GemmShape& s, const Schedule& sched);
 
 // A GEMM of quantized weights (PackedWeight::qtype).
@@ -63,6 +71,9 @@ struct QuantShape {
   int threads;
   bool pair = false;
 };
+// The same GEMM as a GemmShape (qtype set, weights BF16), and back (s.qtype must be set).
+GemmShape gemm_shape_of(const QuantShape& s);
+QuantShape quant_shape_of(const GemmShape& s);
 // The ISA of the integer kernels for quantized weights on this CPU: AVX-512 needs VNNI
 // (vpdpbusd), else AVX2, else scalar; SANDWICH_ISA caps it like every kernel.
 Isa quant_gemm_isa();

@@ -13,6 +13,7 @@
 // improvement restores it, and a group out of patience stops: its remaining configurations are
 // discarded unevaluated.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct SearchOptions {
   int top_k = 10;
   int patience = 8;         // 0: no early stopping
   bool numa_local = false;  // only ranks whose CPUs share one NUMA node
+  // Beyond dividing the heads: whether the model's weights split over this many ranks (a
+  // quantized model's shards must hold whole blocks; engine's check_rank_count). Unset: any.
+  std::function<bool(int ranks)> ranks_fit;
   topo::HashMode hash = topo::HashMode::Structure;
   int max_group_levels = 6;
   int64_t max_trees = 200000;

@@ -9,7 +9,10 @@
 // M: the first `window` M try every micro-kernel, later ones only those that won in the last
 // `window`; once the winner's slice and polymerization stay within `reuse_threshold` of their
 // running average they are fixed and the larger M derive their schedules without search.
-// Measured schedules are cached across groups.
+// Measured schedules are cached across groups. A key of quantized weights (GemmKey::qtype) is
+// searched the same way over the quantized GEMM's schedules: the integer kernels' tile heights
+// (um rows x 16-row panels, bk in whole blocks, no split-k) and, from unpack_min_m on, the
+// BF16-unpacking path (its chunk of rows, bn), measured on the real quantized GEMM.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -61,6 +64,10 @@ struct GemmTunerOptions {
   // single measurements on a shared memory bus drift by more than most schedules differ.
   int confirm_rounds = 5;
   double confirm_margin = 0.02;
+  // Quantized weights: from this M on, the BF16-unpacking path (Schedule::unpack_bf16) is a
+  // candidate beside the integer kernels. It widens every weight on each call, which only a
+  // prefill's many rows can repay.
+  int64_t unpack_min_m = 32;
 };
 
 struct TunedPoint {

@@ -30,7 +30,8 @@ struct AttentionJob {
 };
 
 struct TableTuningSpec {
-  // Recorded in the table and compared on resume (another value refuses to resume).
+  // Recorded in the table and compared on resume (another value refuses to resume). dtype:
+  // the weights' storage (Model::weight_storage: "bf16", or a quantized file's type counts).
   std::string model, config, dtype;
   int64_t max_m = 0;
   std::vector<GemmJob> gemms;  // distinct keys

@@ -1,9 +1,9 @@
 #pragma once
 // The measured evaluator: runs real engine steps (make_executor, dummy BF16 weights with the
-// model's shapes) under each configuration on this machine and times them, for the same
-// figures the simulator predicts: mean prefill latency of the trace's requests (in chunks) and
-// the time of one decode step of decode_batch sequences at the trace's mean decode context.
-// Multi-rank configurations fork their rank processes per evaluation.
+// model's shapes, or a quantized file's own weights) under each configuration on this machine and
+// times them, for the same figures the simulator predicts: mean prefill latency of the trace's
+// requests (in chunks) and the time of one decode step of decode_batch sequences at the trace's
+// mean decode context. Multi-rank configurations fork their rank processes per evaluation.
 #include <memory>
 #include <string>
 
@@ -23,11 +23,15 @@ struct MeasureOptions {
   int warmup = 1;                // untimed runs before each measurement
   int decode_steps = 8;          // timed decode steps (the median counts)
   int max_prefill_requests = 8;  // trace requests prefilled per evaluation (0: all)
+  // Load the model's own weights instead of dummy ones with its shapes: a quantized file's
+  // blocks run on other kernels than BF16 weights, and dummy weights cannot be quantized.
+  bool real_weights = false;
 };
 
 class MeasuredEvaluator : public ConfigEvaluator {
  public:
-  // model: a preset name or a model path (its shapes; the weights are dummy).
+  // model: a preset name or a model path (its shapes; the weights are dummy unless
+  // options.real_weights).
   MeasuredEvaluator(const std::string& model, RequestTrace trace, WorkloadOptions workload,
                     MeasureOptions options = {});
   ~MeasuredEvaluator() override;

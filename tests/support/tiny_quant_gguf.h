@@ -1,0 +1,40 @@
+#pragma once
+// A tiny quantized GGUF with llama.cpp's per-tensor type mix and dummy weights, for the tests of
+// tools that take a model file (test binaries that link the engine): 256-wide rows (one K-type
+// super-block), 2 layers, untied output, so that Q4_K_M holds q4_k and q6_k matrices.
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/dummy_model.h"
+#include "engine/model_config.h"
+#include "engine/quantize_model.h"
+
+namespace sandwich::test {
+
+inline ModelConfig tiny_quant_model_config() {
+  const nlohmann::json hf = {{"model_type", "llama"},       {"hidden_size", 256},
+                             {"num_hidden_layers", 2},      {"num_attention_heads", 4},
+                             {"num_key_value_heads", 2},    {"intermediate_size", 256},
+                             {"vocab_size", 320},           {"max_position_embeddings", 64},
+                             {"tie_word_embeddings", false}};
+  ModelConfig c = config_from_hf_json(hf, "tiny_quant_model_config");
+  c.name = "tiny-quant";
+  return c;
+}
+
+// dir/tiny-PRESET.gguf (or dir/file) quantized with the preset ("q4_k_m", "q8_0", ...).
+inline std::filesystem::path write_tiny_quant_gguf(const std::filesystem::path& dir,
+                                                   const std::string& preset,
+                                                   const std::string& file = "") {
+  const auto p = quant_preset(preset);
+  if (!p) throw std::invalid_argument("no quantization preset " + preset);
+  const ModelConfig c = tiny_quant_model_config();
+  const auto out = dir / (file.empty() ? "tiny-" + preset + ".gguf" : file);
+  write_dummy_gguf_quantized(c, *p, default_dummy_vocab(c), 1, out);
+  return out;
+}
+
+}  // namespace sandwich::test

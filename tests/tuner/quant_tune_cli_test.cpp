@@ -1,0 +1,102 @@
+// sandwich-tune on a quantized GGUF as a user runs it: `kernels` keys every GEMM by its matrix's
+// own block type, and `plan` goes end to end (search, measure, choose, kernels, write) to a plan
+// that sandwich-generate runs on that file and refuses for a file of another preset.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "command.h"
+#include "engine/plan.h"
+#include "engine/schedule_table.h"
+#include "kernels/tuned_schedules.h"
+#include "test_data.h"
+#include "tiny_quant_gguf.h"
+#include "tune_command.h"
+
+namespace sandwich::tuner {
+namespace {
+
+using test::CommandResult;
+using test::tune;
+
+std::string generate(const std::filesystem::path& model, const std::string& extra) {
+  return (test::bin_dir() / "sandwich-generate").string() + " --model " + model.string() +
+         " --prompt hi -n 2 --temperature 0 " + extra;
+}
+
+// Every entry is of a type the file holds, covers M from 1 on, and installs without a warning.
+std::set<std::string> table_types(const std::filesystem::path& file) {
+  const ScheduleTable t = read_schedule_table(file);
+  std::set<std::string> types;
+  for (const TunedGemm& g : t.gemms) {
+    types.insert(g.dtype);
+    EXPECT_FALSE(g.ranges.empty()) << g.dtype;
+    if (!g.ranges.empty()) EXPECT_EQ(g.ranges.front().m_lo, 1) << g.dtype;
+  }
+  std::ostringstream warn;
+  EXPECT_GT(install_schedule_table(file, warn), 0u);
+  EXPECT_EQ(warn.str(), "");
+  for (const kernels::GemmKey& k : kernels::installed_tuned_schedules()->all_keys())
+    EXPECT_TRUE(k.qtype) << k.to_string();
+  install_schedule_table(ScheduleTable{}, "none", warn);  // leave the process as it was
+  return types;
+}
+
+TEST(QuantTuneCli, KernelsKeysEachGemmOfAQuantizedFileByItsType) {
+  test::TempDir dir;
+  const auto model = test::write_tiny_quant_gguf(dir.path(), "q4_k_m");
+  const auto table = dir / "t.json";
+  const CommandResult r =
+      tune("kernels --model " + model.string() +
+           " --config 1x2 --max-m 4 --min-seconds 0 --no-attention -o " + table.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  // q, o and layer 0's down; k and v of layer 0; gate/up; layer 1's v and down; the head.
+  EXPECT_NE(r.err.find("tuning 6 GEMM shapes of tiny-quant (q4_k_m: q4_k x 13, f32 x 5, q6_k x 3; "
+                       "1x2, CPUs "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("N=320 K=256 q6_k threads=2: "), std::string::npos) << r.out;  // LM head
+  EXPECT_EQ(table_types(table), (std::set<std::string>{"q4_k", "q6_k"}));
+  // The engine finds an entry for every GEMM the model runs.
+  const CommandResult g =
+      test::run_command(generate(model, "--threads 2 --schedules " + table.string()));
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.err.find("has no entry"), std::string::npos) << g.err;
+}
+
+TEST(QuantTuneCli, APlanOfAQuantizedFileRunsOnItAndIsRefusedForAnotherPreset) {
+  test::TempDir dir;
+  const auto km = test::write_tiny_quant_gguf(dir.path(), "q4_k_m");
+  const auto ks = test::write_tiny_quant_gguf(dir.path(), "q4_k_s");
+  const auto file = dir / "p.json";
+  const CommandResult r = tune("plan --model " + km.string() +
+                               " --budget 8s --top-k 2 --max-m 4 --min-seconds 0 "
+                               "--no-attention -o " +
+                               file.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("model      tiny-quant (q4_k_m, "), std::string::npos) << r.out;
+  for (const char* s : {"[2/5 measure]", "[4/5 kernels]", "[5/5 write] done"})
+    EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+  const Plan plan = load_plan(file);
+  ASSERT_TRUE(plan.model);
+  EXPECT_EQ(plan.model->weights_name, "q4_k_m");
+  EXPECT_EQ(plan.model->weights.rfind("q4_k x ", 0), 0u) << plan.model->weights;
+  // Two ranks would cut the tiny model's 256-value blocks: the search leaves them out.
+  EXPECT_EQ(plan.prefill.rank_count(), 1);
+  EXPECT_EQ(plan.decode.rank_count(), 1);
+  ASSERT_TRUE(plan.schedules);
+  EXPECT_EQ(table_types(*plan.schedules), (std::set<std::string>{"q4_k", "q6_k"}));
+
+  const CommandResult g = test::run_command(generate(km, "--plan " + file.string()));
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.err.find("sandwich: schedules:"), std::string::npos) << g.err;
+  EXPECT_EQ(g.err.find("warning"), std::string::npos) << g.err;
+  test::expect_one_line_error(test::run_command(generate(ks, "--plan " + file.string())),
+                              "sandwich-generate: error: " + file.string() +
+                                  " was made for another model (the plan was made for q4_k_m (");
+}
+
+}  // namespace
+}  // namespace sandwich::tuner
