@@ -82,7 +82,9 @@ TEST(QuantGemmTuner, SearchesTheQuantizedSchedulesAndTheUnpackingPathFromItsM) {
   for (const TunedPoint& pt : r.points) {
     EXPECT_NO_THROW(kernels::validate_schedule(kernels::shape_at(key, pt.m), pt.schedule))
         << pt.m << " " << pt.schedule.to_string();
-    if (pt.m < 32) EXPECT_FALSE(pt.schedule.unpack_bf16) << pt.m << " " << pt.how;
+    if (pt.m < 32) {
+      EXPECT_FALSE(pt.schedule.unpack_bf16) << pt.m << " " << pt.how;
+    }
   }
   // The last M is always searched: there the unpacking path measures fastest.
   EXPECT_TRUE(r.points.back().schedule.unpack_bf16) << r.points.back().schedule.to_string();

@@ -33,7 +33,9 @@ std::set<std::string> table_types(const std::filesystem::path& file) {
   for (const TunedGemm& g : t.gemms) {
     types.insert(g.dtype);
     EXPECT_FALSE(g.ranges.empty()) << g.dtype;
-    if (!g.ranges.empty()) EXPECT_EQ(g.ranges.front().m_lo, 1) << g.dtype;
+    if (!g.ranges.empty()) {
+      EXPECT_EQ(g.ranges.front().m_lo, 1) << g.dtype;
+    }
   }
   std::ostringstream warn;
   EXPECT_GT(install_schedule_table(file, warn), 0u);
