@@ -23,10 +23,14 @@ struct QuantPreset {
 // Case-insensitive; nullopt for a name that is not a preset.
 std::optional<QuantPreset> quant_preset(std::string_view name);
 std::string quant_preset_names();  // "q8_0, q4_0, ..." for messages
+// The unquantized types `quantize` writes too: f32, f16, bf16 (as llama-quantize's F32, F16 and
+// BF16: every matrix in that type, vectors f32). Case-insensitive; nullopt for another name.
+std::optional<QuantPreset> plain_preset(std::string_view name);
 
 // The ggml type the preset gives a tensor: llama.cpp's choice for Llama models (more bits for
 // output.weight and for attn_v/ffn_down in some layers; F32 for vectors and norms; fallbacks
-// for rows that are not whole blocks). Throws if no type fits the row length.
+// for rows that are not whole blocks: llama.cpp's for the k-quants, F32 for the others, where
+// llama-quantize gives up). Throws if no type fits the row length.
 uint32_t preset_tensor_type(const QuantPreset& preset, const std::string& name, int64_t row_len,
                             int ndims, const ModelConfig& config, bool has_output);
 
