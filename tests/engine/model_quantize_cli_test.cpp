@@ -126,6 +126,11 @@ TEST(ModelQuantizeCli, RowsNoLegacyBlockFitsStayF32) {
   EXPECT_NE(r.err.find("blk.4.ffn_up.weight [172 x 64] f32 -> q4_0"), std::string::npos) << r.err;
   // The tied embedding is the output too: q6_k, which 64-value rows cannot hold, then q8_0.
   EXPECT_NE(r.err.find("token_embd.weight [512 x 64] f32 -> q8_0"), std::string::npos) << r.err;
+  const CommandResult ppl = test::run_command((test::bin_dir() / "sandwich-perplexity").string() +
+                                              " -t 1 -c 64 --chunks 1 -m " + q4.string() + " -f " +
+                                              (stories / "expected_greedy_200.txt").string());
+  ASSERT_EQ(ppl.code, 0) << ppl.err;
+  EXPECT_NE(ppl.err.find("weights: q4_0 x 30, f32 x 16, q8_0 x 1;"), std::string::npos) << ppl.err;
 }
 
 TEST(ModelQuantizeCli, WeightsTheTypeCannotHoldAreOneLine) {
