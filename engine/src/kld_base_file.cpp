@@ -1,6 +1,7 @@
 #include "engine/kld_base_file.h"
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "engine/perplexity.h"
@@ -16,9 +17,15 @@ std::string shape_of(const KLDBaseInfo& i) {
          std::to_string(i.ffn_dim);
 }
 
-size_t rows_bytes(const KLDBaseInfo& i) {
-  return static_cast<size_t>(i.n_chunks) * static_cast<size_t>(scored_count(i.n_ctx)) *
-         static_cast<size_t>(i.n_vocab) * sizeof(float);
+// The bytes the tokens and rows of a header take; nullopt past 2^64 (a corrupt header).
+std::optional<uint64_t> body_bytes(const KLDBaseInfo& i) {
+  uint64_t tokens = 0, rows = 0, row_bytes = 0, all = 0;
+  if (__builtin_mul_overflow(uint64_t(i.n_chunks), uint64_t(i.n_ctx), &tokens) ||
+      __builtin_mul_overflow(uint64_t(i.n_chunks), uint64_t(scored_count(i.n_ctx)), &rows) ||
+      __builtin_mul_overflow(rows, uint64_t(i.n_vocab) * sizeof(float), &row_bytes) ||
+      __builtin_add_overflow(tokens * sizeof(int32_t), row_bytes, &all))
+    return std::nullopt;
+  return all;
 }
 
 }  // namespace
@@ -148,11 +155,12 @@ KLDBaseReader::KLDBaseReader(const std::filesystem::path& path) : file_(path) {
   if (len > n - pos) fail("truncated (not a whole KL-divergence base file)");
   info_.model.assign(reinterpret_cast<const char*>(p + pos), len);
   pos += len + (4 - len % 4) % 4;
+  const std::optional<uint64_t> body = body_bytes(info_);
+  if (pos > n || !body || *body != n - pos)
+    fail("holds " + std::to_string(n) +
+         " bytes, not what its header says (truncated or not a "
+         "KL-divergence base file)");
   const size_t n_tokens = static_cast<size_t>(info_.n_chunks) * static_cast<size_t>(info_.n_ctx);
-  const size_t want = pos + n_tokens * sizeof(int32_t) + rows_bytes(info_);
-  if (pos > n || want != n)
-    fail("holds " + std::to_string(n) + " bytes where its header says " + std::to_string(want) +
-         " (truncated or not a KL-divergence base file)");
   info_.tokens.resize(n_tokens);
   take(info_.tokens.data(), n_tokens * sizeof(int32_t));
   for (int32_t t : info_.tokens)
