@@ -43,7 +43,7 @@ namespace sandwich {
 namespace {
 
 struct EntryDesc {
-  int32_t token_offset, n_tokens, start_pos, table_offset, n_blocks, want_logits;
+  int32_t token_offset, n_tokens, start_pos, table_offset, n_blocks, want_logits, all_logits;
 };
 
 // Through syscall(): glibc 2.36's <sys/pidfd.h> lacks C++ linkage.
@@ -176,6 +176,7 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   check_rank_count(model, R);
   if (limits_.max_blocks_per_seq <= 0)
     limits_.max_blocks_per_seq = static_cast<int32_t>(KVCache::blocks_for(c.max_seq_len));
+  if (limits_.max_logit_rows <= 0) limits_.max_logit_rows = limits_.max_entries;
   auto align = [](size_t v) { return (v + 63) / 64 * 64; };
   size_t off = align(sizeof(RankControl));
   const size_t entries_off = off;
@@ -186,7 +187,7 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   off = align(off + sizeof(int32_t) * static_cast<size_t>(limits_.max_entries) *
                         limits_.max_blocks_per_seq);
   const size_t logits_off = off;
-  off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_entries) * c.vocab_size);
+  off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_logit_rows) * c.vocab_size);
   control_region_ = SharedRegion("sandwich-step", off);
   ctl_ = new (control_region_.allocate(off)) RankControl;
   ctl_->entries_off = entries_off;
@@ -572,16 +573,20 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
     const BatchEntry& e = batch[i];
     const int32_t n = static_cast<int32_t>(e.tokens.size()),
                   nb = static_cast<int32_t>(e.block_table.size());
-    if (tok + n > limits_.max_tokens || nb > limits_.max_blocks_per_seq)
+    const int32_t rows = static_cast<int32_t>(e.logit_rows());
+    if (tok + n > limits_.max_tokens || nb > limits_.max_blocks_per_seq ||
+        n_logits + rows > limits_.max_logit_rows)
       throw std::invalid_argument(
           "step larger than the executor's limits (" + std::to_string(limits_.max_tokens) +
-          " tokens, " + std::to_string(limits_.max_blocks_per_seq) + " blocks per sequence)");
+          " tokens, " + std::to_string(limits_.max_blocks_per_seq) + " blocks per sequence, " +
+          std::to_string(limits_.max_logit_rows) + " rows of logits)");
     std::memcpy(ctl_->tokens() + tok, e.tokens.data(), n * sizeof(int32_t));
     std::memcpy(ctl_->tables() + tab, e.block_table.data(), nb * sizeof(int32_t));
-    ctl_->entries()[i] = {tok, n, e.start_pos, tab, nb, e.want_logits ? 1 : 0};
+    ctl_->entries()[i] = {
+        tok, n, e.start_pos, tab, nb, e.want_logits ? 1 : 0, e.all_logits ? 1 : 0};
     tok += n;
     tab += nb;
-    n_logits += e.want_logits ? 1 : 0;
+    n_logits += rows;
   }
   ctl_->n_entries = static_cast<int32_t>(batch.size());
   ctl_->done.store(0, std::memory_order_relaxed);
@@ -654,7 +659,7 @@ void RankGroupExecutor::rank_main(int rank) {
         batch.push_back({std::span<const int32_t>(ctl_->tokens() + d.token_offset, d.n_tokens),
                          d.start_pos,
                          std::span<const int32_t>(ctl_->tables() + d.table_offset, d.n_blocks),
-                         d.want_logits != 0});
+                         d.want_logits != 0, d.all_logits != 0});
       }
       try {
         fp.run(batch, ctl_->logits());

@@ -249,7 +249,7 @@ ForwardPass::Step ForwardPass::plan_step(std::span<const BatchEntry> batch) cons
   s.batch = batch;
   for (const BatchEntry& e : batch) {
     s.tokens += static_cast<int64_t>(e.tokens.size());
-    s.n_logits += e.want_logits ? 1 : 0;
+    s.n_logits += e.logit_rows();
   }
   if (s.tokens == 0) return s;
   s.entry.resize(s.tokens);
@@ -378,8 +378,8 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
   all_reduce(s);
 }
 
-// The final norm of each entry's last token, then its logits: this rank's vocabulary columns,
-// gathered from all ranks when there are several.
+// The final norm of each entry's last token (every token's, for all_logits), then its logits:
+// this rank's vocabulary columns, gathered from all ranks when there are several.
 void ForwardPass::final_logits(const Step& s, float* logits) {
   const ModelConfig& c = model_.config;
   const ModelWeights& W = w_;
@@ -387,12 +387,10 @@ void ForwardPass::final_logits(const Step& s, float* logits) {
   last_.resize(static_cast<size_t>(s.n_logits * dim));
   int64_t row = 0, k = 0;
   for (const BatchEntry& e : s.batch) {
-    row += static_cast<int64_t>(e.tokens.size());
-    if (e.want_logits) {
-      kernels::rmsnorm(s.x + (row - 1) * dim, W.final_norm, last_.data() + k * dim, dim,
-                       c.norm_eps);
-      ++k;
-    }
+    const int64_t n = static_cast<int64_t>(e.tokens.size());
+    row += n;
+    for (int64_t r = row - e.logit_rows(); r < row; ++r, ++k)
+      kernels::rmsnorm(s.x + r * dim, W.final_norm, last_.data() + k * dim, dim, c.norm_eps);
   }
   if (view_.n_ranks == 1) {
     kernels::gemm(W.output,

@@ -60,9 +60,10 @@ class ForwardPass {
               Collective* collective = nullptr, bool batch_invariant = false,
               const ModelWeights* weights = nullptr);
 
-  // Runs the batch and writes one row of vocab_size logits per entry with want_logits, in batch
-  // order. Throws std::invalid_argument for tokens outside the vocabulary, positions past the
-  // context or block tables that do not cover the chunk.
+  // Runs the batch and writes vocab_size logits per row of each entry's logit_rows() (the last
+  // token's with want_logits, every token's with all_logits), in batch order. Throws
+  // std::invalid_argument for tokens outside the vocabulary, positions past the context or block
+  // tables that do not cover the chunk.
   void run(std::span<const BatchEntry> batch, float* logits);
 
   const RankView& view() const { return view_; }

@@ -127,7 +127,9 @@ GenerationResult Generator::generate(const GenerationRequest& req,
   auto t1 = std::chrono::steady_clock::now();
   prefilling = false;
   bool first = true;
+  std::vector<float> raw;  // the logits before the sampler's penalties, for logprobs
   for (int64_t pos = n_prompt;; ++pos) {
+    if (req.logprobs >= 0) raw = logits;
     const int32_t next = sampler.sample(logits.data(), req.prompt, res.tokens);
     if (first) {
       t1 = std::chrono::steady_clock::now();
@@ -138,6 +140,11 @@ GenerationResult Generator::generate(const GenerationRequest& req,
       break;
     }
     res.tokens.push_back(next);
+    if (req.logprobs >= 0)
+      res.logprobs.push_back({next, Sampler::logprob_of(raw.data(), c.vocab_size, next),
+                              req.logprobs > 0
+                                  ? Sampler::top_logprobs(raw.data(), c.vocab_size, req.logprobs)
+                                  : std::vector<Sampler::TopLogprob>{}});
     if (decoder) emit(stops.push(decoder->push(next)));
     if (stops.stopped()) {
       res.finish_reason = FinishReason::Stop;

@@ -386,20 +386,24 @@ DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::
   if (want == WeightDType::F32) return DType::F32;
   if (want == WeightDType::BF16) return DType::BF16;
   if (!src) return DType::BF16;
-  bool any_f16 = false, any_bf16 = false;
+  bool any_f16 = false, any_bf16 = false, any_f32 = false, any_quantized = false;
   for (auto& [name, t] : src->tensors) {
     if (t.shape.size() != 2) continue;
-    // A quantized file's unquantized matrices (if any) are not worth F32's bandwidth.
-    any_bf16 |= t.qtype.has_value();
+    any_quantized |= t.qtype.has_value();
     if (t.qtype) continue;
     any_f16 |= t.dtype == DType::F16;
     any_bf16 |= t.dtype == DType::BF16;
+    any_f32 |= t.dtype == DType::F32;
   }
   if (any_f16)
     notes.push_back(
         "F16 weights are converted to BF16 (as vLLM does on CPU); pass --dtype float32 to keep "
         "full precision");
-  return any_f16 || any_bf16 ? DType::BF16 : DType::F32;
+  if (any_f16 || any_bf16) return DType::BF16;
+  // A quantized file's F32 matrices are the few whose rows no block fits (stories260K's
+  // ffn_down): they stay F32, as llama.cpp computes them, since BF16 would add an error as large
+  // as Q8_0's. With none, the storage type only names the model (plans, the tuner): BF16.
+  return any_quantized && !any_f32 ? DType::BF16 : DType::F32;
 }
 
 }  // namespace

@@ -26,6 +26,19 @@ const QuantPreset kPresets[] = {
     {"q4_k", id(TensorType::Q4_K), 15, true}, {"q5_k", id(TensorType::Q5_K), 17, true},
 };
 
+// llama-quantize's unquantized outputs: every matrix in the type, vectors f32.
+const QuantPreset kPlainPresets[] = {
+    {"f32", id(TensorType::F32), 0, true},
+    {"f16", id(TensorType::F16), 1, true},
+    {"bf16", id(TensorType::BF16), 32, true},
+};
+
+std::string lower_case(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
 bool contains(const std::string& s, const char* part) {
   return s.find(part) != std::string::npos;
 }
@@ -43,9 +56,15 @@ int layer_of(const std::string& name) {
 }  // namespace
 
 std::optional<QuantPreset> quant_preset(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = lower_case(name);
   for (const auto& p : kPresets)
+    if (p.name == lower) return p;
+  return std::nullopt;
+}
+
+std::optional<QuantPreset> plain_preset(std::string_view name) {
+  const std::string lower = lower_case(name);
+  for (const auto& p : kPlainPresets)
     if (p.name == lower) return p;
   return std::nullopt;
 }
@@ -105,6 +124,16 @@ uint32_t preset_tensor_type(const QuantPreset& p, const std::string& name, int64
       case TensorType::Q6_K:
         t = id(TensorType::Q8_0);
         break;
+      case TensorType::Q4_0:
+      case TensorType::Q4_1:
+      case TensorType::Q5_0:
+      case TensorType::Q5_1:
+      case TensorType::Q8_0:
+        // llama-quantize refuses such a tensor ("Unsupported tensor size"), so it cannot write
+        // stories260K (ffn_down's rows are 172 values) in these types at all. We keep the
+        // tensor F32, which llama.cpp loads and computes exactly: every other tensor is still
+        // what llama-quantize writes.
+        return id(TensorType::F32);
       default:
         throw std::runtime_error("tensor '" + name + "' has rows of " + std::to_string(row_len) +
                                  " values, which " + gguf::tensor_type_name(t) +

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
     p.add("--stop", &req.stop, "stop when the text contains S");
     p.add_flag("--ignore-eos", &req.ignore_eos, "keep generating past end-of-sequence tokens");
     p.add_flag("--output-ids", &output_ids, "print the generated token ids instead of text");
+    p.add("--logprobs,--n-probs", &req.logprobs,
+          "print each generated token's log-probability and the N most likely tokens' to stderr, "
+          "a line per token: 'logprob I: ID LP top: ID LP ID LP ...' (from the raw logits)");
     p.add_flag("--reference", &reference,
                "use the scalar reference forward pass (slow; for checking)");
     p.add_flag("-q,--quiet", &quiet, "no statistics on stderr");
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
     if (load.model.empty()) throw CliError("--model is required (see --help)");
     if (prompt && prompt_file) throw CliError("give --prompt or --prompt-file, not both");
     if (req.max_tokens < 0) throw CliError("--max-tokens must not be negative");
+    if (req.logprobs < -1) throw CliError("--logprobs must not be negative");
     req.sampling.validate();
     if (prompt_file) {
       std::error_code ec;
@@ -91,6 +95,12 @@ int main(int argc, char** argv) {
       r = gen.generate(req, [](std::string_view s) { std::cout << s << std::flush; });
     }
     std::cout << "\n" << std::flush;
+    for (size_t i = 0; i < r.logprobs.size(); ++i) {
+      const TokenLogprob& lp = r.logprobs[i];
+      std::fprintf(stderr, "logprob %zu: %d %.6f top:", i, lp.token, lp.logprob);
+      for (const auto& t : lp.top) std::fprintf(stderr, " %d %.6f", t.token, t.logprob);
+      std::fprintf(stderr, "\n");
+    }
     if (!quiet) {
       const double n_dec = r.tokens.size() > 1 ? static_cast<double>(r.tokens.size() - 1) : 0.0;
       std::fprintf(

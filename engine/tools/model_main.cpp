@@ -75,7 +75,9 @@ int cmd_quantize(int argc, char** argv, int first) {
               "as a GGUF quantized with a llama.cpp preset: " +
                   quant_preset_names() +
                   " (q4_k and q5_k put every matrix in that type; the _m/_s presets mix types "
-                  "per tensor as llama.cpp does).");
+                  "per tensor as llama.cpp does; a tensor whose rows no block of q4_0 ... q8_0 "
+                  "fits stays f32, where llama-quantize refuses it), or unquantized: f32, f16, "
+                  "bf16 (every matrix in that type, as llama-quantize writes them).");
   p.accept_positionals(3);
   std::optional<std::string> tokenizer;
   p.add_flag("-q,--quiet", &quiet, "do not list the tensors");
@@ -84,10 +86,11 @@ int cmd_quantize(int argc, char** argv, int first) {
   if (!p.parse(argc, argv, first)) return 0;
   if (p.positional().size() != 3) throw CliError("quantize takes IN OUT TYPE (see --help)");
   const std::string in = p.positional()[0], out = p.positional()[1], type = p.positional()[2];
-  const auto preset = quant_preset(type);
+  auto preset = quant_preset(type);
+  if (!preset) preset = plain_preset(type);
   if (!preset)
     throw CliError("unknown quantization type '" + type + "' (one of " + quant_preset_names() +
-                   ")");
+                   ", or f32, f16, bf16)");
   if (!std::filesystem::exists(in)) throw CliError(in + ": no such file or folder");
   quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr,
                       tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt);
@@ -231,7 +234,8 @@ int main(int argc, char** argv) {
       {"info", "FILE [--summary]",
        "architecture, shapes, tensor types, bits per weight and size of a model", cmd_info},
       {"quantize", "IN OUT TYPE [--tokenizer T] [-q]",
-       "write a model as a GGUF quantized with a llama.cpp preset (q4_k_m, q8_0, ...)",
+       "write a model as a GGUF quantized with a llama.cpp preset (q4_k_m, q8_0, ...) or in "
+       "f32, f16, bf16",
        cmd_quantize},
       {"tokenize", "--tokenizer T --text S [--no-bos] [--special]",
        "print the token ids of S, space-separated", cmd_tokenize},

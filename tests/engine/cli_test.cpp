@@ -56,7 +56,8 @@ TEST(Cli, LlamaCppFlagNamesAreAliases) {
 }
 
 TEST(Cli, EveryToolPrintsItsVersion) {
-  for (const char* tool : {"sandwich-generate", "sandwich-model", "sandwich-bench-engine"}) {
+  for (const char* tool :
+       {"sandwich-generate", "sandwich-model", "sandwich-perplexity", "sandwich-bench-engine"}) {
     const CommandResult r = run_cmd(bin(tool) + " --version");
     EXPECT_EQ(r.code, 0) << tool;
     const std::string name = std::string(tool) == "sandwich-bench-engine" ? "sandwich-bench" : tool;

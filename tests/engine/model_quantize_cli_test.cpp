@@ -78,6 +78,9 @@ TEST(ModelQuantizeCli, BadArgumentsAreOneLine) {
   expect_one_line_error(test::run_command(model_tool() + " quantize " + f32.string() + " " +
                                           (dir / "o.gguf").string() + " q3_k_m"),
                         "unknown quantization type 'q3_k_m' (one of q8_0, q4_0");
+  expect_one_line_error(test::run_command(model_tool() + " quantize " + f32.string() + " " +
+                                          (dir / "o.gguf").string() + " f64"),
+                        "q5_k, or f32, f16, bf16)");
   expect_one_line_error(test::run_command(model_tool() + " quantize " + (dir / "nope").string() +
                                           " " + (dir / "o.gguf").string() + " q8_0"),
                         "no such file or folder");
@@ -88,6 +91,46 @@ TEST(ModelQuantizeCli, BadArgumentsAreOneLine) {
                                           " --dtype q9_9 -o " + (dir / "o.gguf").string()),
                         "--dtype must be bf16, f32 or one of q8_0");
   EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf"));
+}
+
+// f32, f16 and bf16 as llama-quantize writes them: every matrix in the type, vectors f32.
+TEST(ModelQuantizeCli, QuantizeToTheUnquantizedTypes) {
+  TempDir dir;
+  const auto f32 = make(dir, "f32");
+  const std::pair<std::string, std::string> types[] = {
+      {"f16", "f16 x16 f32 x5"}, {"bf16", "bf16 x16 f32 x5"}, {"f32", "f32 x21"}};
+  for (const auto& [type, dtypes] : types) {
+    const auto out = dir / (type + ".gguf");
+    const CommandResult r = test::run_command(model_tool() + " quantize " + f32.string() + " " +
+                                              out.string() + " " + type);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("output.weight [320 x 256] f32 -> " + type), std::string::npos) << r.err;
+    const CommandResult info = test::run_command(model_tool() + " info --summary " + out.string());
+    EXPECT_NE(info.out.find("dtypes:        " + dtypes + "\n"), std::string::npos) << info.out;
+  }
+}
+
+// stories260K's ffn_down rows (172 values) are no whole number of 32-value blocks: llama-quantize
+// refuses the file for q4_0 ... q8_0; we keep that tensor f32, and the engine computes it in f32
+// beside the quantized ones (BF16 would add an error of Q8_0's size).
+TEST(ModelQuantizeCli, RowsNoLegacyBlockFitsStayF32) {
+  SANDWICH_REQUIRE_DATA();
+  TempDir dir;
+  const auto stories = test::data_dir() / "models/stories260K";
+  const auto q4 = dir / "stories-q4_0.gguf";
+  const CommandResult r =
+      test::run_command(model_tool() + " quantize " + (stories / "stories260K.bin").string() + " " +
+                        q4.string() + " q4_0 --tokenizer " + (stories / "tok512.bin").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("blk.4.ffn_down.weight [64 x 172] f32 -> f32"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("blk.4.ffn_up.weight [172 x 64] f32 -> q4_0"), std::string::npos) << r.err;
+  // The tied embedding is the output too: q6_k, which 64-value rows cannot hold, then q8_0.
+  EXPECT_NE(r.err.find("token_embd.weight [512 x 64] f32 -> q8_0"), std::string::npos) << r.err;
+  const CommandResult ppl = test::run_command((test::bin_dir() / "sandwich-perplexity").string() +
+                                              " -t 1 -c 64 --chunks 1 -m " + q4.string() + " -f " +
+                                              (stories / "expected_greedy_200.txt").string());
+  ASSERT_EQ(ppl.code, 0) << ppl.err;
+  EXPECT_NE(ppl.err.find("weights: q4_0 x 30, f32 x 16, q8_0 x 1;"), std::string::npos) << ppl.err;
 }
 
 TEST(ModelQuantizeCli, WeightsTheTypeCannotHoldAreOneLine) {

@@ -79,6 +79,25 @@ inline nlohmann::json tiny_tokenizer_json() {
             {"merges", {"t h", "th e", "i n", "a n", "Ġ t", "Ġt he"}}}}};
 }
 
+// A KL-divergence base file (engine/kld_base_file.h) of `chunks` chunks of 6 tokens over a
+// vocabulary of 5: header, tokens, then 2 scored rows of 5 log-probabilities per chunk.
+inline std::string tiny_kld_base(uint32_t chunks) {
+  std::string s = "SANDKLD1";
+  auto u32 = [&s](uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
+  for (uint32_t v : {6u, chunks, 5u, 64u, 5u, 8u, 4u, 172u}) u32(v);  // n_ctx ... ffn
+  const uint64_t hash = 0x0123456789abcdefull;
+  s.append(reinterpret_cast<const char*>(&hash), 8);
+  const std::string model = "base.gguf";
+  u32(static_cast<uint32_t>(model.size()));
+  s += model + std::string((4 - model.size() % 4) % 4, '\0');
+  for (uint32_t i = 0; i < 6 * chunks; ++i) u32(i % 5);
+  for (uint32_t i = 0; i < 2 * 5 * chunks; ++i) {
+    const float lp = -1.6094f;
+    s.append(reinterpret_cast<const char*>(&lp), 4);
+  }
+  return s;
+}
+
 inline std::map<std::string, std::string> generated_seeds(const std::string& target,
                                                           const std::filesystem::path& data) {
   std::map<std::string, std::string> s;
@@ -113,6 +132,16 @@ inline std::map<std::string, std::string> generated_seeds(const std::string& tar
     s["missing_tensor.safetensors"] = tiny_safetensors(true);
     s["truncated.safetensors"] = ok.substr(0, 700);
     s["huge_header_len.safetensors"] = with_field<uint64_t>(ok.substr(0, 10), 0, ~uint64_t{0});
+  } else if (target == "kld_base") {
+    const std::string b = tiny_kld_base(2);
+    s["two_chunks.kld"] = b;
+    s["truncated.kld"] = b.substr(0, b.size() - 3);
+    s["huge_context.kld"] = with_field<uint32_t>(b, 8, 1u << 30);
+    s["huge_everything.kld"] = with_field<uint32_t>(
+        with_field<uint32_t>(with_field<uint32_t>(b, 8, 1u << 30), 12, 1u << 30), 16, 1u << 30);
+    s["zero_chunks.kld"] = with_field<uint32_t>(b, 12, 0);
+    s["long_name.kld"] = with_field<uint32_t>(b, 48, 0xfffffff0u);
+    s["token_past_vocab.kld"] = with_field<int32_t>(b, 64, 7);
   } else if (target == "tokenizer_json") {
     nlohmann::json t = tiny_tokenizer_json();
     s["byte_level_bpe.json"] = t.dump();

@@ -12,7 +12,7 @@ fail() {
 }
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for tool in sandwichd sandwich-generate sandwich-model sandwich-tune sandwich-bench; do
+for tool in sandwichd sandwich-generate sandwich-model sandwich-perplexity sandwich-tune sandwich-bench; do
   [ -x "$prefix/bin/$tool" ] || fail "no $prefix/bin/$tool"
   v=$("$prefix/bin/$tool" --version) || fail "$tool --version failed"
   case $v in "$tool "[0-9]*" (git "*" build)") ;; *) fail "$tool --version printed '$v'" ;; esac

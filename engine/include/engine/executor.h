@@ -31,9 +31,10 @@ struct ExecutorHealth {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Runs one forward step and writes one row of vocab_size logits per entry with want_logits, in
-  // batch order. Throws std::invalid_argument for tokens outside the vocabulary, positions past
-  // the context or block tables that do not cover the chunk, std::runtime_error if the step fails.
+  // Runs one forward step and writes vocab_size logits per row of each entry's logit_rows() (the
+  // last token's with want_logits, every token's with all_logits), in batch order. Throws
+  // std::invalid_argument for tokens outside the vocabulary, positions past the context or block
+  // tables that do not cover the chunk, std::runtime_error if the step fails.
   virtual void run(std::span<const BatchEntry> batch, float* logits) = 0;
   virtual const topo::ServiceConfig& config() const = 0;
   // Safe to call from any thread.
@@ -44,6 +45,10 @@ struct ExecutorLimits {
   int32_t max_tokens = 512;        // tokens of one step
   int32_t max_entries = 64;        // sequences of one step
   int32_t max_blocks_per_seq = 0;  // 0: enough for the model's context
+  // Rows of logits one step may return (0: max_entries, the last token of each sequence); steps
+  // that ask for all_logits need up to max_tokens. Multi-rank groups keep that many rows in
+  // shared memory.
+  int32_t max_logit_rows = 0;
   // Sum every reduction in an order independent of the batch, so that a sequence's logits are
   // bitwise the same whatever runs beside it (kernels::GemmArgs::batch_invariant); slower.
   bool batch_invariant = false;

@@ -23,11 +23,13 @@ struct GenerationRequest {
   SamplingParams sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  int32_t logprobs = -1;  // -1: none; n >= 0: each token's logprob and the top n (raw logits)
 };
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;  // generated ids (a final stop token is not included)
-  std::string text;             // their text, stop string removed
+  std::vector<int32_t> tokens;         // generated ids (a final stop token is not included)
+  std::vector<TokenLogprob> logprobs;  // one per token of `tokens` when logprobs >= 0
+  std::string text;                    // their text, stop string removed
   FinishReason finish_reason = FinishReason::None;  // Stop or Length
   double prefill_seconds = 0;                       // prompt processing and the first token
   double decode_seconds = 0;                        // the remaining tokens

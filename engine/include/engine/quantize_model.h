@@ -26,10 +26,14 @@ std::string quant_preset_names();  // "q8_0, q4_0, ..." for messages
 // The preset a GGUF general.file_type names ("q4_k_m" for 15, as llama.cpp calls it; a pure
 // q4_k file carries the same id), nullopt for an unquantized or unknown id.
 std::optional<std::string> quant_preset_of_file_type(uint32_t file_type);
+// The unquantized types `quantize` writes too: f32, f16, bf16 (as llama-quantize's F32, F16 and
+// BF16: every matrix in that type, vectors f32). Case-insensitive; nullopt for another name.
+std::optional<QuantPreset> plain_preset(std::string_view name);
 
 // The ggml type the preset gives a tensor: llama.cpp's choice for Llama models (more bits for
 // output.weight and for attn_v/ffn_down in some layers; F32 for vectors and norms; fallbacks
-// for rows that are not whole blocks). Throws if no type fits the row length.
+// for rows that are not whole blocks: llama.cpp's for the k-quants, F32 for the others, where
+// llama-quantize gives up). Throws if no type fits the row length.
 uint32_t preset_tensor_type(const QuantPreset& preset, const std::string& name, int64_t row_len,
                             int ndims, const ModelConfig& config, bool has_output);
 

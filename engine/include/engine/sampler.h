@@ -54,6 +54,13 @@ class Sampler {
   std::vector<int32_t> ids_;     // scratch: candidate token ids
 };
 
+// A generated token's log-probability under the raw distribution, and the top n beside it.
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+  std::vector<Sampler::TopLogprob> top;
+};
+
 // Greedy choice: the first index of the maximum.
 int32_t argmax(const float* logits, int32_t n);
 

@@ -52,12 +52,6 @@ struct SchedulerOptions {
   ExecutorFactory executor_factory;
 };
 
-struct TokenLogprob {
-  int32_t token;
-  float logprob;
-  std::vector<Sampler::TopLogprob> top;
-};
-
 // Why a sequence was aborted, so that the server can answer with the right status.
 enum class AbortReason {
   None,
