@@ -75,7 +75,10 @@ TEST(QuantGemmTuner, SearchesTheQuantizedSchedulesAndTheUnpackingPathFromItsM) {
       EXPECT_EQ(m.schedule.un, 16) << m.schedule.to_string();
       EXPECT_EQ(m.schedule.tk, 1) << m.schedule.to_string();
       EXPECT_EQ(m.schedule.bk % 256, 0) << m.schedule.to_string();
-      EXPECT_TRUE(m.schedule.prefetch) << m.schedule.to_string();  // no switch to search
+      // Prefetch is a switch the tuner tries at one or two rows only.
+      if (m.shape.m > 2) {
+        EXPECT_TRUE(m.schedule.prefetch) << m.schedule.to_string();
+      }
     }
   }
   EXPECT_TRUE(unpacked);

@@ -323,9 +323,9 @@ struct GemmTuner::Impl {
       const auto split = start_split(s, std::max(1, k.um));
       Best b = fast_start(s, k, split, true);
       // One or two rows: whether software prefetch helps depends on the CPU (what
-      // MachineModel::skinny_hw_prefetch hand-corrects); measure both. (The quantized GEMM
-      // has no prefetch switch.)
-      if (s.m <= 2 && !s.qtype) {
+      // MachineModel::skinny_hw_prefetch hand-corrects, and the quantized kernels' memory
+      // stream); measure both. (The unpacking path has no prefetch of its own.)
+      if (s.m <= 2 && !k.unpack) {
         const Best off = fast_start(s, k, split, false);
         if (off.t < b.t) b = off;
       }
@@ -338,7 +338,7 @@ struct GemmTuner::Impl {
       const Best f = finetune(s, starts[i].c);
       best.offer(f.c, f.t);
     }
-    if (s.m <= 2 && !s.qtype) {
+    if (s.m <= 2 && !best.c.unpack_bf16) {
       Schedule flip = best.c;
       flip.prefetch = !flip.prefetch;
       best.offer(flip, measure(s, flip));
