@@ -14,6 +14,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
+#include "logging_profiler.h"
 
 namespace sandwich::tuner {
 namespace {
@@ -23,10 +24,7 @@ using kernels::GemmKey;
 using kernels::GemmShape;
 using kernels::Schedule;
 
-struct Measured {
-  GemmShape shape;
-  Schedule schedule;
-};
+using test::Measured;
 
 // Deterministic, within +-3% of the cost model, the same for a schedule at every M (so that
 // winners are stable and reuse can kick in).
@@ -35,18 +33,10 @@ double perturbed(const GemmShape& s, const Schedule& c) {
   return kernels::predict_seconds(s, c) * (1.0 + 0.03 * (double(h % 1000) / 500.0 - 1.0));
 }
 
-class FakeProfiler : public GemmProfiler {
+// The cost model's times, perturbed, unless a test gives its own.
+class FakeProfiler : public test::LoggingProfiler {
  public:
-  explicit FakeProfiler(std::function<double(const GemmShape&, const Schedule&)> f = perturbed)
-      : f_(std::move(f)) {}
-  double seconds(const GemmShape& s, const Schedule& c) override {
-    log.push_back({s, c});
-    return f_(s, c);
-  }
-  std::vector<Measured> log;
-
- private:
-  std::function<double(const GemmShape&, const Schedule&)> f_;
+  explicit FakeProfiler(SecondsFn f = perturbed) : LoggingProfiler(std::move(f)) {}
 };
 
 GemmKey key(int64_t n, int64_t k, bool pair = false, int threads = 2) {

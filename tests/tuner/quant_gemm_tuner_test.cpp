@@ -11,6 +11,7 @@
 #include "kernels/gemm.h"
 #include "kernels/quantize.h"
 #include "kernels/tuned_schedules.h"
+#include "logging_profiler.h"
 #include "tuner/gemm_tuner.h"
 
 namespace sandwich::tuner {
@@ -22,24 +23,8 @@ using kernels::GemmShape;
 using kernels::QType;
 using kernels::Schedule;
 
-struct Measured {
-  GemmShape shape;
-  Schedule schedule;
-};
-
-class LoggingProfiler : public GemmProfiler {
- public:
-  explicit LoggingProfiler(std::function<double(const GemmShape&, const Schedule&)> f)
-      : f_(std::move(f)) {}
-  double seconds(const GemmShape& s, const Schedule& c) override {
-    log.push_back({s, c});
-    return f_(s, c);
-  }
-  std::vector<Measured> log;
-
- private:
-  std::function<double(const GemmShape&, const Schedule&)> f_;
-};
+using test::LoggingProfiler;
+using test::Measured;
 
 GemmKey quant_key(int64_t n, int64_t k, QType t, bool pair = false) {
   GemmKey key{n, k, DType::BF16, 2, pair};
