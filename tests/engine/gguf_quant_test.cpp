@@ -11,6 +11,7 @@
 #include "engine/quantize_model.h"
 #include "gguf_llama_layout.h"
 #include "kernels/quant_blocks.h"
+#include "error_text.h"
 #include "model_fixtures.h"
 #include "model_source.h"
 #include "quant_files.h"
@@ -21,12 +22,7 @@ namespace {
 using test::TempDir;
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::error_text<std::exception>(f, "(no error)");
 }
 
 std::string type_of(const std::string& preset, const std::string& name, int64_t row,

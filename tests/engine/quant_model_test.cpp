@@ -14,6 +14,7 @@
 #include "engine/quantize_model.h"
 #include "forward.h"
 #include "kernels/quantize.h"
+#include "error_text.h"
 #include "model_fixtures.h"
 #include "quant_files.h"
 
@@ -23,12 +24,7 @@ namespace {
 using test::TempDir;
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text<std::exception>(f, "");
 }
 
 std::unique_ptr<Model> load(const std::filesystem::path& p) {
