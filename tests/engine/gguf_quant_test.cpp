@@ -9,9 +9,9 @@
 
 #include "dummy_tensor.h"
 #include "engine/quantize_model.h"
+#include "error_text.h"
 #include "gguf_llama_layout.h"
 #include "kernels/quant_blocks.h"
-#include "error_text.h"
 #include "model_fixtures.h"
 #include "model_source.h"
 #include "quant_files.h"

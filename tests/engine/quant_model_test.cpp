@@ -12,9 +12,9 @@
 #include "engine/executor.h"
 #include "engine/generator.h"
 #include "engine/quantize_model.h"
+#include "error_text.h"
 #include "forward.h"
 #include "kernels/quantize.h"
-#include "error_text.h"
 #include "model_fixtures.h"
 #include "quant_files.h"
 
