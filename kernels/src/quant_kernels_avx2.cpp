@@ -93,7 +93,7 @@ void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c, bool acc
   for (int64_t b = 0; b < blocks; ++b, w += L.bytes) {
     if constexpr (Prefetch) {
       const char* pf = reinterpret_cast<const char*>(w) + kQPrefetchBytes;
-      for (int l = 0; l < (L.bytes + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+      for (int l = 0; l < (L.bytes + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
     }
     const uint8_t* meta = w;
     for (int h = 0; h < 2; ++h) {

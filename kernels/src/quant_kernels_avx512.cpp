@@ -160,7 +160,7 @@ void kernel(const uint8_t* w, int64_t blocks, const QActs& a, float* c, bool acc
       if constexpr (Prefetch) {
         const char* pf = reinterpret_cast<const char*>(w) + kQPrefetchBytes + u * kUnitBytes;
 #pragma GCC unroll 8
-        for (int l = 0; l < (kUnitBytes + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+        for (int l = 0; l < (kUnitBytes + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
       }
       const int64_t k0 = b * L.block_elems + u * 32;
       __m512i dot[4][R], dot_b[4][R];

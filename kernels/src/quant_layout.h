@@ -24,10 +24,14 @@
 namespace sandwich::kernels {
 
 constexpr int kQRows = 16;
-// How far ahead of the weights it reads a prefetching kernel asks for more (into L1): a few
-// microseconds of a core's DRAM stream, enough to cover the latency while it computes. The
+// How far ahead of the weights it reads a prefetching kernel asks for more, into L2
+// (prefetcht1): a few microseconds of a core's DRAM stream, enough to cover the latency while it
+// computes. Into L1 (prefetcht0) each request would hold one of the core's few L1 miss buffers
+// until its line arrives, and when DRAM is fast those cap the stream (on Zen 4, 2 threads, in
+// turn with a stream of 55-60 GB/s: 0.81-0.87 of it with T0 at 4 KB, 0.82-0.88 with T1 at 6 KB;
+// at 25-35 GB/s both 0.9-0.98; T1 at 8 KB was the best when fast and the worst when slow). The
 // schedule's `prefetch` turns it off (the GEMM tuner measures both).
-constexpr int kQPrefetchBytes = 4096;
+constexpr int kQPrefetchBytes = 6144;
 
 // f(), instantiated for the type t: one switch for every per-type table of kernels.
 template <class F>
