@@ -1,4 +1,5 @@
 // sandwichd serving a Q4_K_M GGUF file on the quantized kernels: chat, streaming, two ranks.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,42 @@ TEST(SandwichdQuant, ASplitThatCutsABlockExitsWithOneLine) {
             std::string::npos)
       << err;
   EXPECT_EQ(err.find("listening on"), std::string::npos) << err;
+}
+
+// A damaged quantized file stops sandwichd before it listens, with the loader's one line.
+TEST(SandwichdQuant, ADamagedQuantizedFileExitsWithOneLine) {
+  TempDir dir;
+  const auto good = q4_k_m_model(dir, 8);
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  const auto run = [&](const std::string& name, const std::string& b) {
+    const auto file = dir / name;
+    std::ofstream(file, std::ios::binary) << b;
+    const std::string cmd = (bin_dir() / "sandwichd").string() + " --port 0 --model " +
+                            file.string() + " 2>" + (dir / "e").string();
+    const int st = std::system(cmd.c_str());
+    EXPECT_EQ(WEXITSTATUS(st), 1) << name;
+    std::ifstream e(dir / "e");
+    const std::string log{std::istreambuf_iterator<char>(e), {}};
+    // The error is one line and the last (only the start-up log line comes before it).
+    const size_t at = log.find("sandwichd: error: ");
+    EXPECT_NE(at, std::string::npos) << log;
+    const std::string tail = at == std::string::npos ? "" : log.substr(at);
+    EXPECT_EQ(std::count(tail.begin(), tail.end(), '\n'), 1) << log;
+    EXPECT_EQ(log.find("listening on"), std::string::npos) << log;
+    return tail;
+  };
+  std::string err = run("cut.gguf", bytes.substr(0, bytes.size() - 1000));
+  EXPECT_NE(err.find("truncated file: tensor 'output.weight' (q6_k, "), std::string::npos) << err;
+  // The type id sits after the name, n_dims (4 bytes) and two dims (16 bytes): q3_k (11).
+  std::string retyped = bytes;
+  const std::string name = "blk.0.attn_q.weight";
+  const size_t pos = retyped.find(name) + name.size() + 20;
+  retyped.replace(pos, 4, std::string("\x0b\0\0\0", 4));
+  err = run("q3k.gguf", retyped);
+  EXPECT_NE(err.find("tensor 'blk.0.attn_q.weight' is q3_k, which sandwich does not support"),
+            std::string::npos)
+      << err;
 }
 
 }  // namespace
