@@ -691,4 +691,13 @@ void check_rank_count(const Model& model, int ranks) {
   check_tensor_parallel(model, ranks);  // KV heads, and quantized blocks a shard would cut
 }
 
+bool rank_count_fits(const Model& model, int ranks) {
+  try {
+    check_rank_count(model, ranks);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 }  // namespace sandwich

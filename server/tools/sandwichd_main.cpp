@@ -213,14 +213,7 @@ int main(int argc, char** argv) {
       // No plan, configuration or thread count: the simulator's choice for this machine.
       if (!plan.threads_given && (configs.prefill_default || configs.decode_default)) {
         // Only rank counts the weights split over (a quantized model's whole blocks).
-        const auto ranks_fit = [&](int ranks) {
-          try {
-            check_rank_count(*model, ranks);
-            return true;
-          } catch (const std::invalid_argument&) {
-            return false;
-          }
-        };
+        const auto ranks_fit = [&](int ranks) { return rank_count_fits(*model, ranks); };
         const Plan chosen =
             tuner::default_plan(model->config, model->weight_dtype(), &configs.chosen_by,
                                 sched.kv_cache_dtype, model->bytes_per_weight, ranks_fit);

@@ -7,7 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "command.h"
+#include "engine/dummy_model.h"
 #include "engine/plan.h"
 #include "engine/schedule_table.h"
 #include "kernels/tuned_schedules.h"
@@ -98,6 +101,54 @@ TEST(QuantTuneCli, APlanOfAQuantizedFileRunsOnItAndIsRefusedForAnotherPreset) {
   test::expect_one_line_error(test::run_command(generate(ks, "--plan " + file.string())),
                               "sandwich-generate: error: " + file.string() +
                                   " was made for another model (the plan was made for q4_k_m (");
+}
+
+// The simulator streams a quantized file's own bytes per weight (from its header, nothing
+// loaded): its decode is predicted faster than the same model's BF16 file.
+TEST(QuantTuneCli, TheSimulatorStreamsTheFilesBytesPerWeight) {
+  test::TempDir dir;
+  const auto q = test::write_tiny_quant_gguf(dir.path(), "q4_k_m");
+  const ModelConfig c = test::tiny_quant_model_config();
+  const auto bf16 = dir / "tiny-bf16.gguf";
+  write_dummy_gguf(c, WeightDType::BF16, default_dummy_vocab(c), 1, bf16);
+  auto decode = [](const std::filesystem::path& model) {
+    const CommandResult r = tune("configs --model " + model.string() +
+                                 " --topology epyc7h12-2s --phase decode --top-k 1 --json");
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json jq = decode(q), jb = decode(bf16);
+  const std::string tq = jq["trace"], tb = jb["trace"];
+  EXPECT_NE(tq.find("; weights quantized, 0.6"), std::string::npos) << tq;
+  EXPECT_NE(tb.find("; weights 2 bytes each"), std::string::npos) << tb;
+  const auto& top_q = jq["phases"]["decode"]["configs"][0]["decode"];
+  const auto& top_b = jb["phases"]["decode"]["configs"][0]["decode"];
+  EXPECT_LT(top_q["memory_ms"].get<double>(), 0.5 * top_b["memory_ms"].get<double>());
+  EXPECT_LT(top_q["ms"].get<double>(), top_b["ms"].get<double>());
+
+  const CommandResult d = tune("plan --model " + q.string() + " --dry-run --top-k 1");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("model      tiny-quant (quantized, 0.6"), std::string::npos) << d.out;
+}
+
+// Measured on the file's own blocks, configs and compare leave out 2 ranks, which would cut the
+// tiny model's 256-value blocks (measuring them would fail the whole command).
+TEST(QuantTuneCli, MeasuredSearchesRunTheFileAndSkipRanksThatCutBlocks) {
+  test::TempDir dir;
+  const auto q = test::write_tiny_quant_gguf(dir.path(), "q4_k_m");
+  const CommandResult c = tune("configs --model " + q.string() +
+                               " --evaluator measured --phase decode --trace-samples 2 --json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  ASSERT_FALSE(j["phases"]["decode"]["configs"].empty()) << c.out;
+  for (const auto& r : j["phases"]["decode"]["configs"]) EXPECT_EQ(r["ranks"], 1) << r.dump();
+  // Published speeds for the simulator's side: no calibration of this machine under test load.
+  const CommandResult m = tune(
+      "compare --model " + q.string() + " --phase decode --top-k 3 --trace-samples 2 --params " +
+      (test::source_dir() / "configs/topologies/xeon-gold-6230-2s.json").string());
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("weights quantized, "), std::string::npos) << m.out;
+  EXPECT_EQ(m.out.find("2 x 1"), std::string::npos) << m.out;
 }
 
 }  // namespace

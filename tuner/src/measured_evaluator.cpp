@@ -80,6 +80,10 @@ const ModelConfig& MeasuredEvaluator::model_config() const {
   return model_->config;
 }
 
+bool MeasuredEvaluator::ranks_fit(int ranks) const {
+  return rank_count_fits(*model_, ranks);
+}
+
 Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
   if (phase == Phase::Decode) return evaluate_decode(config, workload_.decode_batch);
   const ModelConfig& c = model_->config;

@@ -10,6 +10,7 @@
 #include "common/json_file.h"
 #include "common/lmsys_lengths.h"
 #include "common/paths.h"
+#include "engine/file_weights.h"
 #include "engine/model.h"
 #include "tuner/calibration.h"
 
@@ -77,7 +78,8 @@ RequestTrace request_trace(const std::string& trace, int samples, uint64_t seed,
 }
 
 SearchSetup make_search_setup(const SetupOptions& o, const std::string& command) {
-  SearchSetup s{load_machine(o.topology), load_model_shape(o.model, command), {}, {}, {}};
+  SearchSetup s{load_machine(o.topology), load_model_shape(o.model, command), {}, {}, {}, {}};
+  if (!o.model.empty()) s.weights = file_weights(o.model);
   s.params = machine_params_for(s.machine, o.params_file, o.recalibrate, s.notes);
   s.trace = request_trace(o.trace, o.trace_samples, o.seed, s.model, s.notes);
   return s;
@@ -89,6 +91,10 @@ std::string trace_line(const SearchSetup& s, const WorkloadOptions& w) {
      << s.trace.mean_input() << ", output " << s.trace.mean_output() << " tokens; prefill chunk "
      << w.prefill_chunk << ", decode batch " << w.decode_batch << " at mean context "
      << s.trace.mean_decode_context();
+  if (s.weights)
+    os << std::defaultfloat << std::setprecision(3) << "; weights "
+       << (s.weights->quantized ? "quantized, " : "") << s.weights->bytes_per_weight
+       << " bytes each";
   return os.str();
 }
 

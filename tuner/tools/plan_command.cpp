@@ -23,6 +23,7 @@
 #include "common/cpu_list.h"
 #include "common/json_file.h"
 #include "engine/executor.h"
+#include "engine/file_weights.h"
 #include "engine/matrix_types.h"
 #include "engine/model.h"
 #include "engine/plan.h"
@@ -346,6 +347,7 @@ struct ModelInfo {
   std::string storage, storage_name;
   bool quantized = false;       // some matrices keep quantized blocks
   double bytes_per_weight = 0;  // a loaded model's packed bytes (quantized: under 1)
+  bool file_quantized = false;  // --dry-run: the file's header says some matrices are quantized
   // A loaded model's rank counts its weights split over (check_rank_count): a quantized one's
   // shards must hold whole blocks. Empty: not known (dummy weights split wherever heads do).
   std::set<int> rank_counts;
@@ -356,6 +358,13 @@ ModelInfo describe_model(LoadOptions lo, bool shape_only) {
   if (lo.load_format == LoadFormat::Dummy || shape_only) {
     m.config = load_model_shape(lo.model, "plan");
     m.weights = lo.dtype == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+    // A file's own matrices, from its header: a quantized one streams under a byte per weight.
+    if (lo.load_format != LoadFormat::Dummy && lo.dtype == WeightDType::Auto)
+      if (const auto fw = file_weights(lo.model)) {
+        m.bytes_per_weight = fw->bytes_per_weight;
+        m.file_quantized = fw->quantized;
+        if (!fw->quantized && fw->bytes_per_weight >= 4) m.weights = kernels::DType::F32;
+      }
   } else {
     lo.require_tokenizer = false;
     const auto model = load_model(lo);
@@ -368,12 +377,7 @@ ModelInfo describe_model(LoadOptions lo, bool shape_only) {
     m.storage = model->weight_storage;
     m.storage_name = model->weight_storage_name;
     for (int r = 1; r <= std::min(64, m.config.n_kv_heads); ++r) {
-      if (m.config.n_kv_heads % r != 0) continue;
-      try {
-        check_rank_count(*model, r);
-        m.rank_counts.insert(r);
-      } catch (const std::invalid_argument&) {
-      }
+      if (m.config.n_kv_heads % r == 0 && rank_count_fits(*model, r)) m.rank_counts.insert(r);
     }
   }
   m.dtype = m.weights == kernels::DType::F32 ? "f32" : "bf16";
@@ -513,7 +517,10 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
          << " NUMA nodes; machine parameters: " << st.params_source << "\n";
       if (search_params && search_params->latent_group.active())
         os << "contention latent " << search_params->latent_group.describe() << "\n";
-      os << "model      " << model.config.name << " (" << model.dtype << ")\n";
+      os << "model      " << model.config.name << " ("
+         << (model.file_quantized ? "quantized" : model.dtype);
+      if (model.bytes_per_weight > 0) os << ", " << model.bytes_per_weight << " bytes per weight";
+      os << ")\n";
       os << "trace      " << st.trace_source << ": mean input " << std::setprecision(0)
          << t.mean_input() << ", output " << t.mean_output() << " tokens\n"
          << std::setprecision(2);

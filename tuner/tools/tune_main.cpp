@@ -20,6 +20,7 @@
 #include "common/json_file.h"
 #include "common/paths.h"
 #include "common/tool.h"
+#include "engine/executor.h"
 #include "engine/matrix_types.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
@@ -175,6 +176,7 @@ int cmd_configs(int argc, char** argv, int first) {
   WorkloadOptions w;
   w.decode_batch = o.decode_batch;
   w.prefill_chunk = o.prefill_chunk;
+  w.weight_bytes = s.weight_bytes();
   LatencySimulator sim(s.machine.tree, s.params, s.model, s.trace, w);
   std::unique_ptr<MeasuredEvaluator> measured;
   if (evaluator == "measured") {
@@ -182,9 +184,25 @@ int cmd_configs(int argc, char** argv, int first) {
       throw CliError(
           "the measured evaluator runs the engine on this machine; it cannot measure topology '" +
           s.machine.name + "' (drop --topology or use --evaluator simulator)");
-    measured = std::make_unique<MeasuredEvaluator>(o.model, s.trace, w);
+    MeasureOptions mo;
+    mo.real_weights = s.quantized_file();
+    measured = std::make_unique<MeasuredEvaluator>(o.model, s.trace, w, mo);
   }
   ConfigEvaluator& ev = measured ? static_cast<ConfigEvaluator&>(*measured) : sim;
+  // A plan is written for a weights file's own type, and only with rank counts its weights split
+  // over (a quantized file's whole blocks): the file is loaded before the search.
+  std::unique_ptr<Model> weights;
+  if (!plan_out.empty() && std::filesystem::is_regular_file(o.model) &&
+      std::filesystem::path(o.model).extension() != ".json") {
+    LoadOptions lo;
+    lo.model = o.model;
+    lo.require_tokenizer = false;
+    weights = load_model(lo);
+  }
+  if (measured)
+    so.ranks_fit = [&](int r) { return measured->ranks_fit(r); };
+  else if (weights)
+    so.ranks_fit = [&](int r) { return rank_count_fits(*weights, r); };
   std::vector<SearchResult> results;
   for (Phase ph : phases) {
     so.phase = ph;
@@ -215,15 +233,10 @@ int cmd_configs(int argc, char** argv, int first) {
     plan.decode = dc.config;
     // A weights file says its own type (dummy weights of a preset are BF16).
     std::string dtype = "bf16", storage, storage_name;
-    if (std::filesystem::is_regular_file(o.model) &&
-        std::filesystem::path(o.model).extension() != ".json") {
-      LoadOptions lo;
-      lo.model = o.model;
-      lo.require_tokenizer = false;
-      const auto m = load_model(lo);
-      if (m->weight_dtype() == WeightDType::F32) dtype = "f32";
-      storage = m->weight_storage;
-      storage_name = m->weight_storage_name;
+    if (weights) {
+      if (weights->weight_dtype() == WeightDType::F32) dtype = "f32";
+      storage = weights->weight_storage;
+      storage_name = weights->weight_storage_name;
     }
     plan.model = model_identity(s.model, dtype, std::filesystem::exists(o.model) ? o.model : "",
                                 storage, storage_name);
@@ -378,8 +391,11 @@ int cmd_compare(int argc, char** argv, int first) {
   WorkloadOptions w;
   w.decode_batch = o.decode_batch;
   w.prefill_chunk = o.prefill_chunk;
+  w.weight_bytes = s.weight_bytes();
   LatencySimulator sim(s.machine.tree, s.params, s.model, s.trace, w);
-  MeasuredEvaluator measured(o.model, s.trace, w);
+  MeasureOptions mo;
+  mo.real_weights = s.quantized_file();
+  MeasuredEvaluator measured(o.model, s.trace, w, mo);
   ReportContext ctx{&s.machine,      &s.model,         "latency simulator vs " + measured.name(),
                     s.params.source, trace_line(s, w), s.notes};
   ctx.contention = sim.latent_group_summary();
@@ -391,6 +407,7 @@ int cmd_compare(int argc, char** argv, int first) {
     so.phase = ph;
     so.top_k = top_k;
     so.patience = 0;
+    so.ranks_fit = [&](int r) { return measured.ranks_fit(r); };
     const SearchResult r = search_configs(s.machine.tree, s.model, sim, so);
     std::vector<double> simulated, real;
     for (const auto& rc : r.ranked) {

@@ -69,6 +69,8 @@ std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
 // takes, or a shard would cut a quantized weight's blocks (the line names the rank counts that
 // work). Lets a search leave out the configurations a model cannot run.
 void check_rank_count(const Model& model, int ranks);
+// check_rank_count as a test: whether `ranks` ranks can split the model (a search's ranks_fit).
+bool rank_count_fits(const Model& model, int ranks);
 
 // Test hooks: the pids of a multi-rank executor's rank processes (empty for one rank) and of
 // the process that forks them (-1 for one rank).

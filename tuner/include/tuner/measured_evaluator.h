@@ -41,6 +41,9 @@ class MeasuredEvaluator : public ConfigEvaluator {
   // One decode step of `batch` sequences (1..the workload's decode_batch), the median ms.
   Prediction evaluate_decode(const topo::ServiceConfig& config, int batch);
   const ModelConfig& model_config() const;
+  // Whether the loaded weights split over this many ranks (a quantized model's shards must hold
+  // whole blocks): for SearchOptions::ranks_fit.
+  bool ranks_fit(int ranks) const;
 
  private:
   std::unique_ptr<Model> model_;

@@ -2,9 +2,11 @@
 // What a configuration search starts from: the machine (its TopoTree and speeds), the model's
 // shapes and a request trace; shared by the tuner's commands.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/file_weights.h"
 #include "engine/model_config.h"
 #include "tuner/latency_simulator.h"
 #include "tuner/machine_description.h"
@@ -28,7 +30,13 @@ struct SearchSetup {
   ModelConfig model;
   MachineParams params;
   RequestTrace trace;
-  std::vector<std::string> notes;  // things the user should know (fallbacks)
+  std::vector<std::string> notes;      // things the user should know (fallbacks)
+  std::optional<FileWeights> weights;  // a GGUF file's matrices (quantized: under 1 byte each)
+
+  // Bytes the simulator streams per matrix weight: the file's, else BF16's.
+  double weight_bytes() const { return weights ? weights->bytes_per_weight : 2; }
+  // A quantized file is measured on its own weights (dummy weights are BF16).
+  bool quantized_file() const { return weights && weights->quantized; }
 };
 
 // A preset name or a config.json; `command` names the command in the "needs --model" error.

@@ -1,0 +1,43 @@
+#include "engine/file_weights.h"
+
+#include <stdexcept>
+
+#include "engine/gguf.h"
+#include "kernels/gemm.h"
+#include "kernels/quant_blocks.h"
+#include "model_source.h"
+
+namespace sandwich {
+
+std::optional<FileWeights> file_weights(const std::filesystem::path& model) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(model, ec) || detect_format(model) != FileFormat::GGUF)
+    return std::nullopt;
+  const gguf::Reader r(model);
+  // The loader's storage for unquantized matrices: BF16 when the file has F16/BF16 ones, else
+  // the F32 they are (a quantized file's few F32 matrices stay F32).
+  bool half = false;
+  for (const auto& t : r.tensors()) half |= t.dims.size() == 2 && (t.type == 1 || t.type == 30);
+  const kernels::DType plain = half ? kernels::DType::BF16 : kernels::DType::F32;
+  FileWeights w;
+  double bytes = 0, elements = 0;
+  for (const auto& t : r.tensors()) {
+    if (t.dims.size() != 2) continue;  // norms and rope factors are vectors
+    const auto n = static_cast<int64_t>(t.dims[1]), k = static_cast<int64_t>(t.dims[0]);
+    const auto q = kernels::qtype_from_ggml(t.type);
+    w.quantized |= q.has_value();
+    // The packed size, as the loader plans it (panels of rows, blocks regrouped).
+    try {
+      bytes += static_cast<double>(q ? kernels::plan_packed_weight_quant(n, k, *q).bytes
+                                     : kernels::plan_packed_weight(n, k, plain).bytes);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(model.string() + ": tensor '" + t.name + "': " + e.what());
+    }
+    elements += static_cast<double>(n) * static_cast<double>(k);
+  }
+  if (elements == 0) return std::nullopt;
+  w.bytes_per_weight = bytes / elements;
+  return w;
+}
+
+}  // namespace sandwich
