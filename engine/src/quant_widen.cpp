@@ -23,9 +23,10 @@ void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<st
     const auto* blocks = static_cast<const uint8_t*>(t.data);
     const int64_t row_bytes = per_row / info.block_elems * info.block_bytes;
     std::vector<float> row(static_cast<size_t>(per_row));
+    const kernels::QType qtype = *t.qtype;  // clang's OpenMP cannot capture a structured binding
 #pragma omp parallel for firstprivate(row) schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      kernels::dequantize_ref(*t.qtype, blocks + r * row_bytes, row.data(), per_row);
+      kernels::dequantize_ref(qtype, blocks + r * row_bytes, row.data(), per_row);
       uint8_t* dst = out->data() + static_cast<size_t>(r * per_row) * es;
       for (int64_t c = 0; c < per_row; ++c)
         kernels::store_from_f32(dst, static_cast<size_t>(c), to, row[c]);

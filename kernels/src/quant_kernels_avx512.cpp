@@ -78,7 +78,7 @@ __attribute__((always_inline)) inline __m512i group(const uint8_t* chunk, int su
   if constexpr (G % 2 == 0) {
     if constexpr (L.high_bits == 0) return _mm512_and_si512(lo_pair, m4);
     // (pair & 0x0F) | high in one vpternlogd.
-    return _mm512_ternarylogic_epi32(lo_pair, m4, high_bits<T, G, Gfni>(hv), 0xEA);
+    return _mm512_ternarylogic_epi32(lo_pair, m4, (high_bits<T, G, Gfni>(hv)), 0xEA);
   } else {
     const __m512i lo =
         Gfni ? affine(lo_pair, kHighNibble) : _mm512_and_si512(_mm512_srli_epi16(lo_pair, 4), m4);
