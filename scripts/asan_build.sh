@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds the test suite with AddressSanitizer + UndefinedBehaviorSanitizer into
-# build-asan/ (-O1 -g, any UBSan report is fatal; Google Benchmark binaries left out).
+# build-asan/ (-O1 -g1, any UBSan report is fatal; Google Benchmark binaries left out).
 # Usage: scripts/asan_build.sh [extra cmake args...]   (setup.sh and test.sh call it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
