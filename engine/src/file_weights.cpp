@@ -14,18 +14,21 @@ std::optional<FileWeights> file_weights(const std::filesystem::path& model) {
   if (!std::filesystem::is_regular_file(model, ec) || detect_format(model) != FileFormat::GGUF)
     return std::nullopt;
   const gguf::Reader r(model);
-  // The loader's storage for unquantized matrices: BF16 when the file has F16/BF16 ones, else
-  // the F32 they are (a quantized file's few F32 matrices stay F32).
-  bool half = false;
-  for (const auto& t : r.tensors()) half |= t.dims.size() == 2 && (t.type == 1 || t.type == 30);
-  const kernels::DType plain = half ? kernels::DType::BF16 : kernels::DType::F32;
+  bool half = false, f32 = false, quantized = false;
+  for (const auto& t : r.tensors()) {
+    if (t.dims.size() != 2) continue;
+    half |= t.type == 1 || t.type == 30;  // F16, BF16
+    f32 |= t.type == 0;
+    quantized |= kernels::qtype_from_ggml(t.type).has_value();
+  }
+  const kernels::DType plain = auto_matrix_storage(half, f32, quantized);
   FileWeights w;
+  w.quantized = quantized;
   double bytes = 0, elements = 0;
   for (const auto& t : r.tensors()) {
     if (t.dims.size() != 2) continue;  // norms and rope factors are vectors
     const auto n = static_cast<int64_t>(t.dims[1]), k = static_cast<int64_t>(t.dims[0]);
     const auto q = kernels::qtype_from_ggml(t.type);
-    w.quantized |= q.has_value();
     // The packed size, as the loader plans it (panels of rows, blocks regrouped).
     try {
       bytes += static_cast<double>(q ? kernels::plan_packed_weight_quant(n, k, *q).bytes

@@ -382,6 +382,18 @@ std::optional<fs::path> resolve_weights(const std::string& name, std::string* lo
   return std::nullopt;
 }
 
+}  // namespace
+
+DType auto_matrix_storage(bool any_half, bool any_f32, bool any_quantized) {
+  if (any_half) return DType::BF16;
+  // A quantized file's F32 matrices are the few whose rows no block fits (stories260K's
+  // ffn_down): they stay F32, as llama.cpp computes them, since BF16 would add an error as large
+  // as Q8_0's. With none, the storage type only names the model (plans, the tuner): BF16.
+  return any_quantized && !any_f32 ? DType::BF16 : DType::F32;
+}
+
+namespace {
+
 DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::string>& notes) {
   if (want == WeightDType::F32) return DType::F32;
   if (want == WeightDType::BF16) return DType::BF16;
@@ -399,11 +411,7 @@ DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::
     notes.push_back(
         "F16 weights are converted to BF16 (as vLLM does on CPU); pass --dtype float32 to keep "
         "full precision");
-  if (any_f16 || any_bf16) return DType::BF16;
-  // A quantized file's F32 matrices are the few whose rows no block fits (stories260K's
-  // ffn_down): they stay F32, as llama.cpp computes them, since BF16 would add an error as large
-  // as Q8_0's. With none, the storage type only names the model (plans, the tuner): BF16.
-  return any_quantized && !any_f32 ? DType::BF16 : DType::F32;
+  return auto_matrix_storage(any_f16 || any_bf16, any_f32, any_quantized);
 }
 
 }  // namespace

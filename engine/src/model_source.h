@@ -62,6 +62,11 @@ ModelConfig read_config_only(const std::filesystem::path& path);
 
 std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.weight"
 
+// The storage the loader gives a file's unquantized matrices under --dtype auto, from the element
+// types its matrices have: BF16 when any is F16/BF16, else F32 (a quantized file's few F32
+// matrices stay F32); BF16 names an all-quantized model.
+kernels::DType auto_matrix_storage(bool any_half, bool any_f32, bool any_quantized);
+
 // The element type of a tensor as a file names it: "bf16", "q4_k".
 std::string source_type_name(const SourceTensor& t);
 

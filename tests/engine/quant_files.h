@@ -11,6 +11,7 @@
 #include "dummy_llama.h"
 #include "engine/dummy_model.h"
 #include "engine/gguf.h"
+#include "gguf_tensor_pos.h"
 #include "test_data.h"
 
 namespace sandwich::test {
@@ -40,16 +41,6 @@ inline std::vector<uint8_t> read_bytes(const std::filesystem::path& p) {
 inline void write_bytes(const std::filesystem::path& p, const std::vector<uint8_t>& b) {
   std::ofstream(p, std::ios::binary)
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
-// File position of a tensor's data (the writer pads every tensor, the last one too, to 32).
-inline size_t tensor_data_pos(const std::filesystem::path& p, const std::string& name) {
-  gguf::Reader r(p);
-  const gguf::TensorInfo* last = nullptr;
-  for (const auto& t : r.tensors())
-    if (!last || t.offset > last->offset) last = &t;
-  const uint64_t data_start = r.file_size() - (last->offset + (last->nbytes + 31) / 32 * 32);
-  return static_cast<size_t>(data_start + r.find_tensor(name)->offset);
 }
 
 // Position of the header entry of a tensor: right after its name come n_dims and the dims.

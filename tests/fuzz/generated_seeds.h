@@ -13,10 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/dummy_model.h"
-#include "engine/gguf.h"
-#include "engine/model_config.h"
-#include "engine/quantize_model.h"
+#include "gguf_tensor_pos.h"
+#include "tiny_quant_gguf.h"
 
 namespace sandwich::fuzz {
 
@@ -69,39 +67,20 @@ inline std::string tiny_safetensors(bool drop_down_proj, const std::string& dtyp
   return out;
 }
 
-// A one-layer Llama with 256-wide rows (one K-type super-block) and dummy weights, quantized with
-// a llama.cpp preset, small enough for the target to load it whole (model_fuzz_load.h).
-inline std::string tiny_quantized_gguf(const std::string& preset) {
-  const nlohmann::json hf = {{"model_type", "llama"},       {"hidden_size", 256},
-                             {"num_hidden_layers", 1},      {"num_attention_heads", 4},
-                             {"num_key_value_heads", 2},    {"intermediate_size", 256},
-                             {"vocab_size", 320},           {"max_position_embeddings", 64},
-                             {"tie_word_embeddings", false}};
-  const ModelConfig c = config_from_hf_json(hf, "tiny_quantized_gguf");
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("sandwich-seed-" + std::to_string(getpid()) + "-" + preset + ".gguf");
-  write_dummy_gguf_quantized(c, *quant_preset(preset), default_dummy_vocab(c), 1, path);
-  std::string s = read_prefix(path);
-  std::filesystem::remove(path);
-  return s;
-}
-
-// File position of a tensor's data in a GGUF held in memory (the writer pads each tensor to 32).
-inline size_t gguf_tensor_data_pos(const std::string& bytes, const std::string& name) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("sandwich-seed-" + std::to_string(getpid()) + "-pos.gguf");
-  std::ofstream(path, std::ios::binary) << bytes;
-  size_t pos;
-  {
-    const gguf::Reader r(path);
-    const gguf::TensorInfo* last = nullptr;
-    for (const auto& t : r.tensors())
-      if (!last || t.offset > last->offset) last = &t;
-    pos = r.file_size() - (last->offset + (last->nbytes + 31) / 32 * 32) +
-          r.find_tensor(name)->offset;
-  }
-  std::filesystem::remove(path);
-  return pos;
+// Quantized models (q4_k with q6_k tensors, q5_k, q8_0) of one layer with 256-wide rows, small
+// enough for the target to load whole (model_fuzz_load.h); one cut short, one with a NaN scale.
+inline void add_quantized_gguf_seeds(std::map<std::string, std::string>& s) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("sandwich-seeds-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* preset : {"q4_k_m", "q5_k_s", "q8_0"})
+    s[std::string("tiny_") + preset + ".gguf"] =
+        read_prefix(test::write_tiny_quant_gguf(dir, preset, "", 1));
+  const std::string q = s["tiny_q4_k_m.gguf"];
+  s["tiny_q4_k_m_truncated.gguf"] = q.substr(0, q.size() - 5000);
+  const size_t d = test::tensor_data_pos(dir / "tiny-q4_k_m.gguf", "blk.0.attn_q.weight");
+  s["tiny_q4_k_m_nan_scale.gguf"] = with_field<uint16_t>(q, d + 144, 0x7e00);  // block 1's d
+  std::filesystem::remove_all(dir);
 }
 
 // A byte-level BPE tokenizer.json: 256 byte tokens, a few merges, one special token.
@@ -150,14 +129,7 @@ inline std::map<std::string, std::string> generated_seeds(const std::string& tar
     s["version1.gguf"] = with_field<uint32_t>(g, 4, 1);
     s["huge_tensor_count.gguf"] = with_field<uint64_t>(g, 8, uint64_t{1} << 60);
     s["huge_kv_count.gguf"] = with_field<uint64_t>(g, 16, uint64_t{1} << 60);
-    // Quantized models (q4_k with q6_k tensors, q5_k, q8_0), cut short, and with a NaN scale.
-    const std::string q = tiny_quantized_gguf("q4_k_m");
-    s["tiny_q4_k_m.gguf"] = q;
-    s["tiny_q5_k_s.gguf"] = tiny_quantized_gguf("q5_k_s");
-    s["tiny_q8_0.gguf"] = tiny_quantized_gguf("q8_0");
-    s["tiny_q4_k_m_truncated.gguf"] = q.substr(0, q.size() - 5000);
-    const size_t d = gguf_tensor_data_pos(q, "blk.0.attn_q.weight");
-    s["tiny_q4_k_m_nan_scale.gguf"] = with_field<uint16_t>(q, d + 144, 0x7e00);
+    add_quantized_gguf_seeds(s);
   } else if (target == "llama2c_checkpoint") {
     const std::string c = read_prefix(data / "models/stories260K/stories260K.bin", 3072);
     s["stories260K_3k.bin"] = c;

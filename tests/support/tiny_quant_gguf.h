@@ -14,9 +14,9 @@
 
 namespace sandwich::test {
 
-inline ModelConfig tiny_quant_model_config() {
+inline ModelConfig tiny_quant_model_config(int layers = 2) {
   const nlohmann::json hf = {{"model_type", "llama"},       {"hidden_size", 256},
-                             {"num_hidden_layers", 2},      {"num_attention_heads", 4},
+                             {"num_hidden_layers", layers}, {"num_attention_heads", 4},
                              {"num_key_value_heads", 2},    {"intermediate_size", 256},
                              {"vocab_size", 320},           {"max_position_embeddings", 64},
                              {"tie_word_embeddings", false}};
@@ -28,10 +28,10 @@ inline ModelConfig tiny_quant_model_config() {
 // dir/tiny-PRESET.gguf (or dir/file) quantized with the preset ("q4_k_m", "q8_0", ...).
 inline std::filesystem::path write_tiny_quant_gguf(const std::filesystem::path& dir,
                                                    const std::string& preset,
-                                                   const std::string& file = "") {
+                                                   const std::string& file = "", int layers = 2) {
   const auto p = quant_preset(preset);
   if (!p) throw std::invalid_argument("no quantization preset " + preset);
-  const ModelConfig c = tiny_quant_model_config();
+  const ModelConfig c = tiny_quant_model_config(layers);
   const auto out = dir / (file.empty() ? "tiny-" + preset + ".gguf" : file);
   write_dummy_gguf_quantized(c, *p, default_dummy_vocab(c), 1, out);
   return out;
