@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 launcher=()
 [ -n "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$CMAKE_CXX_COMPILER_LAUNCHER")
+source scripts/phase_times.sh
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DSANDWICH_SANITIZE=ON \
-  -DSANDWICH_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >/dev/null
+  -DSANDWICH_BUILD_BENCHMARKS=OFF $(cmake_generator build-asan) "${launcher[@]}" "$@" >/dev/null
 cmake --build build-asan -j "$(nproc)"

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake pkg-config git clang-format
+  build-essential cmake ninja-build ccache pkg-config git clang-format
   libhwloc-dev hwloc libsentencepiece-dev libpcre2-dev
   libboost-dev libboost-system-dev nlohmann-json3-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
@@ -55,7 +55,6 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-if [ "$deps" = 1 ]; then install_deps; install_node; fi
 
 # The OpenAI SDK the server tests drive sandwichd with, pinned by its package-lock.json. A
 # machine without the npm registry still builds; that one test then says how to get it.
@@ -67,13 +66,23 @@ install_openai_client() {
     echo "setup: npm ci failed in $dir; the OpenAI SDK test will be skipped" >&2
 }
 
+source scripts/phase_times.sh
+phase_start
+if [ "$deps" = 1 ]; then install_deps; install_node; fi
 if [ "${SANDWICH_SKIP_NPM:-0}" != 1 ]; then install_openai_client; fi
+phase_end "setup: packages and npm"
 
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
+phase_start
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(cmake_generator build) "$@" >/dev/null
+phase_end "setup: configure (Release)"
+phase_start
 cmake --build build -j "$jobs"
+phase_end "setup: build (Release)"
 echo "setup: built into build/bin"
 if [ "$quick" != 1 ]; then
+  phase_start
   scripts/asan_build.sh "$@"
+  phase_end "setup: build (ASan/UBSan)"
   echo "setup: built the ASan/UBSan tests into build-asan/"
 fi

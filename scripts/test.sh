@@ -8,13 +8,18 @@ cd "$(dirname "$0")/.."
 quick=${SANDWICH_QUICK:-0}
 if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
 [ -d build ] || { echo "test: no build/ folder; run scripts/setup.sh first" >&2; exit 1; }
+source scripts/phase_times.sh
 cmake --build build -j "$(nproc)"
+phase_start
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900 "$@"
+phase_end "test: suite (Release)"
 [ "$quick" = 1 ] && exit 0
 
 echo "test: the suite again under ASan + UBSan (build-asan/; --quick skips this)"
 scripts/asan_build.sh
 # Leaks fail a test; UBSan reports are fatal (-fno-sanitize-recover) and print their stack.
+phase_start
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 1800 "$@"
+phase_end "test: suite (ASan/UBSan)"

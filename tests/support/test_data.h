@@ -16,12 +16,9 @@ namespace sandwich::test {
 inline std::filesystem::path data_dir() {
   return ::sandwich::shared_dir() / "data";
 }
-inline std::filesystem::path source_dir() {
-  return SANDWICH_SOURCE_DIR;
-}
-inline std::filesystem::path bin_dir() {
-  return SANDWICH_BIN_DIR;
-}
+// The checkout and the build's bin/ folder (test_paths.cpp).
+std::filesystem::path source_dir();
+std::filesystem::path bin_dir();
 
 // A whole file's bytes ("" when it cannot be read).
 inline std::string slurp(const std::filesystem::path& p) {
