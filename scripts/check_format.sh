@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null || { echo "check_format: clang-format not found; skipped" >&2; exit 77; }
-mapfile -t files < <(find common kernels topotree engine tuner server bench tests \
+mapfile -t files < <(find common kernels topotree engine tuner server bench apps tests \
   -path '*/node_modules' -prune -o -type f \( -name '*.cpp' -o -name '*.h' \) -print | sort)
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <memory>
 
-#include "engine/scheduler.h"
-#include "engine/tokenizer.h"
+#include "engine/runtime/scheduler.h"
+#include "engine/text/tokenizer.h"
 #include "request_parsing.h"
 #include "server/http_server.h"
 #include "wire_format.h"

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/metrics.h"
-#include "engine/scheduler.h"
+#include "engine/runtime/metrics.h"
+#include "engine/runtime/scheduler.h"
 #include "process_metrics.h"
 #include "server/http_server.h"
 

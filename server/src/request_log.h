@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/scheduler.h"
+#include "engine/runtime/scheduler.h"
 
 namespace sandwich::server {
 

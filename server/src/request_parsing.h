@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_template.h"
-#include "engine/sampler.h"
-#include "engine/tokenizer.h"
+#include "engine/runtime/sampler.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer.h"
 #include "request_fields.h"
 
 namespace sandwich::server {

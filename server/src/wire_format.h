@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/scheduler.h"
+#include "engine/runtime/scheduler.h"
 
 namespace sandwich::server {
 

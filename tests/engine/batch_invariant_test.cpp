@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "dummy_llama.h"
-#include "engine/plan.h"
-#include "engine/scheduler.h"
+#include "engine/plans/plan.h"
+#include "engine/runtime/scheduler.h"
 #include "test_data.h"
 
 namespace sandwich {

@@ -1,6 +1,6 @@
 // ChatTemplate: what a template sees (messages, the special tokens, add_generation_prompt, no
 // tools), and which template a tokenizer_config.json's "chat_template" holds.
-#include "engine/chat_template.h"
+#include "engine/text/chat_template.h"
 
 #include <gtest/gtest.h>
 

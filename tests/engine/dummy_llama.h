@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model.h"
+#include "engine/formats/model.h"
 
 namespace sandwich::test {
 

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dummy_llama.h"
-#include "engine/executor.h"
-#include "engine/generator.h"
-#include "engine/plan.h"
+#include "engine/plans/plan.h"
+#include "engine/runtime/executor.h"
+#include "engine/runtime/generator.h"
 #include "test_data.h"
 
 namespace sandwich {

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/executor.h"
-#include "engine/scheduler.h"
+#include "engine/runtime/executor.h"
+#include "engine/runtime/scheduler.h"
 
 namespace sandwich::test {
 

@@ -1,13 +1,13 @@
 // file_weights: a model file's bytes per matrix weight from its header alone equal what loading
 // it stores (the simulator streams that many bytes per weight).
-#include "engine/file_weights.h"
+#include "engine/formats/file_weights.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <stdexcept>
 
-#include "engine/model.h"
+#include "engine/formats/model.h"
 #include "quant_files.h"
 
 namespace sandwich {

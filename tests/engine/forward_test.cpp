@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "dummy_llama.h"
-#include "engine/generator.h"
-#include "forward.h"
+#include "engine/runtime/generator.h"
 #include "kernels/attention_tunables.h"
 #include "kernels/kernel_tunables.h"
+#include "runtime/forward.h"
 #include "test_data.h"
 #include "thread_collective.h"
 

@@ -7,13 +7,13 @@
 #include <map>
 #include <set>
 
-#include "dummy_tensor.h"
-#include "engine/quantize_model.h"
+#include "engine/formats/quantize_model.h"
 #include "error_text.h"
-#include "gguf_llama_layout.h"
+#include "formats/dummy_tensor.h"
+#include "formats/gguf_llama_layout.h"
+#include "formats/model_source.h"
 #include "kernels/quant_blocks.h"
 #include "model_fixtures.h"
-#include "model_source.h"
 #include "quant_files.h"
 
 namespace sandwich {

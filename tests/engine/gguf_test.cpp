@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/gguf.h"
+#include "engine/formats/gguf.h"
 #include "test_data.h"
 
 namespace sandwich::gguf {

@@ -1,7 +1,7 @@
 // The Jinja interpreter: jinja2's whitespace control (trim_blocks and lstrip_blocks on, as HF
 // renders chat templates), scoping, Python's values and operators, the filters, tests and
 // methods chat templates use; errors that name the place; limits that stop runaway templates.
-#include "engine/jinja.h"
+#include "engine/text/jinja.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Histogram buckets: they reach the request timeout, and lengths reach max_model_len.
-#include "engine/metrics.h"
+#include "engine/runtime/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
+#include "engine/formats/gguf.h"
+#include "engine/text/tokenizer.h"
 #include "kernels/dtype.h"
 #include "test_data.h"
 

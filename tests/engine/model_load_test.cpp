@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "dummy_llama.h"
-#include "engine/dummy_model.h"
-#include "engine/generator.h"
-#include "engine/model.h"
+#include "engine/formats/dummy_model.h"
+#include "engine/formats/model.h"
+#include "engine/runtime/generator.h"
 #include "error_text.h"
-#include "forward.h"
 #include "model_fixtures.h"
+#include "runtime/forward.h"
 #include "test_data.h"
 
 namespace sandwich {

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "command.h"
-#include "engine/perplexity.h"
-#include "forward.h"
+#include "engine/scoring/perplexity.h"
 #include "model_fixtures.h"
 #include "quant_files.h"
+#include "runtime/forward.h"
 
 namespace sandwich {
 namespace {

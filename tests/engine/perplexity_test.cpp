@@ -5,14 +5,14 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/executor.h"
-#include "engine/kld_base_file.h"
-#include "engine/perplexity.h"
-#include "engine/plan.h"
-#include "engine/score_stats.h"
-#include "forward.h"
+#include "engine/plans/plan.h"
+#include "engine/runtime/executor.h"
+#include "engine/scoring/kld_base_file.h"
+#include "engine/scoring/perplexity.h"
+#include "engine/scoring/score_stats.h"
 #include "model_fixtures.h"
 #include "quant_files.h"
+#include "runtime/forward.h"
 
 namespace sandwich {
 namespace {

@@ -1,14 +1,14 @@
 // The parts of running a plan that need no tool: what the options resolve to before the model
 // loads (which phase is left to a default, where the table comes from, what warn mode keeps),
 // and schedule_table_problems, the strict check of a plan's kernel table.
-#include "engine/plan_check.h"
+#include "engine/plans/plan_check.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "covering_schedule_table.h"
-#include "engine/tool_options.h"
+#include "engine/plans/tool_options.h"
 #include "plan_files.h"
 #include "test_data.h"
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model.h"
-#include "engine/plan.h"
-#include "engine/plan_check.h"
+#include "engine/formats/model.h"
+#include "engine/plans/plan.h"
+#include "engine/plans/plan_check.h"
 #include "quant_files.h"
 
 namespace sandwich {

@@ -1,7 +1,7 @@
 // The prefix cache's bookkeeping on its own (prefix_cache.h): the hash chain, hits and misses,
 // reference counts, the eviction order, the token that is always left to compute, and hash
 // collisions that must never hand out another prefix's blocks.
-#include "prefix_cache.h"
+#include "runtime/prefix_cache.h"
 
 #include <numeric>
 #include <vector>

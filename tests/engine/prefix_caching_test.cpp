@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "dummy_llama.h"
-#include "engine/scheduler.h"
+#include "engine/runtime/scheduler.h"
 #include "test_data.h"
 
 namespace sandwich {

@@ -4,7 +4,7 @@
 // apply_chat_template would), errors from raise_exception included.
 #include <gtest/gtest.h>
 
-#include "engine/chat_template.h"
+#include "engine/text/chat_template.h"
 #include "test_data.h"
 
 namespace sandwich {

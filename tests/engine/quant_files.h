@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "dummy_llama.h"
-#include "engine/dummy_model.h"
-#include "engine/gguf.h"
+#include "engine/formats/dummy_model.h"
+#include "engine/formats/gguf.h"
 #include "gguf_tensor_pos.h"
 #include "test_data.h"
 

@@ -9,14 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "dummy_llama.h"
-#include "engine/executor.h"
-#include "engine/generator.h"
-#include "engine/quantize_model.h"
+#include "engine/formats/quantize_model.h"
+#include "engine/runtime/executor.h"
+#include "engine/runtime/generator.h"
 #include "error_text.h"
-#include "forward.h"
 #include "kernels/quantize.h"
 #include "model_fixtures.h"
 #include "quant_files.h"
+#include "runtime/forward.h"
 
 namespace sandwich {
 namespace {

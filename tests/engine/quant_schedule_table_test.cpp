@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "covering_schedule_table.h"
-#include "engine/schedule_table.h"
+#include "engine/plans/schedule_table.h"
 #include "kernels/kernel_tunables.h"
 #include "kernels/schedule.h"
 #include "kernels/tuned_schedules.h"

@@ -4,10 +4,10 @@
 // matrices the preset leaves unquantized as BF16, as the loader stores them then.
 #include <string>
 
-#include "engine/model_config.h"
-#include "engine/quantize_model.h"
+#include "engine/formats/model_config.h"
+#include "engine/formats/quantize_model.h"
 #include "kernels/quant_blocks.h"
-#include "weight_placement.h"
+#include "runtime/weight_placement.h"
 
 namespace sandwich::test {
 

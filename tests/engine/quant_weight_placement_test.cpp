@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <set>
 
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 #include "kernels/gemm.h"
 #include "paper_machines.h"
 #include "quant_storage.h"
-#include "rank_shards.h"
-#include "weight_placement.h"
+#include "runtime/rank_shards.h"
+#include "runtime/weight_placement.h"
 
 namespace sandwich {
 namespace {

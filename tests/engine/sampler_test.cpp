@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/sampler.h"
+#include "engine/runtime/sampler.h"
 
 namespace sandwich {
 namespace {

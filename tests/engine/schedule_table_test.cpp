@@ -1,6 +1,6 @@
 // The tuned-schedule table file: round trip, clear errors for a bad file, and install: what is
 // valid is installed, everything else warns once and leaves the cost model's schedules.
-#include "engine/schedule_table.h"
+#include "engine/plans/schedule_table.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "covering_schedule_table.h"
-#include "engine/plan.h"
+#include "engine/plans/plan.h"
 #include "kernels/kernel_tunables.h"
 #include "kernels/tuned_schedules.h"
 #include "test_data.h"

@@ -2,7 +2,7 @@
 // preemption, cancellation, deadlines, shutdown, failing steps, finish reasons and stats. The
 // fake records every step and makes greedy output a function of the cached context, so the
 // steps' shapes and the tokens that come out can both be checked exactly.
-#include "engine/scheduler.h"
+#include "engine/runtime/scheduler.h"
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/kv_cache.h"
+#include "engine/runtime/kv_cache.h"
 #include "fake_executor.h"
 #include "test_data.h"
 

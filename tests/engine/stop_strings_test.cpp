@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/stop_strings.h"
+#include "engine/text/stop_strings.h"
 
 namespace sandwich {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "forward.h"
+#include "runtime/forward.h"
 
 namespace sandwich::test {
 

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_template.h"
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
+#include "engine/formats/gguf.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer.h"
 #include "error_text.h"
 #include "test_data.h"
 

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 #include "kernels/gemm.h"
 #include "paper_machines.h"
-#include "rank_shards.h"
-#include "weight_placement.h"
+#include "runtime/rank_shards.h"
+#include "runtime/weight_placement.h"
 
 namespace sandwich {
 namespace {

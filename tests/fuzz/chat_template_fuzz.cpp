@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "engine/text/chat_template.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

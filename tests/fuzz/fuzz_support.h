@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/tokenizer.h"
+#include "engine/text/tokenizer.h"
 
 namespace sandwich::fuzz {
 

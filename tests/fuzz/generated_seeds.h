@@ -100,7 +100,7 @@ inline nlohmann::json tiny_tokenizer_json() {
             {"merges", {"t h", "th e", "i n", "a n", "Ġ t", "Ġt he"}}}}};
 }
 
-// A KL-divergence base file (engine/kld_base_file.h) of `chunks` chunks of 6 tokens over a
+// A KL-divergence base file (engine/scoring/kld_base_file.h) of `chunks` chunks of 6 tokens over a
 // vocabulary of 5: header, tokens, then 2 scored rows of 5 log-probabilities per chunk.
 inline std::string tiny_kld_base(uint32_t chunks) {
   std::string s = "SANDKLD1";

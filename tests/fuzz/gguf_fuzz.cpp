@@ -2,7 +2,7 @@
 // small enough model, the whole load.
 #include <exception>
 
-#include "engine/gguf.h"
+#include "engine/formats/gguf.h"
 #include "model_fuzz_load.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // header, the text's tokens and every chunk's rows, checked against the file's size.
 #include <exception>
 
-#include "engine/kld_base_file.h"
+#include "engine/scoring/kld_base_file.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 #include <exception>
 
 #include "fuzz_support.h"
-#include "vocab_files.h"
+#include "text/vocab_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;

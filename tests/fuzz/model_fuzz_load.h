@@ -3,9 +3,9 @@
 // whole load (shape checks, packing, tokenizer) when it is small enough to pack quickly.
 #include <filesystem>
 
-#include "engine/model.h"
+#include "engine/formats/model.h"
+#include "formats/model_source.h"
 #include "fuzz_support.h"
-#include "model_source.h"
 
 namespace sandwich::fuzz {
 

@@ -3,7 +3,7 @@
 // machine.
 #include <exception>
 
-#include "engine/plan.h"
+#include "engine/plans/plan.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

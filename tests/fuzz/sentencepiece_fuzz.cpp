@@ -3,8 +3,8 @@
 #include <exception>
 
 #include "fuzz_support.h"
-#include "spm_tokenizer.h"
-#include "vocab_files.h"
+#include "text/spm_tokenizer.h"
+#include "text/vocab_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -24,9 +25,10 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"topotree", {"common"}},
       {"engine", {"common", "kernels", "topotree"}},
       {"tuner", {"common", "kernels", "topotree", "engine"}},
-      // tuner: sandwichd's start-up search of configurations when no plan is given.
-      {"server", {"common", "topotree", "engine", "tuner"}},
+      {"server", {"common", "topotree", "engine"}},
       {"bench", {"common"}},
+      // The programs: each one's command line over the libraries it runs.
+      {"apps", {"common", "kernels", "topotree", "engine", "tuner", "server", "bench"}},
   };
   return rules;
 }
@@ -74,6 +76,53 @@ TEST(Layout, TheRulesHaveNoCycle) {
     return false;
   };
   for (const auto& [module, ok] : allowed()) EXPECT_FALSE(reaches(module, module)) << module;
+}
+
+// The README's map names every module folder and every room of engine/, and nothing else: a
+// module or room added without its line there (or a line left for one removed) fails here.
+TEST(Layout, TheReadmeMapMatchesTheTree) {
+  const fs::path root = test::source_dir();
+  std::ifstream in(root / "README.md");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t start = text.find("\n## Layout");
+  ASSERT_NE(start, std::string::npos) << "README.md has no Layout section";
+  const std::string map = text.substr(start);
+  std::set<std::string> named_modules, named_rooms;
+  static const std::regex module_line(R"(\n- \*\*`([a-z]+)/`\*\*)");
+  static const std::regex room_line(R"(\n  - `([a-z]+)/`:)");
+  for (std::sregex_iterator it(map.begin(), map.end(), module_line), end; it != end; ++it)
+    named_modules.insert((*it)[1]);
+  for (std::sregex_iterator it(map.begin(), map.end(), room_line), end; it != end; ++it)
+    named_rooms.insert((*it)[1]);
+
+  std::set<std::string> modules;
+  for (const auto& [module, ok] : allowed()) modules.insert(module);
+  EXPECT_EQ(named_modules, modules) << "README.md's map and the include rules name other modules";
+  // Every top-level folder with sources of its own is a module with rules.
+  for (const auto& e : fs::directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name == "tests" || name.starts_with(".") || name.starts_with("build"))
+      continue;
+    if (fs::exists(e.path() / "CMakeLists.txt"))
+      EXPECT_TRUE(modules.count(name)) << name << "/ builds code but has no rules here";
+  }
+
+  std::set<std::string> rooms;
+  for (const auto& e : fs::directory_iterator(root / "engine/src")) {
+    if (e.is_directory())
+      rooms.insert(e.path().filename().string());
+    else
+      ADD_FAILURE() << "engine/src/" << e.path().filename().string() << " is in no room";
+  }
+  std::set<std::string> header_rooms;
+  for (const auto& e : fs::directory_iterator(root / "engine/include/engine")) {
+    if (e.is_directory())
+      header_rooms.insert(e.path().filename().string());
+    else
+      ADD_FAILURE() << "engine/include/engine/" << e.path().filename().string() << " is in no room";
+  }
+  EXPECT_EQ(named_rooms, rooms) << "README.md's rooms of engine/ and engine/src/ differ";
+  for (const auto& r : header_rooms) EXPECT_TRUE(rooms.count(r)) << "engine/include/engine/" << r;
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/dummy_model.h"
+#include "engine/formats/dummy_model.h"
 #include "http_test_client.h"
 #include "test_data.h"
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/dummy_model.h"
-#include "engine/quantize_model.h"
+#include "engine/formats/dummy_model.h"
+#include "engine/formats/quantize_model.h"
 #include "http_test_client.h"
 #include "test_data.h"
 

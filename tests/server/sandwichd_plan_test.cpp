@@ -8,7 +8,7 @@
 
 #include "command.h"
 #include "covering_schedule_table.h"
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 #include "http_test_client.h"
 #include "plan_files.h"
 #include "test_data.h"

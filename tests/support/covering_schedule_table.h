@@ -9,7 +9,7 @@
 #include <string>
 
 #include "command.h"
-#include "engine/schedule_table.h"
+#include "engine/plans/schedule_table.h"
 #include "kernels/microkernel.h"
 #include "kernels/schedule.h"
 #include "kernels/tuned_schedules.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/gguf.h"
+#include "engine/formats/gguf.h"
 
 namespace sandwich::test {
 

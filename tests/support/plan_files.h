@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/model.h"
-#include "engine/plan.h"
-#include "engine/schedule_table.h"
+#include "engine/formats/model.h"
+#include "engine/plans/plan.h"
+#include "engine/plans/schedule_table.h"
 #include "kernels/schedule.h"
 #include "test_data.h"
 

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/dummy_model.h"
-#include "engine/model_config.h"
-#include "engine/quantize_model.h"
+#include "engine/formats/dummy_model.h"
+#include "engine/formats/model_config.h"
+#include "engine/formats/quantize_model.h"
 
 namespace sandwich::test {
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 
 namespace sandwich::tuner {
 namespace {

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "engine/dummy_model.h"
-#include "engine/plan.h"
-#include "engine/schedule_table.h"
+#include "engine/formats/dummy_model.h"
+#include "engine/plans/plan.h"
+#include "engine/plans/schedule_table.h"
 #include "kernels/tuned_schedules.h"
 #include "test_data.h"
 #include "tiny_quant_gguf.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cpu_list.h"
-#include "engine/schedule_table.h"
+#include "engine/plans/schedule_table.h"
 
 namespace sandwich::tuner {
 namespace {

@@ -5,9 +5,9 @@
 #include <random>
 #include <stdexcept>
 
-#include "engine/executor.h"
-#include "engine/kv_cache.h"
-#include "engine/model.h"
+#include "engine/formats/model.h"
+#include "engine/runtime/executor.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace sandwich::tuner {
 namespace {

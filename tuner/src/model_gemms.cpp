@@ -1,5 +1,5 @@
-// A model's GEMM shape keys per rank, following engine/src/forward.cpp's column and row splits
-// (rank_shards and gemm_columns there).
+// A model's GEMM shape keys per rank, following engine/src/runtime/forward.cpp's column and row
+// splits (rank_shards and gemm_columns there).
 #include "tuner/model_gemms.h"
 
 #include <algorithm>
@@ -43,8 +43,8 @@ void check(const ModelConfig& c, int ranks, int threads, const MatrixTypes& type
                                 std::to_string(c.n_layers));
 }
 
-// Rank r's FFN and vocabulary columns, as engine/src/rank_shards.cpp splits them: FFN shards
-// start on the panel, or on the down projection's block when that is larger.
+// Rank r's FFN and vocabulary columns, as engine/src/runtime/rank_shards.cpp splits them: FFN
+// shards start on the panel, or on the down projection's block when that is larger.
 IndexRange split(int64_t n, int64_t g, int r, int R) {
   const IndexRange units = partition((n + g - 1) / g, r, R);
   return {units.begin * g, std::min(n, units.end * g)};

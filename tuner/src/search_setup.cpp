@@ -10,8 +10,8 @@
 #include "common/json_file.h"
 #include "common/lmsys_lengths.h"
 #include "common/paths.h"
-#include "engine/file_weights.h"
-#include "engine/model.h"
+#include "engine/formats/file_weights.h"
+#include "engine/formats/model.h"
 #include "tuner/calibration.h"
 
 namespace sandwich::tuner {

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "engine/model.h"
-#include "engine/scheduler.h"
+#include "engine/formats/model.h"
+#include "engine/runtime/scheduler.h"
 #include "server/http_server.h"
 
 namespace sandwich::server {

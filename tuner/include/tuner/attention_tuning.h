@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "engine/kv_cache.h"
-#include "engine/model_config.h"
-#include "engine/schedule_table.h"
+#include "engine/formats/model_config.h"
+#include "engine/plans/schedule_table.h"
+#include "engine/runtime/kv_cache.h"
 #include "tuner/tunable_kernel.h"
 
 namespace sandwich::tuner {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 #include "topotree/merkle_hash.h"
 #include "topotree/service_config.h"
 #include "topotree/transform_tree.h"

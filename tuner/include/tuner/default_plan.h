@@ -5,9 +5,9 @@
 #include <functional>
 #include <string>
 
-#include "engine/kv_cache.h"
-#include "engine/model.h"
-#include "engine/plan.h"
+#include "engine/formats/model.h"
+#include "engine/plans/plan.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace sandwich::tuner {
 

@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 #include "topotree/topo_tree.h"
 #include "tuner/evaluator.h"
 #include "tuner/machine_params.h"

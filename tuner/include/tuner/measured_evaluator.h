@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/model_config.h"
+#include "engine/formats/model_config.h"
 #include "tuner/evaluator.h"
 #include "tuner/latency_simulator.h"
 #include "tuner/trace_sampler.h"

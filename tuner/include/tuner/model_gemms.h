@@ -5,8 +5,8 @@
 // mixes q4_k and q6_k matrices of one shape).
 #include <vector>
 
-#include "engine/matrix_types.h"
-#include "engine/model_config.h"
+#include "engine/formats/matrix_types.h"
+#include "engine/formats/model_config.h"
 #include "kernels/tuned_schedules.h"
 
 namespace sandwich::tuner {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/file_weights.h"
-#include "engine/model_config.h"
+#include "engine/formats/file_weights.h"
+#include "engine/formats/model_config.h"
 #include "tuner/latency_simulator.h"
 #include "tuner/machine_description.h"
 #include "tuner/machine_params.h"

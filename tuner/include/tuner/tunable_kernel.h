@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/schedule_table.h"
+#include "engine/plans/schedule_table.h"
 
 namespace sandwich::tuner {
 

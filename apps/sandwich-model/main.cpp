@@ -1,0 +1,245 @@
+// sandwich-model: make dummy-weight GGUF files, describe model files, and run tokenizers.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "common/tool.h"
+#include "engine/formats/dummy_model.h"
+#include "engine/formats/gguf.h"
+#include "engine/formats/model.h"
+#include "engine/formats/quantize_model.h"
+#include "engine/plans/tool_options.h"
+
+using namespace sandwich;
+
+namespace {
+
+int cmd_make(int argc, char** argv, int first) {
+  std::string preset, out, dtype = "bf16";
+  std::optional<std::string> vocab_file;
+  std::optional<uint64_t> seed;
+  ArgParser p("sandwich-model make", "Write a dummy-weight GGUF file for a model preset.");
+  p.add("--preset", &preset,
+        "model preset (configs/models/<P>.json) or a config.json / model file for its shapes", "P");
+  p.add("--dtype", &dtype,
+        "matrix element type: bf16 (default), f32, or a llama.cpp quantization preset (" +
+            quant_preset_names() + ")",
+        "D");
+  p.add("-o,--output", &out, "output GGUF path", "FILE");
+  p.add("--vocab", &vocab_file,
+        "take the vocabulary from this tokenizer (default: a synthetic one)", "T");
+  p.add("--seed", &seed,
+        "weight seed (default 0; the same seed as --weights-seed gives the same weights)");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (preset.empty() || out.empty()) throw CliError("make needs --preset and -o (see --help)");
+  const auto preset_q = quant_preset(dtype);
+  if (dtype != "bf16" && dtype != "f32" && !preset_q)
+    throw CliError("--dtype must be bf16, f32 or one of " + quant_preset_names() + ", got '" +
+                   dtype + "'");
+  const ModelConfig c =
+      std::filesystem::exists(preset) ? read_model_config(preset) : load_preset(preset);
+  Vocab vocab = vocab_file ? vocab_from_tokenizer_file(*vocab_file) : default_dummy_vocab(c);
+  if (static_cast<int32_t>(vocab.tokens.size()) > c.vocab_size)
+    throw CliError("the vocabulary has " + std::to_string(vocab.tokens.size()) +
+                   " tokens, the preset only " + std::to_string(c.vocab_size));
+  // A real vocabulary smaller than the embedding (padded vocabularies) gets unused filler tokens.
+  for (int32_t i = static_cast<int32_t>(vocab.tokens.size()); i < c.vocab_size; ++i) {
+    vocab.tokens.push_back("<unused_" + std::to_string(i) + ">");
+    if (!vocab.scores.empty()) vocab.scores.push_back(-1e9f);
+    if (!vocab.types.empty()) vocab.types.push_back(TokenType::Unused);
+  }
+  if (preset_q) {
+    write_dummy_gguf_quantized(c, *preset_q, vocab, seed.value_or(0), out);
+  } else {
+    const WeightDType dt = dtype == "f32" ? WeightDType::F32 : WeightDType::BF16;
+    write_dummy_gguf(c, dt, vocab, seed.value_or(0), out);
+  }
+  std::cerr << "wrote " << out << " (" << c.name << ", " << dtype << ", "
+            << static_cast<double>(std::filesystem::file_size(out)) / (1 << 30) << " GiB)\n";
+  return 0;
+}
+
+// "4.50" for bits per weight.
+std::string bpw(uint64_t bytes, int64_t elements) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f",
+                elements ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0);
+  return buf;
+}
+
+int cmd_quantize(int argc, char** argv, int first) {
+  bool quiet = false;
+  ArgParser p("sandwich-model quantize IN OUT TYPE",
+              "Write a model (F32/F16/BF16 or quantized GGUF, Hugging Face safetensors, llama2.c) "
+              "as a GGUF quantized with a llama.cpp preset: " +
+                  quant_preset_names() +
+                  " (q4_k and q5_k put every matrix in that type; the _m/_s presets mix types "
+                  "per tensor as llama.cpp does; a tensor whose rows no block of q4_0 ... q8_0 "
+                  "fits stays f32, where llama-quantize refuses it), or unquantized: f32, f16, "
+                  "bf16 (every matrix in that type, as llama-quantize writes them).");
+  p.accept_positionals(3);
+  std::optional<std::string> tokenizer;
+  p.add_flag("-q,--quiet", &quiet, "do not list the tensors");
+  p.add("--tokenizer", &tokenizer,
+        "vocabulary for an input without one of its own (a GGUF input keeps its own)", "T");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (p.positional().size() != 3) throw CliError("quantize takes IN OUT TYPE (see --help)");
+  const std::string in = p.positional()[0], out = p.positional()[1], type = p.positional()[2];
+  auto preset = quant_preset(type);
+  if (!preset) preset = plain_preset(type);
+  if (!preset)
+    throw CliError("unknown quantization type '" + type + "' (one of " + quant_preset_names() +
+                   ", or f32, f16, bf16)");
+  if (!std::filesystem::exists(in)) throw CliError(in + ": no such file or folder");
+  quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr,
+                      tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt);
+  const ModelFileInfo info = inspect_model(out);
+  int64_t elements = 0;
+  for (const auto& t : info.tensors) elements += t.elements;
+  std::cerr << "wrote " << out << " (" << preset->name << ", " << info.bytes << " bytes, "
+            << bpw(info.bytes, elements) << " bits per weight)\n";
+  return 0;
+}
+
+int cmd_info(int argc, char** argv, int first) {
+  bool summary = false;
+  ArgParser p("sandwich-model info FILE", "Describe a model file or folder (headers only).");
+  p.accept_positionals(1);
+  p.add_flag("--summary", &summary,
+             "leave out the list of tensors (name, shape, type, bits per weight)");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (p.positional().size() != 1) throw CliError("info takes one model path");
+  const std::filesystem::path path = p.positional()[0];
+  const ModelFileInfo info = inspect_model(path);
+  const ModelConfig& c = info.config;
+  std::string tokenizer = "none found (pass --tokenizer to the tools)";
+  try {
+    auto tok = load_tokenizer(std::filesystem::is_directory(path) || path.extension() == ".gguf"
+                                  ? path
+                                  : path.parent_path() / "tokenizer.bin");
+    tokenizer = std::to_string(tok->vocab_size()) + " tokens, BOS " +
+                std::to_string(tok->bos_id()) + ", EOS " + std::to_string(tok->eos_id());
+  } catch (const std::exception&) {
+  }
+  std::cout << "file:          " << path.string() << "\n"
+            << "format:        " << info.description << "\n"
+            << "architecture:  llama\n"
+            << "name:          " << c.name << "\n"
+            << "dim:           " << c.dim << "\n"
+            << "layers:        " << c.n_layers << "\n"
+            << "heads:         " << c.n_heads << " (kv " << c.n_kv_heads << ", head size "
+            << c.head_dim << ")\n"
+            << "ffn:           " << c.ffn_dim << "\n"
+            << "vocab:         " << c.vocab_size << "\n"
+            << "context:       " << c.max_seq_len << "\n"
+            << "rope theta:    " << c.rope_theta << "\n"
+            << "norm eps:      " << c.norm_eps << "\n"
+            << "tied output:   " << (c.tied_embeddings ? "yes" : "no") << "\n"
+            << "parameters:    " << c.param_count() << "\n"
+            << "tensors:       " << info.n_tensors << "\n"
+            << "dtypes:       ";
+  for (auto& [name, n] : info.dtypes) std::cout << " " << name << " x" << n;
+  std::map<std::string, std::pair<uint64_t, int64_t>> by_type;  // bytes, elements
+  int64_t elements = 0;
+  for (const auto& t : info.tensors) {
+    by_type[t.type].first += t.bytes;
+    by_type[t.type].second += t.elements;
+    elements += t.elements;
+  }
+  std::cout << "\n"
+            << "bits/weight:   " << bpw(info.bytes, elements) << " (";
+  bool first_type = true;
+  for (auto& [type, be] : by_type) {
+    std::cout << (first_type ? "" : ", ") << type << " " << bpw(be.first, be.second) << " on "
+              << be.second << " weights";
+    first_type = false;
+  }
+  std::cout << ")\n"
+            << "size:          " << info.bytes << " bytes ("
+            << static_cast<double>(info.bytes) / (1 << 30) << " GiB)\n"
+            << "tokenizer:     " << tokenizer << "\n";
+  if (!summary) {
+    std::cout << "tensors (name, shape, type, bits per weight):\n";
+    for (const auto& t : info.tensors) {
+      std::string shape;
+      for (size_t i = 0; i < t.shape.size(); ++i)
+        shape += (i ? " x " : "") + std::to_string(t.shape[i]);
+      std::cout << "  " << t.name << "  [" << shape << "]  " << t.type << "  "
+                << bpw(t.bytes, t.elements) << "\n";
+    }
+  }
+  return 0;
+}
+
+int cmd_tokenize(int argc, char** argv, int first) {
+  std::string tokenizer, text;
+  bool no_bos = false, special = false;
+  ArgParser p("sandwich-model tokenize", "Print the token ids of a text.");
+  p.add("--tokenizer", &tokenizer,
+        "tokenizer file or model (GGUF, tokenizer.model, tokenizer.json, tokenizer.bin, HF folder)",
+        "T");
+  p.add("--text", &text, "text to encode");
+  p.add_flag("--no-bos", &no_bos, "do not prepend BOS");
+  p.add_flag("--special", &special, "parse special-token strings such as <|eot_id|>");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (tokenizer.empty()) throw CliError("tokenize needs --tokenizer");
+  auto tok = load_tokenizer(tokenizer);
+  auto ids = tok->encode(text, !no_bos && tok->add_bos_default(), special);
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+  return 0;
+}
+
+int cmd_detokenize(int argc, char** argv, int first) {
+  std::string tokenizer, ids_text;
+  bool keep_special = false;
+  ArgParser p("sandwich-model detokenize", "Print the text of token ids.");
+  p.add("--tokenizer", &tokenizer, "tokenizer file or model", "T");
+  p.add("--ids", &ids_text, "token ids separated by spaces or commas", "IDS");
+  p.add_flag("--keep-special", &keep_special, "print special tokens too");
+  if (!p.parse(argc, argv, first)) return 0;
+  if (tokenizer.empty()) throw CliError("detokenize needs --tokenizer");
+  auto tok = load_tokenizer(tokenizer);
+  std::vector<int32_t> ids;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    const int64_t v = ArgParser::parse_int("--ids", cur);
+    if (v < 0 || v >= tok->vocab_size())
+      throw CliError("token id " + cur + " is outside the vocabulary of " +
+                     std::to_string(tok->vocab_size()));
+    ids.push_back(static_cast<int32_t>(v));
+    cur.clear();
+  };
+  for (char ch : ids_text) {
+    if (ch == ' ' || ch == ',' || ch == '\n' || ch == '\t')
+      flush();
+    else
+      cur += ch;
+  }
+  flush();
+  std::cout << tok->decode(ids, keep_special) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Subcommand commands[] = {
+      {"make",
+       "--preset P --dtype bf16|f32|q4_k_m|q8_0|... -o FILE.gguf [--vocab TOKENIZER] [--seed N]",
+       "write a GGUF with random weights and the preset's real shapes (llama.cpp loads it too)",
+       cmd_make},
+      {"info", "FILE [--summary]",
+       "architecture, shapes, tensor types, bits per weight and size of a model", cmd_info},
+      {"quantize", "IN OUT TYPE [--tokenizer T] [-q]",
+       "write a model as a GGUF quantized with a llama.cpp preset (q4_k_m, q8_0, ...) or in "
+       "f32, f16, bf16",
+       cmd_quantize},
+      {"tokenize", "--tokenizer T --text S [--no-bos] [--special]",
+       "print the token ids of S, space-separated", cmd_tokenize},
+      {"detokenize", "--tokenizer T --ids \"1 2 3\" [--keep-special]", "print the text of the ids",
+       cmd_detokenize}};
+  return run_subcommands("sandwich-model", commands, argc, argv);
+}

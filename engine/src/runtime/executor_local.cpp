@@ -1,0 +1,35 @@
+// One-rank configurations: the forward pass runs in this process on a pinned thread team.
+#include "runtime/executor_impl.h"
+
+namespace sandwich {
+
+LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
+                             bool batch_invariant)
+    : config_(config),
+      team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus),
+      fp_(model, kv, team_, {}, nullptr, batch_invariant) {}
+
+void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits) {
+  fp_.run(batch, logits);
+}
+
+std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
+                                        const topo::ServiceConfig& config,
+                                        const ExecutorLimits& limits) {
+  if (config.ranks.empty()) throw std::invalid_argument("the service configuration has no ranks");
+  if (config.rank_count() == 1)
+    return std::make_unique<LocalExecutor>(model, kv, config, limits.batch_invariant);
+  return std::make_unique<RankGroupExecutor>(model, kv, config, limits);
+}
+
+std::vector<int> executor_rank_pids(const Executor& e) {
+  if (auto* g = dynamic_cast<const RankGroupExecutor*>(&e)) return g->pids();
+  return {};
+}
+
+int executor_spawner_pid(const Executor& e) {
+  if (auto* g = dynamic_cast<const RankGroupExecutor*>(&e)) return g->spawner_pid();
+  return -1;
+}
+
+}  // namespace sandwich

@@ -1,0 +1,613 @@
+#include "engine/runtime/scheduler.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine/runtime/batch_entry.h"
+#include "engine/runtime/executor.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/text/stop_strings.h"
+#include "engine/text/tokenizer.h"
+#include "runtime/prefix_cache.h"
+
+namespace sandwich {
+namespace {
+using Clock = std::chrono::steady_clock;
+double secs(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+}  // namespace
+
+struct Seq {
+  uint64_t id = 0;
+  EngineRequest req;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;  // positions whose K/V are cached
+  std::vector<int32_t> blocks;
+  PrefixChain chain;
+  int32_t cached_tokens = -1;  // prompt tokens found in the prefix cache at first admission
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<IncrementalDecoder> decoder;
+  std::unique_ptr<StopStringMatcher> stops;
+  Clock::time_point arrival, last_token;
+  Clock::time_point scheduled, first_token;  // first admission; first token (has_first)
+  bool was_scheduled = false;
+  bool has_first = false;
+  bool done = false;
+  bool queued = true;  // waiting (counted in st.waiting), not running
+
+  int32_t generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
+  bool in_prefill() const { return n_computed < static_cast<int32_t>(tokens.size()) - 1; }
+  std::span<const int32_t> prompt() const { return {tokens.data(), static_cast<size_t>(n_prompt)}; }
+  std::span<const int32_t> output() const {
+    return {tokens.data() + n_prompt, tokens.size() - static_cast<size_t>(n_prompt)};
+  }
+};
+
+struct Scheduler::Impl {
+  const Model& model;
+  SchedulerOptions opt;
+  std::unique_ptr<KVCache> kv;
+  std::unique_ptr<PrefixCache> cache;
+  std::unique_ptr<Executor> prefill_ex, decode_ex;  // decode_ex null when both phases share one
+  std::vector<int32_t> stop_ids;
+
+  Histogram ttft{latency_buckets()};
+  Histogram itl{inter_token_buckets()};
+  Histogram e2e{latency_buckets()};
+  Histogram queue_time{latency_buckets()}, prefill_time{latency_buckets()},
+      decode_time{latency_buckets()};
+  std::unique_ptr<Histogram> prompt_len, gen_len;  // buckets up to max_model_len
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Seq>> inbox;
+  std::vector<uint64_t> cancels;
+  bool stopping = false, finish_on_stop = true;
+  uint64_t next_id = 1;
+  SchedulerStats st;  // guarded by mu
+
+  // Engine thread only.
+  std::deque<std::unique_ptr<Seq>> waiting;
+  std::vector<std::unique_ptr<Seq>> running;  // in admission order
+  bool last_was_prefill = false;
+  std::mt19937_64 seeds{std::random_device{}()};
+  std::vector<float> logits;
+  std::vector<Seq*> in_step;  // the sequences of the step under way
+  std::thread thread;
+  std::mutex join_mu;
+
+  Impl(const Model& m, const SchedulerOptions& o) : model(m), opt(o) {}
+
+  void loop();
+  void admit();
+  void prefill_step();
+  void decode_step();
+  void accept_token(Seq& s, float* row);
+  bool is_stop_token(const Seq& s, int32_t t) const;
+  void finish(Seq& s, FinishReason reason);
+  void abort(Seq& s, AbortReason why, const std::string& error);
+  void remove_finished();
+  void preempt(Seq& s);
+  void publish_counts();
+  void observe_finished(const Seq& s);
+};
+
+Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
+    : impl_(new Impl(model, options)) {
+  Impl& I = *impl_;
+  const ModelConfig& c = model.config;
+  if (!model.tokenizer) throw std::invalid_argument("the scheduler needs a model with a tokenizer");
+  if (I.opt.max_num_seqs < 1) throw std::invalid_argument("max_num_seqs must be at least 1");
+  if (I.opt.max_batched_tokens < 1)
+    throw std::invalid_argument("max_batched_tokens must be at least 1");
+  if (I.opt.max_model_len <= 0 || I.opt.max_model_len > c.max_seq_len)
+    I.opt.max_model_len = c.max_seq_len;
+  const KVCacheDType kv_dtype = I.opt.kv_cache_dtype;
+  if (I.opt.kv_cache_bytes == 0)
+    I.opt.kv_cache_bytes =
+        std::max(KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype),
+                 std::min<size_t>(size_t{4} << 30,
+                                  KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype) *
+                                      static_cast<size_t>(I.opt.max_num_seqs)));
+  I.prompt_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
+  I.gen_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
+  I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes, kv_dtype);
+  I.cache = std::make_unique<PrefixCache>(*I.kv, I.opt.enable_prefix_caching);
+  if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
+    throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +
+                                " bytes) cannot hold one sequence of max_model_len " +
+                                std::to_string(I.opt.max_model_len) +
+                                " tokens; raise it or lower max_model_len");
+  const topo::ServiceConfig pc = I.opt.prefill_config.value_or(single_rank_config(0));
+  const topo::ServiceConfig dc = I.opt.decode_config.value_or(pc);
+  ExecutorLimits limits;
+  limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
+  limits.max_entries = I.opt.max_num_seqs;
+  limits.batch_invariant = I.opt.batch_invariant;
+  limits.step_timeout_seconds = I.opt.rank_step_timeout_seconds;
+  const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
+  limits.role = dc == pc ? "prefill and decode" : "prefill";
+  I.prefill_ex = make(model, *I.kv, pc, limits);
+  limits.role = "decode";
+  if (!(dc == pc)) I.decode_ex = make(model, *I.kv, dc, limits);
+  I.stop_ids = model.tokenizer->stop_ids();
+  I.st.kv_blocks_total = I.kv->num_blocks();
+  I.thread = std::thread([this] { impl_->loop(); });
+}
+
+Scheduler::~Scheduler() {
+  shutdown(false);
+}
+
+int32_t Scheduler::max_model_len() const {
+  return impl_->opt.max_model_len;
+}
+const KVCache& Scheduler::kv_cache() const {
+  return *impl_->kv;
+}
+int32_t Scheduler::max_waiting() const {
+  return impl_->opt.max_waiting;
+}
+const Histogram& Scheduler::ttft() const {
+  return impl_->ttft;
+}
+const Histogram& Scheduler::inter_token() const {
+  return impl_->itl;
+}
+const Histogram& Scheduler::e2e() const {
+  return impl_->e2e;
+}
+const Histogram& Scheduler::queue_time() const {
+  return impl_->queue_time;
+}
+const Histogram& Scheduler::prefill_time() const {
+  return impl_->prefill_time;
+}
+const Histogram& Scheduler::decode_time() const {
+  return impl_->decode_time;
+}
+const Histogram& Scheduler::prompt_length() const {
+  return *impl_->prompt_len;
+}
+const Histogram& Scheduler::generation_length() const {
+  return *impl_->gen_len;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    s = impl_->st;
+  }
+  const ExecutorHealth h = executor_health();
+  s.rank_restarts = h.restarts;
+  s.rank_last_recovery_seconds = h.last_recovery_seconds;
+  return s;
+}
+
+ExecutorHealth Scheduler::executor_health() const {
+  ExecutorHealth h = impl_->prefill_ex->health();
+  if (impl_->decode_ex) {
+    const ExecutorHealth d = impl_->decode_ex->health();
+    if (d.failed || (d.restarting && !h.failed) || h.message.empty()) h.message = d.message;
+    h.restarting = h.restarting || d.restarting;
+    h.failed = h.failed || d.failed;
+    h.restarts += d.restarts;
+    h.last_recovery_seconds = std::max(h.last_recovery_seconds, d.last_recovery_seconds);
+  }
+  return h;
+}
+
+uint64_t Scheduler::submit(EngineRequest r) {
+  std::vector<EngineRequest> one;
+  one.push_back(std::move(r));
+  return submit(std::move(one))[0];
+}
+
+std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
+  Impl& I = *impl_;
+  if (static_cast<int64_t>(rs.size()) > I.opt.max_waiting)
+    throw std::invalid_argument("the request has " + std::to_string(rs.size()) +
+                                " sequences but the waiting queue holds at most " +
+                                std::to_string(I.opt.max_waiting));
+  // Everything that can fail on its own is checked before any sequence is queued.
+  std::vector<std::unique_ptr<Seq>> seqs;
+  for (auto& r : rs) {
+    const int64_t n = static_cast<int64_t>(r.prompt.size());
+    if (n == 0) throw std::invalid_argument("the prompt is empty");
+    if (r.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
+    if (n + r.max_tokens > I.opt.max_model_len)
+      throw std::invalid_argument(
+          "this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
+          " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
+          std::to_string(r.max_tokens) + " more");
+    if (r.min_tokens < 0 || r.min_tokens > r.max_tokens)
+      throw std::invalid_argument("min_tokens (" + std::to_string(r.min_tokens) +
+                                  ") must be between 0 and max_tokens (" +
+                                  std::to_string(r.max_tokens) + ")");
+    for (const auto* ids : {&r.prompt, &r.stop_token_ids})
+      for (int32_t t : *ids)
+        if (t < 0 || t >= I.model.config.vocab_size)
+          throw std::invalid_argument("token id " + std::to_string(t) +
+                                      " is outside the vocabulary");
+    auto s = std::make_unique<Seq>();
+    uint64_t seed;
+    {
+      std::lock_guard<std::mutex> lock(I.mu);
+      seed = I.seeds();
+    }
+    // Checks the sampling parameters (logit_bias too) before any sequence is queued.
+    s->sampler = std::make_unique<Sampler>(r.sampling, I.model.config.vocab_size, seed);
+    s->tokens = r.prompt;
+    s->n_prompt = static_cast<int32_t>(n);
+    s->arrival = Clock::now();
+    s->decoder = std::make_unique<IncrementalDecoder>(*I.model.tokenizer, r.prompt.back(),
+                                                      !r.skip_special_tokens);
+    s->stops = std::make_unique<StopStringMatcher>(r.stop);
+    s->req = std::move(r);
+    seqs.push_back(std::move(s));
+  }
+  std::lock_guard<std::mutex> lock(I.mu);
+  if (I.stopping) throw QueueFull("the server is shutting down");
+  if (I.st.waiting + static_cast<int64_t>(seqs.size()) > I.opt.max_waiting)
+    throw QueueFull("the waiting queue is full (" + std::to_string(I.opt.max_waiting) +
+                    " sequences); retry later");
+  std::vector<uint64_t> ids;
+  for (auto& s : seqs) {
+    s->id = I.next_id++;
+    ids.push_back(s->id);
+    I.inbox.push_back(std::move(s));
+    ++I.st.waiting;
+  }
+  I.cv.notify_one();
+  return ids;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->cancels.push_back(id);
+  impl_->cv.notify_one();
+}
+
+void Scheduler::request_shutdown(bool finish) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->stopping) impl_->finish_on_stop = finish;
+  if (!finish) impl_->finish_on_stop = false;
+  impl_->stopping = true;
+  impl_->cv.notify_one();
+}
+
+void Scheduler::shutdown(bool finish) {
+  request_shutdown(finish);
+  std::lock_guard<std::mutex> lock(impl_->join_mu);
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void Scheduler::Impl::publish_counts() {
+  std::lock_guard<std::mutex> lock(mu);
+  st.waiting = static_cast<int32_t>(waiting.size() + inbox.size());
+  st.running = static_cast<int32_t>(running.size());
+  st.kv_blocks_used = cache->used_blocks();
+  st.kv_blocks_cached = cache->cached_blocks();
+}
+
+void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
+  RequestOutput out;
+  out.finished = true;
+  out.finish_reason = FinishReason::Abort;
+  out.error = error;
+  out.abort_reason = why;
+  out.prompt_tokens = s.n_prompt;
+  out.completion_tokens = s.generated();
+  out.cached_tokens = std::max(s.cached_tokens, 0);
+  cache->release(s.blocks, s.chain);
+  s.done = true;
+  {
+    // Out of the queue's count before anyone hears of it: a client told that its request failed
+    // may retry at once, and must not find the queue still full of that request.
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.finished_abort;
+    if (s.queued) --st.waiting;
+    s.queued = false;
+  }
+  if (s.req.on_output) s.req.on_output(out);
+  observe_finished(s);
+}
+
+// A phase the request never reached is not observed.
+void Scheduler::Impl::observe_finished(const Seq& s) {
+  const auto now = Clock::now();
+  e2e.observe(secs(now - s.arrival));
+  if (s.was_scheduled) queue_time.observe(secs(s.scheduled - s.arrival));
+  if (s.has_first) {
+    prefill_time.observe(secs(s.first_token - s.scheduled));
+    decode_time.observe(secs(now - s.first_token));
+  }
+  prompt_len->observe(s.n_prompt);
+  gen_len->observe(s.generated());
+}
+
+void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
+  RequestOutput out;
+  out.finished = true;
+  out.finish_reason = reason;
+  if (!s.stops->stopped()) out.text = s.stops->push(s.decoder->flush()) + s.stops->flush();
+  out.prompt_tokens = s.n_prompt;
+  out.completion_tokens = s.generated();
+  out.cached_tokens = std::max(s.cached_tokens, 0);
+  cache->release(s.blocks, s.chain);
+  s.done = true;
+  if (s.req.on_output) s.req.on_output(out);
+  observe_finished(s);
+  std::lock_guard<std::mutex> lock(mu);
+  (reason == FinishReason::Stop ? st.finished_stop : st.finished_length)++;
+}
+
+void Scheduler::Impl::remove_finished() {
+  auto done = [](const std::unique_ptr<Seq>& s) { return s->done; };
+  running.erase(std::remove_if(running.begin(), running.end(), done), running.end());
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), done), waiting.end());
+}
+
+void Scheduler::Impl::admit() {
+  // FCFS: the head of the queue waits for room rather than being overtaken.
+  while (!waiting.empty() && static_cast<int32_t>(running.size()) < opt.max_num_seqs) {
+    Seq& s = *waiting.front();
+    // A preempted sequence looks up again: its own blocks may still be cached.
+    const int32_t hit = cache->acquire(s.tokens, s.chain, s.blocks);
+    if (!cache->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) {
+      cache->release(s.blocks, s.chain);
+      break;
+    }
+    s.n_computed = hit;
+    if (s.cached_tokens < 0) s.cached_tokens = std::min(hit, s.n_prompt);
+    if (cache->enabled()) {
+      std::lock_guard<std::mutex> lock(mu);
+      st.prefix_cache_queries += s.tokens.size();
+      st.prefix_cache_hits += static_cast<uint64_t>(hit);
+    }
+    s.queued = false;
+    if (!s.was_scheduled) {
+      s.was_scheduled = true;
+      s.scheduled = Clock::now();
+    }
+    running.push_back(std::move(waiting.front()));
+    waiting.pop_front();
+  }
+}
+
+void Scheduler::Impl::preempt(Seq& s) {
+  cache->release(s.blocks, s.chain);
+  s.n_computed = 0;
+  s.queued = true;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.preemptions;
+    ++st.waiting;
+  }
+  auto it =
+      std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == &s; });
+  waiting.push_front(std::move(*it));
+  running.erase(it);
+}
+
+bool Scheduler::Impl::is_stop_token(const Seq& s, int32_t t) const {
+  auto in = [t](const std::vector<int32_t>& ids) {
+    return std::find(ids.begin(), ids.end(), t) != ids.end();
+  };
+  return (!s.req.ignore_eos && in(stop_ids)) || in(s.req.stop_token_ids);
+}
+
+void Scheduler::Impl::accept_token(Seq& s, float* row) {
+  const int32_t V = model.config.vocab_size;
+  const bool may_stop = s.generated() >= s.req.min_tokens;
+  // Before min_tokens a stop token cannot be sampled at all (as vLLM does), rather than being
+  // sampled and dropped.
+  if (!may_stop) {
+    if (!s.req.ignore_eos)
+      for (int32_t t : stop_ids) row[t] = -std::numeric_limits<float>::infinity();
+    for (int32_t t : s.req.stop_token_ids) row[t] = -std::numeric_limits<float>::infinity();
+  }
+  RequestOutput out;
+  std::vector<float> raw;
+  if (s.req.logprobs >= 0) raw.assign(row, row + V);
+  const int32_t next = s.sampler->sample(row, s.prompt(), s.output());
+  const auto now = Clock::now();
+  if (!s.has_first) {
+    ttft.observe(secs(now - s.arrival));
+    s.has_first = true;
+    s.first_token = now;
+  } else {
+    itl.observe(secs(now - s.last_token));
+  }
+  s.last_token = now;
+  if (is_stop_token(s, next)) {
+    finish(s, FinishReason::Stop);
+    return;
+  }
+  s.tokens.push_back(next);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.generation_tokens;
+  }
+  out.tokens.push_back(next);
+  if (!raw.empty())
+    out.logprobs.push_back({next, Sampler::logprob_of(raw.data(), V, next),
+                            s.req.logprobs > 0
+                                ? Sampler::top_logprobs(raw.data(), V, s.req.logprobs)
+                                : std::vector<Sampler::TopLogprob>{}});
+  // min_tokens counts this token: the stop string may end in it.
+  out.text = s.stops->push(s.decoder->push(next), s.generated() >= s.req.min_tokens);
+  out.prompt_tokens = s.n_prompt;
+  out.completion_tokens = s.generated();
+  out.cached_tokens = s.cached_tokens;
+  if (s.req.on_output) s.req.on_output(out);
+  if (s.stops->stopped())
+    finish(s, FinishReason::Stop);
+  else if (s.generated() >= s.req.max_tokens ||
+           static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
+    finish(s, FinishReason::Length);
+}
+
+void Scheduler::Impl::prefill_step() {
+  std::vector<BatchEntry> batch;
+  std::vector<Seq*> seqs;
+  int32_t budget = opt.max_batched_tokens;
+  for (auto& p : running) {
+    Seq& s = *p;
+    if (!s.in_prefill() || budget == 0) continue;
+    const int32_t total = static_cast<int32_t>(s.tokens.size());
+    const int32_t n = std::min(budget, total - s.n_computed);
+    budget -= n;
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, n), s.n_computed,
+                     s.blocks, s.n_computed + n == total});
+    seqs.push_back(&s);
+  }
+  in_step = seqs;
+  if (batch.empty()) return;
+  int32_t n_logits = 0, n_tokens = 0;
+  for (auto& e : batch) {
+    n_logits += e.want_logits;
+    n_tokens += static_cast<int32_t>(e.tokens.size());
+  }
+  logits.resize(static_cast<size_t>(std::max(n_logits, 1)) * model.config.vocab_size);
+  const auto t0 = Clock::now();
+  prefill_ex->run(batch, logits.data());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.prefill_steps;
+    st.prefill_seconds += secs(Clock::now() - t0);
+    st.prompt_tokens += static_cast<uint64_t>(n_tokens);
+  }
+  int32_t row = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Seq& s = *seqs[i];
+    s.n_computed += static_cast<int32_t>(batch[i].tokens.size());
+    cache->commit(s.tokens, s.n_computed, s.blocks, s.chain);
+    if (batch[i].want_logits)
+      accept_token(s, logits.data() + static_cast<size_t>(row++) * model.config.vocab_size);
+  }
+}
+
+void Scheduler::Impl::decode_step() {
+  // Room for one more position per sequence; preempt the newest sequences when blocks run out.
+  for (size_t i = 0; i < running.size();) {
+    Seq& s = *running[i];
+    if (s.in_prefill() || cache->reserve(s.blocks, s.n_computed + 1)) {
+      ++i;
+      continue;
+    }
+    preempt(*running.back());
+  }
+  std::vector<BatchEntry> batch;
+  std::vector<Seq*> seqs;
+  uint64_t prompt_tokens = 0;
+  for (auto& p : running) {
+    Seq& s = *p;
+    if (s.in_prefill()) continue;
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, 1), s.n_computed,
+                     s.blocks, true});
+    seqs.push_back(&s);
+    // The last prompt token of a prompt of one, or left alone by a chunk, is computed here.
+    prompt_tokens += s.n_computed < s.n_prompt;
+  }
+  in_step = seqs;
+  if (batch.empty()) return;
+  logits.resize(batch.size() * static_cast<size_t>(model.config.vocab_size));
+  const auto t0 = Clock::now();
+  (decode_ex ? *decode_ex : *prefill_ex).run(batch, logits.data());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.decode_steps;
+    st.decode_seconds += secs(Clock::now() - t0);
+    st.prompt_tokens += prompt_tokens;
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i]->n_computed += 1;
+    cache->commit(seqs[i]->tokens, seqs[i]->n_computed, seqs[i]->blocks, seqs[i]->chain);
+    accept_token(*seqs[i], logits.data() + i * static_cast<size_t>(model.config.vocab_size));
+  }
+}
+
+void Scheduler::Impl::loop() {
+  for (;;) {
+    std::vector<uint64_t> cancel_now;
+    bool stop = false, finish_all = true;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] {
+        return stopping || !inbox.empty() || !cancels.empty() || !running.empty() ||
+               !waiting.empty();
+      });
+      while (!inbox.empty()) {
+        waiting.push_back(std::move(inbox.front()));
+        inbox.pop_front();
+      }
+      cancel_now.swap(cancels);
+      stop = stopping;
+      finish_all = finish_on_stop;
+    }
+    const auto now = Clock::now();
+    auto sweep = [&](auto& list) {
+      for (auto& p : list) {
+        Seq& s = *p;
+        if (s.done) continue;
+        if (std::find(cancel_now.begin(), cancel_now.end(), s.id) != cancel_now.end())
+          abort(s, AbortReason::Cancelled, "cancelled");
+        else if (now > s.req.deadline)
+          abort(s, AbortReason::Timeout, "request timed out");
+        else if (stop && !finish_all)
+          abort(s, AbortReason::Shutdown, "the server is shutting down");
+      }
+    };
+    sweep(running);
+    sweep(waiting);
+    remove_finished();
+    if (stop && running.empty() && waiting.empty()) {
+      publish_counts();
+      return;
+    }
+    admit();
+    publish_counts();
+    if (running.empty()) {
+      if (!waiting.empty()) {
+        // The head of the queue cannot fit even with nothing running: it never will.
+        abort(*waiting.front(), AbortReason::NoRoom, "the request does not fit in the KV cache");
+        remove_finished();
+      }
+      continue;
+    }
+    const bool has_prefill =
+        std::any_of(running.begin(), running.end(), [](auto& s) { return s->in_prefill(); });
+    const bool has_decode =
+        std::any_of(running.begin(), running.end(), [](auto& s) { return !s->in_prefill(); });
+    in_step.clear();
+    try {
+      if (has_prefill && (!has_decode || !last_was_prefill)) {
+        prefill_step();
+        last_was_prefill = true;
+      } else {
+        decode_step();
+        last_was_prefill = false;
+      }
+    } catch (const std::exception& e) {
+      // A failed step fails the requests in it, not the server nor the others (all of them if it
+      // failed before its batch was formed).
+      if (in_step.empty())
+        for (auto& p : running) in_step.push_back(p.get());
+      for (Seq* s : in_step)
+        if (!s->done) abort(*s, AbortReason::EngineError, std::string("engine error: ") + e.what());
+    }
+    remove_finished();
+    publish_counts();
+  }
+}
+
+}  // namespace sandwich

@@ -1,0 +1,394 @@
+// jinja2's filters and tests, those chat templates use.
+#include <algorithm>
+#include <cmath>
+
+#include "text/jinja_builtins.h"
+
+namespace sandwich::jinja {
+namespace {
+
+const Value kNone{None{}};
+
+// By value: callers pass temporaries as the fallback and keep the result.
+Value arg(const CallArgs& a, size_t i, const char* name, const Value& fallback = kNone) {
+  if (i < a.positional.size()) return a.positional[i];
+  if (const Value* v = a.kw(name)) return *v;
+  return fallback;
+}
+
+CallArgs method_args(std::vector<Value> positional) {
+  CallArgs a;
+  a.positional = std::move(positional);
+  return a;
+}
+
+std::string string_method(const Value& in, const char* m) {
+  return call_method(Value(to_str(in)), m, {})->as_string();
+}
+
+int64_t length(const Value& v) {
+  if (v.is_string()) return static_cast<int64_t>(code_points(v.as_string()).size());
+  if (v.is_list()) return static_cast<int64_t>(v.as_list().size());
+  if (v.is_dict()) return static_cast<int64_t>(v.as_dict().items.size());
+  if (v.is_undefined()) return 0;
+  throw ValueError("object of type '" + v.type_name() + "' has no len()");
+}
+
+// An attribute of an item, dotted paths and list indices included ("function.name", "0").
+Value attribute(const Value& item, const std::string& path) {
+  Value cur = item;
+  size_t b = 0;
+  while (b <= path.size()) {
+    const size_t e = std::min(path.find('.', b), path.size());
+    const std::string part = path.substr(b, e - b);
+    if (cur.is_dict()) {
+      const Value* v = cur.as_dict().find(part);
+      cur = v ? *v : Value(Undefined{part});
+    } else if (cur.is_list() && !part.empty() &&
+               std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const size_t i = std::stoul(part);
+      cur = i < cur.as_list().size() ? cur.as_list()[i] : Value(Undefined{part});
+    } else {
+      return Undefined{part};
+    }
+    b = e + 1;
+  }
+  return cur;
+}
+
+bool less(const Value& a, const Value& b) {
+  if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
+    auto n = [](const Value& x) { return x.is_bool() ? (x.as_bool() ? 1.0 : 0.0) : x.as_number(); };
+    return n(a) < n(b);
+  }
+  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  throw ValueError("'<' not supported between '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+// select/reject and selectattr/rejectattr: args are (attribute,) test, test arguments.
+Value select(const Value& in, const CallArgs& a, bool by_attr, bool keep) {
+  size_t i = 0;
+  std::string attr;
+  if (by_attr) {
+    const Value& at = arg(a, i++, "attribute");
+    if (!at.is_string()) throw ValueError("selectattr()/rejectattr() need an attribute name");
+    attr = at.as_string();
+  }
+  const Value& test = i < a.positional.size() ? a.positional[i] : kNone;
+  if (!test.is_none() && !test.is_string()) throw ValueError("the test must be named by a string");
+  CallArgs test_args;
+  for (size_t k = i + 1; k < a.positional.size(); ++k)
+    test_args.positional.push_back(a.positional[k]);
+  List out;
+  for (const Value& item : iterate(in)) {
+    const Value subject = by_attr ? attribute(item, attr) : item;
+    const bool pass =
+        test.is_none() ? subject.truthy() : apply_test(test.as_string(), subject, test_args);
+    if (pass == keep) out.push_back(item);
+  }
+  return out;
+}
+
+Value to_int(const Value& in, const Value& fallback) {
+  if (in.is_int()) return in;
+  if (in.is_bool()) return static_cast<int64_t>(in.as_bool());
+  if (in.is_float()) {
+    const double d = std::get<double>(in.v);
+    if (!std::isfinite(d)) return fallback;
+    return static_cast<int64_t>(d);
+  }
+  if (in.is_string()) {
+    const std::string s = py_strip(in.as_string(), nullptr, true, true);
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(s, &used);
+      if (used == s.size()) return static_cast<int64_t>(v);
+      const double d = std::stod(s, &used);  // jinja2 reads "3.5" as 3
+      if (used == s.size() && std::isfinite(d)) return static_cast<int64_t>(d);
+    } catch (const std::exception&) {
+    }
+  }
+  return fallback;
+}
+
+Value to_float(const Value& in, const Value& fallback) {
+  if (in.is_number()) return in.as_number();
+  if (in.is_bool()) return in.as_bool() ? 1.0 : 0.0;
+  if (in.is_string()) {
+    try {
+      size_t used = 0;
+      const std::string s = py_strip(in.as_string(), nullptr, true, true);
+      const double d = std::stod(s, &used);
+      if (used == s.size()) return d;
+    } catch (const std::exception&) {
+    }
+  }
+  return fallback;
+}
+
+}  // namespace
+
+Value apply_filter(const std::string& f, const Value& in, const CallArgs& a) {
+  if (f == "trim") {
+    const Value& chars = arg(a, 0, "chars");
+    return py_strip(to_str(in), chars.is_string() ? &chars.as_string() : nullptr, true, true);
+  }
+  if (f == "tojson") {
+    const Value& indent = arg(a, 0, "indent");
+    if (!indent.is_none() && !indent.is_int())
+      throw ValueError("tojson(): indent must be an integer");
+    return to_json(
+        in, indent.is_int() ? static_cast<int>(std::clamp<int64_t>(indent.as_int(), 0, 64)) : -1);
+  }
+  if (f == "length" || f == "count") return length(in);
+  if (f == "upper" || f == "lower" || f == "title" || f == "capitalize")
+    return string_method(in, f.c_str());
+  if (f == "default" || f == "d") {
+    static const Value empty{std::string()};
+    const bool boolean = arg(a, 1, "boolean", Value(false)).truthy();
+    if (in.is_undefined() || (boolean && !in.truthy())) return arg(a, 0, "default_value", empty);
+    return in;
+  }
+  if (f == "first" || f == "last") {
+    const List items = iterate(in);
+    if (items.empty()) return Undefined{"first"};
+    return f == "first" ? items.front() : items.back();
+  }
+  if (f == "join") {
+    static const Value empty{std::string()};
+    const Value& sep = arg(a, 0, "d", empty);
+    const Value& attr = arg(a, 1, "attribute");
+    std::string out;
+    bool first = true;
+    for (const Value& v : iterate(in)) {
+      if (!first) out += to_str(sep);
+      first = false;
+      out += to_str(attr.is_string() ? attribute(v, attr.as_string()) : v);
+    }
+    return out;
+  }
+  if (f == "replace") {
+    CallArgs m = method_args({arg(a, 0, "old"), arg(a, 1, "new")});
+    if (const Value* c = a.positional.size() > 2 ? &a.positional[2] : a.kw("count"))
+      m.positional.push_back(*c);
+    return *call_method(Value(to_str(in)), "replace", m);
+  }
+  if (f == "format") {
+    if (!in.is_string()) throw ValueError("format needs a format string");
+    return py_format(in.as_string(), a.positional);
+  }
+  if (f == "list") return iterate(in);
+  if (f == "string") return to_str(in);
+  if (f == "safe") return in;
+  if (f == "int") return to_int(in, arg(a, 0, "default", Value(0)));
+  if (f == "float") return to_float(in, arg(a, 0, "default", Value(0.0)));
+  if (f == "abs") {
+    if (in.is_int()) return in.as_int() < 0 ? -in.as_int() : in.as_int();
+    if (in.is_float()) return std::fabs(in.as_number());
+    throw ValueError("bad operand type for abs(): '" + in.type_name() + "'");
+  }
+  if (f == "items") {
+    if (in.is_undefined()) return List{};
+    if (!in.is_dict()) throw ValueError("items() needs a mapping, not " + in.type_name());
+    return *call_method(in, "items", {});
+  }
+  if (f == "dictsort") {
+    if (!in.is_dict()) throw ValueError("dictsort needs a mapping, not " + in.type_name());
+    List items = call_method(in, "items", {})->as_list();
+    const bool by_value =
+        arg(a, 1, "by", Value("key")).truthy() && to_str(arg(a, 1, "by", Value("key"))) == "value";
+    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      return less(x.as_list()[by_value ? 1 : 0], y.as_list()[by_value ? 1 : 0]);
+    });
+    return items;
+  }
+  if (f == "selectattr" || f == "rejectattr") return select(in, a, true, f == "selectattr");
+  if (f == "select" || f == "reject") return select(in, a, false, f == "select");
+  if (f == "map") {
+    List out;
+    const Value* attr = a.kw("attribute");
+    for (const Value& v : iterate(in)) {
+      if (attr) {
+        Value x = attribute(v, to_str(*attr));
+        if (x.is_undefined())
+          if (const Value* d = a.kw("default")) x = *d;
+        out.push_back(std::move(x));
+      } else {
+        if (a.positional.empty() || !a.positional[0].is_string())
+          throw ValueError("map() needs a filter name or attribute=");
+        CallArgs rest;
+        rest.positional.assign(a.positional.begin() + 1, a.positional.end());
+        out.push_back(apply_filter(a.positional[0].as_string(), v, rest));
+      }
+    }
+    return out;
+  }
+  if (f == "reverse") {
+    if (in.is_string()) {
+      List chars = iterate(in);
+      std::string out;
+      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
+      return out;
+    }
+    List l = iterate(in);
+    std::reverse(l.begin(), l.end());
+    return l;
+  }
+  if (f == "sort") {
+    List l = iterate(in);
+    const bool reverse = arg(a, 0, "reverse", Value(false)).truthy();
+    const Value& attr = arg(a, 2, "attribute");
+    auto key = [&](const Value& v) {
+      return attr.is_string() ? attribute(v, attr.as_string()) : v;
+    };
+    std::stable_sort(l.begin(), l.end(), [&](const Value& x, const Value& y) {
+      return reverse ? less(key(y), key(x)) : less(key(x), key(y));
+    });
+    return l;
+  }
+  if (f == "unique") {
+    List out;
+    for (const Value& v : iterate(in)) {
+      bool seen = false;
+      for (const Value& o : out) seen = seen || values_equal(o, v);
+      if (!seen) out.push_back(v);
+    }
+    return out;
+  }
+  if (f == "sum") {
+    Value total = arg(a, 1, "start", Value(0));
+    const Value& attr = arg(a, 0, "attribute");
+    for (const Value& v : iterate(in)) {
+      const Value x = attr.is_string() ? attribute(v, attr.as_string()) : v;
+      if (!x.is_number() || !total.is_number()) throw ValueError("sum() needs numbers");
+      if (x.is_int() && total.is_int())
+        total = total.as_int() + x.as_int();
+      else
+        total = total.as_number() + x.as_number();
+    }
+    return total;
+  }
+  if (f == "min" || f == "max") {
+    const List l = iterate(in);
+    if (l.empty()) return Undefined{f};
+    Value best = l[0];
+    for (const Value& v : l)
+      if (f == "min" ? less(v, best) : less(best, v)) best = v;
+    return best;
+  }
+  if (f == "round") {
+    const Value& p = arg(a, 0, "precision", Value(0));
+    const std::string method = to_str(arg(a, 1, "method", Value("common")));
+    if (!in.is_number() || !p.is_int()) throw ValueError("round() needs a number");
+    const double scale = std::pow(10.0, static_cast<double>(p.as_int()));
+    const double x = in.as_number() * scale;
+    const double r = method == "floor"  ? std::floor(x)
+                     : method == "ceil" ? std::ceil(x)
+                                        : std::round(x);
+    return r / scale;
+  }
+  if (f == "indent") {
+    const Value& w = arg(a, 0, "width", Value(4));
+    const std::string pad = w.is_string() ? w.as_string()
+                                          : std::string(static_cast<size_t>(std::clamp<int64_t>(
+                                                            w.is_int() ? w.as_int() : 4, 0, 256)),
+                                                        ' ');
+    const bool first = arg(a, 1, "first", Value(false)).truthy();
+    const bool blank = arg(a, 2, "blank", Value(false)).truthy();
+    const std::string s = to_str(in);
+    std::string out;
+    size_t b = 0;
+    bool first_line = true;
+    for (;;) {
+      const size_t e = s.find('\n', b);
+      const std::string line = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      if ((!first_line || first) && (blank || !line.empty())) out += pad;
+      out += line;
+      first_line = false;
+      if (e == std::string::npos) break;
+      out += '\n';
+      b = e + 1;
+    }
+    return out;
+  }
+  if (f == "escape" || f == "e") {
+    std::string out;
+    for (char c : to_str(in)) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&#34;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out += c;
+      }
+    }
+    return out;
+  }
+  throw ValueError("unknown filter '" + f + "'");
+}
+
+bool apply_test(const std::string& t, const Value& in, const CallArgs& a) {
+  const Value& x = arg(a, 0, "value");
+  if (t == "defined") return !in.is_undefined();
+  if (t == "undefined") return in.is_undefined();
+  if (t == "none") return in.is_none();
+  if (t == "string") return in.is_string();
+  if (t == "number") return in.is_number();
+  if (t == "integer") return in.is_int();
+  if (t == "float") return in.is_float();
+  if (t == "boolean") return in.is_bool();
+  if (t == "true") return in.is_bool() && in.as_bool();
+  if (t == "false") return in.is_bool() && !in.as_bool();
+  if (t == "mapping") return in.is_dict();
+  if (t == "iterable") return in.is_list() || in.is_dict() || in.is_string();
+  if (t == "sequence") return in.is_list() || in.is_dict() || in.is_string();
+  if (t == "callable") return in.is_callable();
+  if (t == "lower" || t == "upper") {
+    if (!in.is_string()) return false;
+    const std::string s = in.as_string();
+    return s == call_method(in, t, {})->as_string();
+  }
+  if (t == "even" || t == "odd" || t == "divisibleby") {
+    if (!in.is_int()) throw ValueError("'" + t + "' tests an integer, not " + in.type_name());
+    const int64_t n = in.as_int();
+    if (t == "divisibleby") {
+      if (!x.is_int() || x.as_int() == 0) throw ValueError("divisibleby needs a nonzero integer");
+      return n % x.as_int() == 0;
+    }
+    return (n % 2 == 0) == (t == "even");
+  }
+  if (t == "eq" || t == "equalto" || t == "==") return values_equal(in, x);
+  if (t == "ne" || t == "!=") return !values_equal(in, x);
+  if (t == "lt" || t == "lessthan" || t == "<") return less(in, x);
+  if (t == "gt" || t == "greaterthan" || t == ">") return less(x, in);
+  if (t == "le" || t == "<=") return !less(x, in);
+  if (t == "ge" || t == ">=") return !less(in, x);
+  if (t == "sameas") {
+    if (in.v.index() != x.v.index()) return false;
+    if (in.is_list()) return &in.as_list() == &x.as_list();
+    if (in.is_dict()) return &in.as_dict() == &x.as_dict();
+    return values_equal(in, x);
+  }
+  if (t == "in") {
+    for (const Value& v : iterate(x))
+      if (values_equal(v, in)) return true;
+    if (x.is_string() && in.is_string())
+      return x.as_string().find(in.as_string()) != std::string::npos;
+    return false;
+  }
+  throw ValueError("unknown test '" + t + "'");
+}
+
+}  // namespace sandwich::jinja
