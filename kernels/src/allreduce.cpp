@@ -11,6 +11,7 @@
 
 #include "allreduce_sum.h"
 #include "common/partition.h"
+#include "isa_table.h"
 
 namespace sandwich::kernels {
 namespace {
@@ -32,13 +33,22 @@ inline void wait_at_least(const std::atomic<uint64_t>& f, uint64_t v) {
   }
 }
 
+// The widest table that this CPU allows and that has a body for the type.
+const AllReduceSums& sums_for(DType type) {
+  static const AllReduceSums& f32 =
+      pick_isa_table({&kAllReduceAvx512Bf16, &kAllReduceAvx512, &kAllReduceAvx2, &kAllReduceScalar},
+                     [](const AllReduceSums& s) { return s.f32 != nullptr; });
+  static const AllReduceSums& bf16 =
+      pick_isa_table({&kAllReduceAvx512Bf16, &kAllReduceAvx512, &kAllReduceAvx2, &kAllReduceScalar},
+                     [](const AllReduceSums& s) { return s.bf16 != nullptr; });
+  return type == DType::BF16 ? bf16 : f32;
+}
+
 void sum_slots(const float* const* src, int R, size_t n, float* out) {
-  if (all_reduce_isa(DType::F32) == Isa::Avx512) return sum_slots_avx512(src, R, n, out);
-  sum_slots_scalar(src, R, n, out);
+  sums_for(DType::F32).f32(src, R, n, out);
 }
 void sum_slots(const bf16_t* const* src, int R, size_t n, bf16_t* out) {
-  if (all_reduce_isa(DType::BF16) == Isa::Avx512Bf16) return sum_slots_avx512bf16(src, R, n, out);
-  sum_slots_scalar(src, R, n, out);
+  sums_for(DType::BF16).bf16(src, R, n, out);
 }
 
 // Chunk c of n elements split into `parts`, in multiples of a cache line of T.
@@ -53,8 +63,7 @@ std::pair<size_t, size_t> chunk(size_t n, int parts, int c) {
 }  // namespace
 
 Isa all_reduce_isa(DType type) {
-  if (type == DType::BF16) return cpu_has(Isa::Avx512Bf16) ? Isa::Avx512Bf16 : Isa::Scalar;
-  return cpu_has(Isa::Avx512) ? Isa::Avx512 : Isa::Scalar;
+  return sums_for(type).isa;
 }
 
 size_t ShmAllReduce::region_bytes(int ranks, size_t capacity_bytes) {

@@ -23,4 +23,6 @@ void sum_slots_scalar(const bf16_t* const* src, int ranks, size_t n, bf16_t* out
   sum_scalar(src, ranks, n, out);
 }
 
+const AllReduceSums kAllReduceScalar = {Isa::Scalar, sum_slots_scalar, sum_slots_scalar};
+
 }  // namespace sandwich::kernels

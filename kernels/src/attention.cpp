@@ -5,10 +5,18 @@
 #include <string>
 
 #include "attention_kernels.h"
+#include "isa_table.h"
 
 namespace sandwich::kernels {
 
 namespace {
+
+// The widest body this CPU allows, else the reference where that body does not take the head.
+const AttentionKernels& body_for(int32_t head_dim) {
+  static const AttentionKernels& widest =
+      pick_isa_table({&kAttentionAvx512, &kAttentionAvx2, &kAttentionScalar});
+  return widest.fits(head_dim) ? widest : kAttentionScalar;
+}
 
 void check_dtype(const PagedKV& kv) {
   if (!kv_dtype_supported(kv.dtype))
@@ -49,18 +57,15 @@ void kv_store(const PagedKV& kv, const int32_t* block_table, int32_t pos, int32_
 }
 
 Isa attention_isa(int32_t head_dim) {
-  if (cpu_has(Isa::Avx512) && head_dim % 2 == 0 && head_dim <= 1024) return Isa::Avx512;
-  return Isa::Scalar;
+  return body_for(head_dim).isa;
 }
 
 void attention(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
                int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
                float* out, int64_t ldo, const AttentionParams& params) {
   check_dtype(kv);
-  if (attention_isa(kv.head_dim) == Isa::Avx512)
-    return attention_avx512(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out,
-                            ldo, params);
-  attention_ref(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+  body_for(kv.head_dim)
+      .run(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo, params);
 }
 
 }  // namespace sandwich::kernels

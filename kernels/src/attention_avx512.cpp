@@ -406,11 +406,9 @@ void attention_of(const PagedKV& kv, const int32_t* block_table, int32_t kv_head
   }
 }
 
-}  // namespace
-
-void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_head,
-                      const float* q, int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos,
-                      float scale, float* out, int64_t ldo, const AttentionParams& params) {
+void run(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+         int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
+         int64_t ldo, const AttentionParams& params) {
   if (kv.dtype == DType::BF16)
     return attention_of<bf16_t>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale,
                                 out, ldo, params);
@@ -418,6 +416,10 @@ void attention_avx512(const PagedKV& kv, const int32_t* block_table, int32_t kv_
                       params);
 }
 
-}  // namespace sandwich::kernels
+}  // namespace
 
 #pragma GCC pop_options
+
+const AttentionKernels kAttentionAvx512 = {Isa::Avx512, vector_attention_fits, run};
+
+}  // namespace sandwich::kernels

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/attention.h"
+#include "attention_kernels.h"
 
 namespace sandwich::kernels {
 
@@ -52,6 +52,17 @@ void attention_ref_of(const PagedKV& kv, const int32_t* block_table, int32_t kv_
   }
 }
 
+// The reference has no block sizes.
+void run_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
+             int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
+             int64_t ldo, const AttentionParams&) {
+  attention_ref(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+}
+
+bool any_head(int32_t) {
+  return true;
+}
+
 }  // namespace
 
 void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
@@ -68,5 +79,7 @@ void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_hea
       throw std::invalid_argument("attention_ref: the KV cache holds f32 or bf16");
   }
 }
+
+const AttentionKernels kAttentionScalar = {Isa::Scalar, any_head, run_ref};
 
 }  // namespace sandwich::kernels

@@ -2,15 +2,15 @@
 #include "kernels/elementwise.h"
 
 #include "elementwise_kernels.h"
+#include "isa_table.h"
 
 namespace sandwich::kernels {
 namespace {
 
 const ElementwiseKernels& active() {
-  static const ElementwiseKernels* const k = cpu_has(Isa::Avx512) ? &kElementwiseAvx512
-                                             : cpu_has(Isa::Avx2) ? &kElementwiseAvx2
-                                                                  : &kElementwiseScalar;
-  return *k;
+  static const ElementwiseKernels& k =
+      pick_isa_table({&kElementwiseAvx512, &kElementwiseAvx2, &kElementwiseScalar});
+  return k;
 }
 
 }  // namespace

@@ -1,26 +1,33 @@
-// Which body of each peak probe runs on this CPU.
+// Which body of each peak probe runs on this CPU: the widest table that has one.
 #include "kernels/peak_probes.h"
 
 #include <stdexcept>
 #include <string>
 
+#include "isa_table.h"
 #include "peak_probe_bodies.h"
 
 namespace sandwich::kernels {
+namespace {
+
+template <class Has>
+const PeakProbeKernels& widest(Has has) {
+  return pick_isa_table(
+      {&kPeakProbesAvx512Bf16, &kPeakProbesAvx512, &kPeakProbesAvx2, &kPeakProbesScalar}, has);
+}
+
+}  // namespace
 
 PeakLoop fma_f32_peak_loop() {
-  if (cpu_has(Isa::Avx512))
-    return {Isa::Avx512, kFmaChainsAvx512, kFmaChainsAvx512 * 16 * 2.0, fma_chains_avx512};
-  if (cpu_has(Isa::Avx2))
-    return {Isa::Avx2, kFmaChainsAvx2, kFmaChainsAvx2 * 8 * 2.0, fma_chains_avx2};
-  return {};
+  static const PeakLoop loop =
+      widest([](const PeakProbeKernels& k) { return k.fma_f32.run != nullptr; }).fma_f32;
+  return loop;
 }
 
 PeakLoop bf16_dot_peak_loop() {
-  // A vdpbf16ps lane: two products and two adds.
-  if (cpu_has(Isa::Avx512Bf16))
-    return {Isa::Avx512Bf16, kBf16Chains, kBf16Chains * 16 * 4.0, bf16_chains_avx512bf16};
-  return {};
+  static const PeakLoop loop =
+      widest([](const PeakProbeKernels& k) { return k.bf16_dot.run != nullptr; }).bf16_dot;
+  return loop;
 }
 
 uint64_t stream_read(const void* p, size_t bytes) {
@@ -29,9 +36,9 @@ uint64_t stream_read(const void* p, size_t bytes) {
         "stream_read: needs a 64-byte aligned start and a multiple of "
         "256 bytes, not " +
         std::to_string(bytes));
-  if (cpu_has(Isa::Avx512)) return stream_read_avx512(p, bytes);
-  if (cpu_has(Isa::Avx2)) return stream_read_avx2(p, bytes);
-  return stream_read_scalar(p, bytes);
+  static const auto read =
+      widest([](const PeakProbeKernels& k) { return k.stream_read != nullptr; }).stream_read;
+  return read(p, bytes);
 }
 
 }  // namespace sandwich::kernels

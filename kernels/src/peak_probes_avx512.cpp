@@ -10,16 +10,21 @@
 #include "peak_loops.h"
 
 namespace sandwich::kernels {
+namespace {
 
-float fma_chains_avx512(int64_t iters) {
-  return peak::fma_chains<kFmaChainsAvx512, __m512>(
+constexpr int kFmaChains = 16;  // 2 FMA pipes of latency 4 need 8 in flight
+constexpr int kBf16Chains = 24;
+
+float fma_chains(int64_t iters) {
+  return peak::fma_chains<kFmaChains, __m512>(
       iters, [&](__m512 x, __m512 a, __m512 b) { return _mm512_fmadd_ps(x, a, b); });
 }
 
-uint64_t stream_read_avx512(const void* p, size_t bytes) {
+uint64_t stream(const void* p, size_t bytes) {
   return peak::xor_words<__m512i>(p, bytes);
 }
 
+}  // namespace
 }  // namespace sandwich::kernels
 
 #pragma GCC pop_options
@@ -28,8 +33,9 @@ uint64_t stream_read_avx512(const void* p, size_t bytes) {
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
 
 namespace sandwich::kernels {
+namespace {
 
-float bf16_chains_avx512bf16(int64_t iters) {
+float bf16_chains(int64_t iters) {
   __m512 acc[kBf16Chains];
   for (auto& a : acc) a = _mm512_setzero_ps();
   const __m512bh b = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // the BF16 pair (1, 1)
@@ -41,6 +47,17 @@ float bf16_chains_avx512bf16(int64_t iters) {
   return acc[0][0];
 }
 
+}  // namespace
 }  // namespace sandwich::kernels
 
 #pragma GCC pop_options
+
+namespace sandwich::kernels {
+
+const PeakProbeKernels kPeakProbesAvx512 = {
+    Isa::Avx512, {Isa::Avx512, kFmaChains, kFmaChains * 16 * 2.0, fma_chains}, {}, stream};
+// A vdpbf16ps lane: two products and two adds.
+const PeakProbeKernels kPeakProbesAvx512Bf16 = {
+    Isa::Avx512Bf16, {}, {Isa::Avx512Bf16, kBf16Chains, kBf16Chains * 16 * 4.0, bf16_chains}, {}};
+
+}  // namespace sandwich::kernels

@@ -8,10 +8,12 @@ namespace {
 
 using Word = uint64_t __attribute__((may_alias));
 
-}  // namespace
-
 uint64_t stream_read_scalar(const void* p, size_t bytes) {
   return peak::xor_words<Word>(p, bytes);
 }
+
+}  // namespace
+
+const PeakProbeKernels kPeakProbesScalar = {Isa::Scalar, {}, {}, stream_read_scalar};
 
 }  // namespace sandwich::kernels

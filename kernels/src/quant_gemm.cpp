@@ -234,8 +234,16 @@ void run_bf16(const QuantJob& j, ThreadTeam& team) {
 
 }  // namespace
 
+namespace {
+
+const QuantKernels& quant_kernels(Isa isa) {
+  return isa >= Isa::Avx512 ? kQuantAvx512 : isa == Isa::Avx2 ? kQuantAvx2 : kQuantScalar;
+}
+
+}  // namespace
+
 int quant_max_rows(Isa isa) {
-  return isa >= Isa::Avx512 ? 8 : 4;
+  return quant_kernels(isa).max_rows;
 }
 
 bool quant_isa_usable(Isa isa) {
@@ -245,26 +253,17 @@ bool quant_isa_usable(Isa isa) {
 
 QKernelFn quant_kernel(Isa isa, QType t, int rows, bool prefetch) {
   if (!quant_isa_usable(isa)) return nullptr;
-  switch (isa) {
-    case Isa::Avx512:
-    case Isa::Avx512Bf16:
-      return quant_kernel_avx512(t, rows, prefetch);
-    case Isa::Avx2:
-      return quant_kernel_avx2(t, rows, prefetch);
-    case Isa::Scalar:
-      return quant_kernel_scalar(t, rows);
-  }
-  return nullptr;
+  return quant_kernels(isa).kernel(t, rows, prefetch);
 }
 
+// The widest quantizer up to `isa` that this CPU runs (they all give the same bits; the
+// AVX-512 one needs no VNNI).
 void quantize_activations(Isa isa, const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
                           float* d, int32_t* s16, float* ds) {
-  if (isa >= Isa::Avx512 && cpu_has(Isa::Avx512))
-    quantize_activations_avx512(x, ldx, rows, kk, q, d, s16, ds);
-  else if (isa >= Isa::Avx2 && cpu_has(Isa::Avx2))
-    quantize_activations_avx2(x, ldx, rows, kk, q, d, s16, ds);
-  else
-    quantize_activations_scalar(x, ldx, rows, kk, q, d, s16, ds);
+  for (const QuantKernels* k : {&kQuantAvx512, &kQuantAvx2})
+    if (k->isa <= isa && cpu_has(k->isa))
+      return k->quantize_activations(x, ldx, rows, kk, q, d, s16, ds);
+  kQuantScalar.quantize_activations(x, ldx, rows, kk, q, d, s16, ds);
 }
 
 Isa quant_gemm_isa() {

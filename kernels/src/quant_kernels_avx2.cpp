@@ -246,18 +246,20 @@ QKernelFn pick(int rows, std::integer_sequence<int, R...>) {
   return rows >= 1 && rows <= kMaxRows ? fns[rows - 1] : nullptr;
 }
 
-}  // namespace
-
-void quantize_activations_avx2(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                               float* d, int32_t* s16, float* ds) {
+void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                          float* d, int32_t* s16, float* ds) {
   quantize_rows(x, ldx, rows, kk, q, d, s16, ds);
 }
 
-QKernelFn quant_kernel_avx2(QType t, int rows, bool prefetch) {
+QKernelFn quant_kernel(QType t, int rows, bool prefetch) {
   const auto seq = std::make_integer_sequence<int, kMaxRows>{};
   return dispatch_qtype(t, [&]<QType T>() {
     return prefetch ? pick<T, true>(rows, seq) : pick<T, false>(rows, seq);
   });
 }
+
+}  // namespace
+
+const QuantKernels kQuantAvx2 = {Isa::Avx2, kMaxRows, quant_kernel, quantize_activations};
 
 }  // namespace sandwich::kernels

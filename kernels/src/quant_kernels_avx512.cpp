@@ -300,15 +300,17 @@ QKernelFn pick(int rows, bool prefetch) {
   return pick_variant<T, false>(rows, prefetch);
 }
 
-}  // namespace
-
-void quantize_activations_avx512(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                                 float* d, int32_t* s16, float* ds) {
+void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                          float* d, int32_t* s16, float* ds) {
   quantize_rows(x, ldx, rows, kk, q, d, s16, ds);
 }
 
-QKernelFn quant_kernel_avx512(QType t, int rows, bool prefetch) {
+QKernelFn quant_kernel(QType t, int rows, bool prefetch) {
   return dispatch_qtype(t, [&]<QType T>() { return pick<T>(rows, prefetch); });
 }
+
+}  // namespace
+
+const QuantKernels kQuantAvx512 = {Isa::Avx512, kMaxRows, quant_kernel, quantize_activations};
 
 }  // namespace sandwich::kernels

@@ -93,10 +93,8 @@ QKernelFn pick(int rows, std::integer_sequence<int, R...>) {
   return rows >= 1 && rows <= kMaxRows ? fns[rows - 1] : nullptr;
 }
 
-}  // namespace
-
-void quantize_activations_scalar(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                                 float* d, int32_t* s16, float* ds) {
+void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                          float* d, int32_t* s16, float* ds) {
   for (int64_t m = 0; m < rows; ++m) {
     const float* xr = x + m * ldx;
     for (int64_t b = 0; b < kk / 32; ++b) {
@@ -120,9 +118,14 @@ void quantize_activations_scalar(const float* x, int64_t ldx, int64_t rows, int6
   }
 }
 
-QKernelFn quant_kernel_scalar(QType t, int rows) {
+// No prefetching variants: the scalar kernels are the reference, not a decode path.
+QKernelFn quant_kernel(QType t, int rows, bool /*prefetch*/) {
   return dispatch_qtype(
       t, [&]<QType T>() { return pick<T>(rows, std::make_integer_sequence<int, kMaxRows>{}); });
 }
+
+}  // namespace
+
+const QuantKernels kQuantScalar = {Isa::Scalar, kMaxRows, quant_kernel, quantize_activations};
 
 }  // namespace sandwich::kernels

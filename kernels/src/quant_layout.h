@@ -138,12 +138,6 @@ struct QActs {
 // The quantizer of `isa` (AVX-512, AVX2 or scalar; the same bits from each).
 void quantize_activations(Isa isa, const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
                           float* d, int32_t* s16, float* ds);
-void quantize_activations_scalar(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                                 float* d, int32_t* s16, float* ds);
-void quantize_activations_avx2(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                               float* d, int32_t* s16, float* ds);
-void quantize_activations_avx512(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
-                                 float* d, int32_t* s16, float* ds);
 
 // c[m * 16 + r] (=, or += when accumulate) row m of the activations (at a's first k) times
 // row r of the panel, over `blocks` panel-blocks starting at w. With d_a, ds the activation
@@ -170,8 +164,20 @@ bool quant_isa_usable(Isa isa);
 // gemm() and gemm_silu_mul() of quantized weights.
 void quant_gemm_run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args,
                     ThreadTeam& team, const Schedule* schedule);
-QKernelFn quant_kernel_scalar(QType t, int rows);
-QKernelFn quant_kernel_avx2(QType t, int rows, bool prefetch);
-QKernelFn quant_kernel_avx512(QType t, int rows, bool prefetch);
+
+// One ISA's integer kernels and activation quantizer: quant_kernels_<isa>.cpp fills its table,
+// and the lookups above take the table of the schedule's ISA.
+struct QuantKernels {
+  Isa isa;
+  int max_rows;  // activation rows of the tallest tile
+  // The kernel for `rows` rows, nullptr if none; `prefetch` as for quant_kernel (the scalar
+  // kernels ignore it).
+  QKernelFn (*kernel)(QType t, int rows, bool prefetch);
+  void (*quantize_activations)(const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
+                               float* d, int32_t* s16, float* ds);
+};
+extern const QuantKernels kQuantAvx512;
+extern const QuantKernels kQuantAvx2;
+extern const QuantKernels kQuantScalar;
 
 }  // namespace sandwich::kernels

@@ -22,6 +22,15 @@ struct BlockParts {
   uint8_t sc[16] = {}, mn[8] = {};
 };
 
+// Q8_0 and Q8_K: one scale, and the int8 values stored offset by 128.
+template <class Block, class Scale>
+void split_q8(const uint8_t* src, Scale& d, uint8_t* q) {
+  Block b;
+  std::memcpy(&b, src, sizeof b);
+  d = b.d;
+  for (size_t j = 0; j < std::size(b.qs); ++j) q[j] = static_cast<uint8_t>(b.qs[j] + 128);
+}
+
 void split_block(QType t, const uint8_t* src, BlockParts& p) {
   switch (t) {
     case QType::Q4_0:
@@ -42,13 +51,9 @@ void split_block(QType t, const uint8_t* src, BlockParts& p) {
       }
       break;
     }
-    case QType::Q8_0: {
-      BlockQ8_0 b;
-      std::memcpy(&b, src, sizeof b);
-      p.d = b.d;
-      for (int j = 0; j < kQK; ++j) p.q[j] = static_cast<uint8_t>(b.qs[j] + 128);
+    case QType::Q8_0:
+      split_q8<BlockQ8_0>(src, p.d, p.q);
       break;
-    }
     case QType::Q4_K:
     case QType::Q5_K: {
       const bool five = t == QType::Q5_K;
@@ -94,13 +99,9 @@ void split_block(QType t, const uint8_t* src, BlockParts& p) {
       }
       break;
     }
-    case QType::Q8_K: {
-      BlockQ8_K b;
-      std::memcpy(&b, src, sizeof b);
-      p.d32 = b.d;
-      for (int j = 0; j < kQKK; ++j) p.q[j] = static_cast<uint8_t>(b.qs[j] + 128);
+    case QType::Q8_K:
+      split_q8<BlockQ8_K>(src, p.d32, p.q);
       break;
-    }
   }
 }
 

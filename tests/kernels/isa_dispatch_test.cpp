@@ -10,12 +10,17 @@
 
 #include <gtest/gtest.h>
 
+#include "allreduce_sum.h"
+#include "attention_kernels.h"
+#include "elementwise_kernels.h"
 #include "kernels/allreduce.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/microkernel.h"
 #include "kernels/peak_probes.h"
 #include "kernels/schedule.h"
+#include "peak_probe_bodies.h"
+#include "quant_layout.h"
 #include "random_values.h"
 
 namespace sandwich::kernels {
@@ -41,8 +46,13 @@ TEST(IsaDispatch, NoKernelRunsAboveTheCpuIsa) {
   EXPECT_ISA_AT_MOST(quant_gemm_isa(), cap);
   // The widest body of each family that this CPU allows.
   EXPECT_EQ(elementwise_isa(), cap >= Isa::Avx512 ? Isa::Avx512 : cap);
-  EXPECT_EQ(attention_isa(128), cap >= Isa::Avx512 ? Isa::Avx512 : Isa::Scalar);
+  EXPECT_EQ(attention_isa(128), cap >= Isa::Avx512 ? Isa::Avx512 : cap);
   EXPECT_EQ(attention_isa(33), Isa::Scalar);  // odd head sizes have no vector body
+  EXPECT_EQ(all_reduce_isa(DType::F32), cap >= Isa::Avx512 ? Isa::Avx512 : cap);
+  EXPECT_EQ(all_reduce_isa(DType::BF16), cap == Isa::Avx512 ? Isa::Avx2 : cap);
+  EXPECT_EQ(fma_f32_peak_loop().isa, cap >= Isa::Avx512 ? Isa::Avx512 : cap);
+  EXPECT_EQ(fma_f32_peak_loop().run != nullptr, cap >= Isa::Avx2);
+  EXPECT_EQ(bf16_dot_peak_loop().run != nullptr, cap >= Isa::Avx512Bf16);
   // Quantized weights: AVX-512 only with VNNI, else AVX2.
   EXPECT_EQ(quant_gemm_isa(), cap >= Isa::Avx512 && cpu_has_avx512_vnni() ? Isa::Avx512
                               : cap >= Isa::Avx2                          ? Isa::Avx2
@@ -60,6 +70,63 @@ TEST(IsaDispatch, SandwichIsaCapsTheCpuIsa) {
   } else if (want == "avx512") {
     EXPECT_ISA_AT_MOST(cpu_isa(), Isa::Avx512);
   }
+}
+
+// Each family's tables, widest first, as its dispatch walks them: a table's bodies are its ISA's,
+// and the scalar table, the last, has every body but the peak loops (no scalar FMA peak).
+TEST(IsaDispatch, EveryTableIsItsIsas) {
+  const ElementwiseKernels* elementwise[] = {&kElementwiseAvx512, &kElementwiseAvx2,
+                                             &kElementwiseScalar};
+  const AttentionKernels* attention[] = {&kAttentionAvx512, &kAttentionAvx2, &kAttentionScalar};
+  const AllReduceSums* sums[] = {&kAllReduceAvx512Bf16, &kAllReduceAvx512, &kAllReduceAvx2,
+                                 &kAllReduceScalar};
+  const PeakProbeKernels* probes[] = {&kPeakProbesAvx512Bf16, &kPeakProbesAvx512, &kPeakProbesAvx2,
+                                      &kPeakProbesScalar};
+  const QuantKernels* quant[] = {&kQuantAvx512, &kQuantAvx2, &kQuantScalar};
+  auto widest_first = [](const auto& tables) {
+    for (size_t i = 1; i < std::size(tables); ++i)
+      EXPECT_GT(static_cast<int>(tables[i - 1]->isa), static_cast<int>(tables[i]->isa));
+    EXPECT_EQ(tables[std::size(tables) - 1]->isa, Isa::Scalar);
+  };
+  widest_first(elementwise);
+  widest_first(attention);
+  widest_first(sums);
+  widest_first(probes);
+  widest_first(quant);
+  for (const auto* t : attention) {
+    EXPECT_TRUE(t->fits(128)) << isa_name(t->isa);
+    EXPECT_EQ(t->fits(33), t->isa == Isa::Scalar) << isa_name(t->isa);
+  }
+  EXPECT_TRUE(kAttentionScalar.fits(4096));
+  EXPECT_TRUE(kAllReduceScalar.f32 && kAllReduceScalar.bf16);
+  EXPECT_TRUE(kAllReduceAvx2.f32 && kAllReduceAvx2.bf16);
+  for (const auto* t : probes) {
+    if (t->fma_f32.run) {
+      EXPECT_EQ(t->fma_f32.isa, t->isa);
+    }
+    if (t->bf16_dot.run) {
+      EXPECT_EQ(t->bf16_dot.isa, t->isa);
+    }
+  }
+  EXPECT_TRUE(kPeakProbesScalar.stream_read);
+  for (const auto* t : quant) {
+    EXPECT_EQ(quant_max_rows(t->isa), t->max_rows) << isa_name(t->isa);
+    EXPECT_NE(t->kernel(QType::Q4_0, 1, false), nullptr) << isa_name(t->isa);
+    EXPECT_EQ(t->kernel(QType::Q4_0, t->max_rows + 1, false), nullptr) << isa_name(t->isa);
+  }
+}
+
+// The stream read of every table this CPU runs gives the reference's XOR.
+TEST(IsaDispatch, StreamReadBodiesMatchTheReference) {
+  alignas(64) static uint64_t words[4096 / 8];  // the read's 64-byte aligned start
+  std::mt19937_64 rng(7);
+  for (auto& w : words) w = rng();
+  const uint64_t want = kPeakProbesScalar.stream_read(words, 4096);
+  EXPECT_EQ(stream_read(words, 4096), want);
+  for (const PeakProbeKernels* t : {&kPeakProbesAvx512, &kPeakProbesAvx2})
+    if (cpu_has(t->isa)) {
+      EXPECT_EQ(t->stream_read(words, 4096), want) << isa_name(t->isa);
+    }
 }
 
 // Where a family reports Scalar, its results are the reference's, bit for bit.

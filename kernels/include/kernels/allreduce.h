@@ -23,8 +23,8 @@
 
 namespace sandwich::kernels {
 
-// The ISA the all-reduce sums messages of `type` (F32 or BF16) with: AVX-512 for F32 and
-// AVX512_BF16 for BF16 where cpu_has() allows it, else Scalar.
+// The ISA the all-reduce sums messages of `type` (F32 or BF16) with: the widest of AVX512_BF16
+// (BF16 only), AVX-512 (F32 only), AVX2 and Scalar that cpu_has() allows.
 Isa all_reduce_isa(DType type);
 
 class ShmAllReduce {

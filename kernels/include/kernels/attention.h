@@ -87,8 +87,9 @@ void attention_ref(const PagedKV& kv, const int32_t* block_table, int32_t kv_hea
                    int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
                    float* out, int64_t ldo);
 
-// The ISA attention() runs with for this head size: AVX-512 where cpu_has() allows it and
-// head_dim is even and at most 1024, else Scalar (attention_ref, which has no block sizes).
+// The ISA attention() runs with for this head size: the widest of AVX-512 and AVX2 that
+// cpu_has() allows where head_dim is even and at most 1024, else Scalar (attention_ref, which has
+// no block sizes).
 Isa attention_isa(int32_t head_dim);
 
 }  // namespace sandwich::kernels
