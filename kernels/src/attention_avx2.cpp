@@ -10,11 +10,12 @@
 #include <cstdint>
 
 #include "attention_kernels.h"
-#include "scratch_buffer.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #include "vec_math_avx2.h"
+// After the target pragma: the pass driver compiles for this body's ISA.
+#include "attention_passes.h"
 
 namespace sandwich::kernels {
 
@@ -53,14 +54,14 @@ __attribute__((always_inline)) inline __m256 maskz_load8(const bf16_t* p, const 
 }
 
 // Blocks whose scores one call computes: 2 * NR * NB accumulators leave registers for K.
-constexpr int max_qk_blocks(int nr) {
+constexpr int max_blocks_per_call(int nr) {
   return nr == 1 ? 4 : nr == 2 ? 2 : 1;
 }
 
 // sc[b][i] = the unscaled scores of row i against block b, for NR rows and NB blocks; each half
 // block of a row sums its dims in order in one chain, the same for any NB.
 template <int NR, int NB, class T>
-__attribute__((always_inline)) inline void qk_blocks(const float* const* qr, const T* const* kb,
+__attribute__((always_inline)) inline void qk_halves(const float* const* qr, const T* const* kb,
                                                      int32_t hd, float (*sc)[kRows][kKVBlock]) {
   __m256 s[NB][NR][2];
 #pragma GCC unroll 4
@@ -89,16 +90,6 @@ __attribute__((always_inline)) inline void qk_blocks(const float* const* qr, con
       _mm256_store_ps(sc[b][i], s[b][i][0]);
       _mm256_store_ps(sc[b][i] + 8, s[b][i][1]);
     }
-}
-
-// The scores of blocks [b, nb) in calls of NB blocks, then of fewer.
-template <int NR, int NB, class T>
-__attribute__((always_inline)) inline void qk_step(const float* const* qr, const T* const* kb,
-                                                   int32_t hd, float (*sc)[kRows][kKVBlock],
-                                                   int32_t& b, int32_t nb) {
-  if constexpr (NB <= max_qk_blocks(NR))
-    for (; b + NB <= nb; b += NB) qk_blocks<NR, NB, T>(qr, kb + b, hd, sc + b);
-  if constexpr (NB > 1) qk_step<NR, NB / 2, T>(qr, kb, hd, sc, b, nb);
 }
 
 // Vectors of dims one weighted-values chunk takes per row: NR * V accumulators, V values and a
@@ -167,15 +158,6 @@ __attribute__((always_inline)) inline void pv_blocks(const float (*p)[kRows][kKV
   if (d0 < hd) pv_chunk<NR, true, T>(p, corr, vb, vis, nb, hd, d0, acc);
 }
 
-// Per-row state of a pass: query and output rows, visible positions, running max and sum.
-struct PassRows {
-  const float* q[kMaxPassRows];
-  float* out[kMaxPassRows];
-  float* acc[kMaxPassRows];
-  int32_t limit[kMaxPassRows];
-  float m[kMaxPassRows], l[kMaxPassRows];
-};
-
 // Row i's scores of one block (16 slots, `visible` of them seen) into probabilities in place,
 // updating its running max m and sum l; returns the factor its accumulators are rescaled by.
 inline float softmax_block(float* sc, int32_t visible, float scale, float& m, float& l) {
@@ -196,120 +178,55 @@ inline float softmax_block(float* sc, int32_t visible, float scale, float& m, fl
   return corr;
 }
 
-// One tile of NR rows over blocks [b0, b0 + nb): scores, the online softmax block by block, then
-// the weighted values.
+// One tile of NR rows over blocks [b0, b0 + nb) in 8-lane halves of a block: scores, the online
+// softmax (softmax_block), then the weighted values.
 template <int NR, class T>
 void tile_step(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_table,
                int32_t kv_head, int32_t b0, int32_t nb, float scale) {
   const int32_t hd = kv.head_dim;
-  const T* kb[kMaxStepBlocks];
-  const T* vb[kMaxStepBlocks];
-  for (int32_t b = 0; b < nb; ++b) {
-    const int32_t blk = block_table[b0 + b];
-    kb[b] = kv.key<T>(blk, kv_head);
-    vb[b] = kv.value<T>(blk, kv_head);
-  }
-  // The scores, then in place the probabilities.
+  const StepBlocks<T> blocks(kv, block_table, kv_head, b0, nb);
+  float corr[kMaxStepBlocks][kRows];  // each row's rescale of its accumulators, per block
+  int32_t vis[kMaxStepBlocks];        // positions of a block some row sees
+  // Scores, made probabilities in place by softmax_block.
   alignas(32) float sc[kMaxStepBlocks][kRows][kKVBlock];
   int32_t b = 0;
-  qk_step<NR, 4, T>(r.q + i0, kb, hd, sc, b, nb);
-  float corr[kMaxStepBlocks][kRows];
-  int32_t vis[kMaxStepBlocks];
+  in_calls_of<4, max_blocks_per_call(NR)>(b, nb, [&](auto n, int32_t first) {
+    qk_halves<NR, decltype(n)::value, T>(r.q + i0, blocks.k + first, hd, sc + first);
+  });
   for (b = 0; b < nb; ++b) {
     const int32_t first = (b0 + b) * kKVBlock;
     int32_t vis_max = 0;
     for (int i = 0; i < NR; ++i) {
-      const int32_t visible = r.limit[i0 + i] - first;
-      if (visible <= 0) {
-        std::fill(sc[b][i], sc[b][i] + kKVBlock, 0.0f);
-        corr[b][i] = 1.0f;
-        continue;
-      }
+      const int32_t visible = visible_or_skip(r.limit[i0 + i], first, sc[b][i], corr[b][i]);
+      if (visible == 0) continue;
       vis_max = std::max(vis_max, std::min<int32_t>(kKVBlock, visible));
       corr[b][i] = softmax_block(sc[b][i], visible, scale, r.m[i0 + i], r.l[i0 + i]);
     }
     vis[b] = vis_max;
   }
-  pv_blocks<NR, T>(sc, corr, vb, vis, nb, hd, r.acc + i0);
+  pv_blocks<NR, T>(sc, corr, blocks.v, vis, nb, hd, r.acc + i0);
 }
 
-// Rows r of a call: token t = r / group, head g = r % group. A pass takes `pass_rows` rows and
-// walks the KV blocks once, `kv_blocks` at a time, every tile of 4 rows taking each step.
-template <class T>
-void attention_of(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-                  int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
-                  float* out, int64_t ldo, const AttentionParams& params) {
-  const int32_t hd = kv.head_dim;
-  const int32_t n_rows = n_tok * group;
-  const int32_t pass = (std::clamp(params.pass_rows, 1, kMaxPassRows) + kRows - 1) / kRows * kRows;
-  const int32_t step = std::clamp(params.kv_blocks, 1, kMaxStepBlocks);
-  const int32_t stride = (hd + 31) / 32 * 32;  // whole chunks of pv_chunk; hd <= 1024
-  alignas(32) float tile_acc[kRows * 1024];
-  thread_local ScratchBuffer scratch;
-  float* acc = pass * stride <= kRows * 1024
-                   ? tile_acc
-                   : static_cast<float*>(scratch.get(sizeof(float) * size_t(pass) * stride));
-  PassRows r;
-  for (int32_t r0 = 0; r0 < n_rows; r0 += pass) {
-    const int32_t np = std::min(pass, n_rows - r0);
-    int32_t max_limit = 0;
-    for (int32_t i = 0; i < np; ++i) {
-      const int32_t t = (r0 + i) / group, g = (r0 + i) % group;
-      r.q[i] = q + t * ldq + int64_t{g} * hd;
-      r.out[i] = out + t * ldo + int64_t{g} * hd;
-      r.acc[i] = acc + int64_t{i} * stride;
-      r.limit[i] = start_pos + t + 1;
-      max_limit = std::max(max_limit, r.limit[i]);
-      r.m[i] = -INFINITY;
-      r.l[i] = 0.0f;
-      std::fill(r.acc[i], r.acc[i] + stride, 0.0f);
-    }
-    const int32_t n_blocks = (max_limit + kKVBlock - 1) / kKVBlock;
-    // Rows go by token, so a tile's last row sees the most positions.
-    int32_t tile_blocks[kMaxPassRows / kRows];
-    for (int32_t i0 = 0; i0 < np; i0 += kRows)
-      tile_blocks[i0 / kRows] = (r.limit[std::min(i0 + kRows, np) - 1] + kKVBlock - 1) / kKVBlock;
-    for (int32_t b0 = 0; b0 < n_blocks; b0 += step)
-      for (int32_t i0 = 0; i0 < np; i0 += kRows) {
-        const int nr = std::min<int32_t>(kRows, np - i0);
-        const int32_t nb = std::min(step, tile_blocks[i0 / kRows] - b0);
-        if (nb <= 0) continue;
-        switch (nr) {
-          case 1:
-            tile_step<1, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-          case 2:
-            tile_step<2, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-          case 3:
-            tile_step<3, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-          default:
-            tile_step<kRows, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-        }
-      }
-    for (int32_t i = 0; i < np; ++i) {
-      const float inv = 1.0f / r.l[i];
-      for (int32_t d = 0; d < hd; ++d) r.out[i][d] = r.acc[i][d] * inv;
-    }
+// The hooks attention_passes() takes from this body.
+struct Avx2Body {
+  template <int NR, class T>
+  static void tile(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_table,
+                   int32_t kv_head, int32_t b0, int32_t nb, float scale) {
+    tile_step<NR, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
   }
-}
-
-void run(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-         int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
-         int64_t ldo, const AttentionParams& params) {
-  if (kv.dtype == DType::BF16)
-    return attention_of<bf16_t>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale,
-                                out, ldo, params);
-  attention_of<float>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo,
-                      params);
-}
+  template <class T>
+  static bool whole_tiles(int32_t, int32_t, const PagedKV&, const int32_t*, int32_t, const float*,
+                          int64_t, int32_t, int32_t, int32_t, float, float*, int64_t) {
+    return false;  // no path of its own: every call runs the passes
+  }
+  static constexpr int32_t kStride = 32;  // whole chunks of pv_chunk
+};
 
 }  // namespace
 
 #pragma GCC pop_options
 
-const AttentionKernels kAttentionAvx2 = {Isa::Avx2, vector_attention_fits, run};
+const AttentionKernels kAttentionAvx2 = {Isa::Avx2, vector_attention_fits,
+                                         run_by_cache_type<kRows, Avx2Body>};
 
 }  // namespace sandwich::kernels

@@ -8,15 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
-#include <new>
 
 #include "attention_kernels.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
 #include "vec_math_avx512.h"
+// After the target pragma: the pass driver compiles for this body's ISA.
+#include "attention_passes.h"
 
 namespace sandwich::kernels {
 
@@ -77,16 +76,6 @@ __attribute__((always_inline)) inline void qk_blocks(const float* const* qr, con
     for (int i = 0; i < NR; ++i) _mm512_store_ps(sc[b][i], _mm512_add_ps(s[b][i][0], s[b][i][1]));
 }
 
-// The scores of blocks [b, nb) in calls of NB blocks, then of fewer.
-template <int NR, int NB, class T>
-__attribute__((always_inline)) inline void qk_step(const float* const* qr, const T* const* kb,
-                                                   int32_t hd, float (*sc)[kRows][kKVBlock],
-                                                   int32_t& b, int32_t nb) {
-  if constexpr (NB <= max_qk_blocks(NR))
-    for (; b + NB <= nb; b += NB) qk_blocks<NR, NB, T>(qr, kb + b, hd, sc + b);
-  if constexpr (NB > 1) qk_step<NR, NB / 2, T>(qr, kb, hd, sc, b, nb);
-}
-
 // acc[i] = (acc[i] * corr[b][i] + p[b][i] x V_b) over the nb blocks of a step, for the NR rows of
 // a tile. The accumulators stay in registers across the blocks; each block's multiply and FMAs
 // are those of a step of one block. Every row shares each V row load, 4 vectors (64 dims) at a
@@ -132,32 +121,19 @@ __attribute__((always_inline)) inline void pv_blocks(const float (*p)[kRows][kKV
   }
 }
 
-// Per-row state of a pass: query and output rows, visible positions, running max and sum.
-struct PassRows {
-  const float* q[kMaxPassRows];
-  float* out[kMaxPassRows];
-  float* acc[kMaxPassRows];
-  int32_t limit[kMaxPassRows];
-  float m[kMaxPassRows], l[kMaxPassRows];
-};
-
 // One tile of NR rows over blocks [b0, b0 + nb): scores, the online softmax block by block, then
 // the weighted values.
 template <int NR, class T>
 void tile_step(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_table,
                int32_t kv_head, int32_t b0, int32_t nb, float scale) {
   const int32_t hd = kv.head_dim;
-  const T* kb[kMaxStepBlocks];
-  const T* vb[kMaxStepBlocks];
-  for (int32_t b = 0; b < nb; ++b) {
-    const int32_t blk = block_table[b0 + b];
-    kb[b] = kv.key<T>(blk, kv_head);
-    vb[b] = kv.value<T>(blk, kv_head);
-  }
+  const StepBlocks<T> blocks(kv, block_table, kv_head, b0, nb);
   // The scores, then in place the probabilities.
   alignas(64) float sc[kMaxStepBlocks][kRows][kKVBlock];
   int32_t b = 0;
-  qk_step<NR, 8, T>(r.q + i0, kb, hd, sc, b, nb);
+  in_calls_of<8, max_qk_blocks(NR)>(b, nb, [&](auto n, int32_t first) {
+    qk_blocks<NR, decltype(n)::value, T>(r.q + i0, blocks.k + first, hd, sc + first);
+  });
   float corr[kMaxStepBlocks][kRows];
   int32_t vis[kMaxStepBlocks];
   for (b = 0; b < nb; ++b) {
@@ -166,12 +142,8 @@ void tile_step(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_
     for (int i = 0; i < NR; ++i) {
       float& m = r.m[i0 + i];
       float& l = r.l[i0 + i];
-      const int32_t visible = r.limit[i0 + i] - first;
-      if (visible <= 0) {
-        std::fill(sc[b][i], sc[b][i] + kKVBlock, 0.0f);
-        corr[b][i] = 1.0f;
-        continue;
-      }
+      const int32_t visible = visible_or_skip(r.limit[i0 + i], first, sc[b][i], corr[b][i]);
+      if (visible == 0) continue;
       vis_max = std::max(vis_max, std::min<int32_t>(kKVBlock, visible));
       __m512 sv = _mm512_mul_ps(_mm512_load_ps(sc[b][i]), _mm512_set1_ps(scale));
       const __mmask16 vm = simd::tail_mask(visible);
@@ -186,23 +158,7 @@ void tile_step(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_
     }
     vis[b] = vis_max;
   }
-  pv_blocks<NR, T>(sc, corr, vb, vis, nb, hd, r.acc + i0);
-}
-
-// 64-byte aligned scratch of this thread for the pass's output accumulators.
-float* pass_scratch(size_t floats) {
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<float[], Free> buf;
-  thread_local size_t capacity = 0;
-  if (floats > capacity) {
-    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-    if (!buf) throw std::bad_alloc();
-    capacity = bytes / sizeof(float);
-  }
-  return buf.get();
+  pv_blocks<NR, T>(sc, corr, blocks.v, vis, nb, hd, r.acc + i0);
 }
 
 // acc[i] = acc[i] * corr[i] + p[i] x V for the NR rows of a chunk over one KV block. Every row
@@ -342,84 +298,30 @@ __attribute__((noinline)) void tiles_of_4(const PagedKV& kv, const int32_t* bloc
   }
 }
 
-// Rows r of a call: token t = r / group, head g = r % group. A pass takes `pass_rows` rows and
-// walks the KV blocks once, `kv_blocks` at a time, every tile of 4 rows taking each step.
-template <class T>
-void attention_of(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-                  int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale,
-                  float* out, int64_t ldo, const AttentionParams& params) {
-  const int32_t hd = kv.head_dim;
-  const int32_t n_rows = n_tok * group;
-  const int32_t pass = (std::clamp(params.pass_rows, 1, kMaxPassRows) + kRows - 1) / kRows * kRows;
-  const int32_t step = std::clamp(params.kv_blocks, 1, kMaxStepBlocks);
-  if (pass == kRows && step == 1 && n_rows >= kRows)
-    return tiles_of_4<T>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out,
-                         ldo);
-  const int32_t stride = (hd + 15) / 16 * 16;  // hd <= 1024 is checked by the model config
-  // The default pass of one tile keeps its accumulators on the stack, as before passes existed.
-  alignas(64) float tile_acc[kRows * 1024];
-  float* acc = pass * stride <= kRows * 1024 ? tile_acc : pass_scratch(size_t(pass) * stride);
-  PassRows r;
-  for (int32_t r0 = 0; r0 < n_rows; r0 += pass) {
-    const int32_t np = std::min(pass, n_rows - r0);
-    int32_t max_limit = 0;
-    for (int32_t i = 0; i < np; ++i) {
-      const int32_t t = (r0 + i) / group, g = (r0 + i) % group;
-      r.q[i] = q + t * ldq + int64_t{g} * hd;
-      r.out[i] = out + t * ldo + int64_t{g} * hd;
-      r.acc[i] = acc + int64_t{i} * stride;
-      r.limit[i] = start_pos + t + 1;
-      max_limit = std::max(max_limit, r.limit[i]);
-      r.m[i] = -INFINITY;
-      r.l[i] = 0.0f;
-      std::fill(r.acc[i], r.acc[i] + hd, 0.0f);
-    }
-    const int32_t n_blocks = (max_limit + kKVBlock - 1) / kKVBlock;
-    // Rows go by token, so a tile's last row sees the most positions.
-    int32_t tile_blocks[kMaxPassRows / kRows];
-    for (int32_t i0 = 0; i0 < np; i0 += kRows)
-      tile_blocks[i0 / kRows] = (r.limit[std::min(i0 + kRows, np) - 1] + kKVBlock - 1) / kKVBlock;
-    for (int32_t b0 = 0; b0 < n_blocks; b0 += step)
-      for (int32_t i0 = 0; i0 < np; i0 += kRows) {
-        const int nr = std::min<int32_t>(kRows, np - i0);
-        const int32_t nb = std::min(step, tile_blocks[i0 / kRows] - b0);
-        if (nb <= 0) continue;
-        switch (nr) {
-          case 1:
-            tile_step<1, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-          case 2:
-            tile_step<2, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-          case 3:
-            tile_step<3, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-          default:
-            tile_step<kRows, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
-            break;
-        }
-      }
-    for (int32_t i = 0; i < np; ++i) {
-      const float inv = 1.0f / r.l[i];
-      for (int32_t d = 0; d < hd; ++d) r.out[i][d] = r.acc[i][d] * inv;
-    }
+// The hooks attention_passes() takes from this body.
+struct Avx512Body {
+  template <int NR, class T>
+  static void tile(PassRows& r, int32_t i0, const PagedKV& kv, const int32_t* block_table,
+                   int32_t kv_head, int32_t b0, int32_t nb, float scale) {
+    tile_step<NR, T>(r, i0, kv, block_table, kv_head, b0, nb, scale);
   }
-}
-
-void run(const PagedKV& kv, const int32_t* block_table, int32_t kv_head, const float* q,
-         int64_t ldq, int32_t n_tok, int32_t group, int32_t start_pos, float scale, float* out,
-         int64_t ldo, const AttentionParams& params) {
-  if (kv.dtype == DType::BF16)
-    return attention_of<bf16_t>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale,
-                                out, ldo, params);
-  attention_of<float>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo,
-                      params);
-}
+  // The default pass and step (4 rows, one block) over whole tiles: tiles_of_4.
+  template <class T>
+  static bool whole_tiles(int32_t pass, int32_t step, const PagedKV& kv, const int32_t* block_table,
+                          int32_t kv_head, const float* q, int64_t ldq, int32_t n_tok,
+                          int32_t group, int32_t start_pos, float scale, float* out, int64_t ldo) {
+    if (pass != kRows || step != 1 || n_tok * group < kRows) return false;
+    tiles_of_4<T>(kv, block_table, kv_head, q, ldq, n_tok, group, start_pos, scale, out, ldo);
+    return true;
+  }
+  static constexpr int32_t kStride = 16;
+};
 
 }  // namespace
 
 #pragma GCC pop_options
 
-const AttentionKernels kAttentionAvx512 = {Isa::Avx512, vector_attention_fits, run};
+const AttentionKernels kAttentionAvx512 = {Isa::Avx512, vector_attention_fits,
+                                           run_by_cache_type<kRows, Avx512Body>};
 
 }  // namespace sandwich::kernels
