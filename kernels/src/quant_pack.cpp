@@ -22,6 +22,18 @@ struct BlockParts {
   uint8_t sc[16] = {}, mn[8] = {};
 };
 
+// Where a legacy block (Q4_0, Q4_1, Q5_0, Q5_1) keeps its parts: the scale, a min (Q4_1/Q5_1)
+// after it, then 4 bytes of high bits (Q5_*), then the low nibbles.
+struct LegacyLayout {
+  explicit LegacyLayout(QType t)
+      : min(t == QType::Q4_1 || t == QType::Q5_1),
+        five(t == QType::Q5_0 || t == QType::Q5_1),
+        high(min ? 4 : 2),
+        low(high + (five ? 4 : 0)) {}
+  bool min, five;
+  size_t high, low;  // byte offsets
+};
+
 // Q8_0 and Q8_K: one scale, and the int8 values stored offset by 128.
 template <class Block, class Scale>
 void split_q8(const uint8_t* src, Scale& d, uint8_t* q) {
@@ -37,14 +49,12 @@ void split_block(QType t, const uint8_t* src, BlockParts& p) {
     case QType::Q4_1:
     case QType::Q5_0:
     case QType::Q5_1: {
-      const bool min = t == QType::Q4_1 || t == QType::Q5_1;
-      const bool five = t == QType::Q5_0 || t == QType::Q5_1;
+      const LegacyLayout at(t);
       std::memcpy(&p.d, src, 2);
-      if (min) std::memcpy(&p.m, src + 2, 2);
-      const uint8_t* h = src + (min ? 4 : 2);
+      if (at.min) std::memcpy(&p.m, src + 2, 2);
       uint32_t qh = 0;
-      if (five) std::memcpy(&qh, h, 4);
-      const uint8_t* qs = h + (five ? 4 : 0);
+      if (at.five) std::memcpy(&qh, src + at.high, 4);
+      const uint8_t* qs = src + at.low;
       for (int j = 0; j < 16; ++j) {
         p.q[j] = static_cast<uint8_t>((qs[j] & 0xF) | (((qh >> j) & 1) << 4));
         p.q[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
@@ -108,30 +118,28 @@ void split_block(QType t, const uint8_t* src, BlockParts& p) {
 // The inverse of split_block: the ggml block, byte for byte (Q8_K's bsums recomputed).
 void join_block(QType t, const BlockParts& p, uint8_t* dst) {
   switch (t) {
+    case QType::Q8_0: {
+      BlockQ8_0 b;
+      b.d = p.d;
+      for (int j = 0; j < kQK; ++j) b.qs[j] = static_cast<int8_t>(p.q[j] - 128);
+      std::memcpy(dst, &b, sizeof b);
+      break;
+    }
     case QType::Q4_0:
     case QType::Q4_1:
     case QType::Q5_0:
     case QType::Q5_1: {
-      const bool min = t == QType::Q4_1 || t == QType::Q5_1;
-      const bool five = t == QType::Q5_0 || t == QType::Q5_1;
+      const LegacyLayout at(t);
       std::memcpy(dst, &p.d, 2);
-      if (min) std::memcpy(dst + 2, &p.m, 2);
-      uint8_t* h = dst + (min ? 4 : 2);
-      uint8_t* qs = h + (five ? 4 : 0);
+      if (at.min) std::memcpy(dst + 2, &p.m, 2);
+      uint8_t* qs = dst + at.low;
       uint32_t qh = 0;
       for (int j = 0; j < 16; ++j) {
         qs[j] = static_cast<uint8_t>((p.q[j] & 0xF) | ((p.q[j + 16] & 0xF) << 4));
         qh |= static_cast<uint32_t>(p.q[j] >> 4 & 1) << j;
         qh |= static_cast<uint32_t>(p.q[j + 16] >> 4 & 1) << (j + 16);
       }
-      if (five) std::memcpy(h, &qh, 4);
-      break;
-    }
-    case QType::Q8_0: {
-      BlockQ8_0 b;
-      b.d = p.d;
-      for (int j = 0; j < kQK; ++j) b.qs[j] = static_cast<int8_t>(p.q[j] - 128);
-      std::memcpy(dst, &b, sizeof b);
+      if (at.five) std::memcpy(dst + at.high, &qh, 4);
       break;
     }
     case QType::Q4_K:
