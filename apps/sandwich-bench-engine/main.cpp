@@ -31,7 +31,7 @@
 #include "kernels/peak_probes.h"
 #include "kernels/thread_team.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 struct Stats {
@@ -352,9 +352,9 @@ int bench_engine(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine
 
 int main(int argc, char** argv) {
   return sandwich::run_tool("sandwich-bench engine",
-                            [&] { return sandwich::bench_engine(argc, argv); });
+                            [&] { return sandwich::engine::bench_engine(argc, argv); });
 }

@@ -10,6 +10,7 @@
 #include "engine/runtime/generator.h"
 
 using namespace sandwich;
+using namespace sandwich::engine;
 
 int main(int argc, char** argv) {
   return run_tool("sandwich-generate", [&]() -> int {

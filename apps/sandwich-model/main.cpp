@@ -12,6 +12,7 @@
 #include "engine/plans/tool_options.h"
 
 using namespace sandwich;
+using namespace sandwich::engine;
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include "engine/scoring/perplexity.h"
 #include "engine/scoring/score_stats.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 struct Options {
@@ -291,9 +291,9 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine
 
 int main(int argc, char** argv) {
   return sandwich::run_tool("sandwich-perplexity",
-                            [&]() -> int { return sandwich::run(argc, argv); });
+                            [&]() -> int { return sandwich::engine::run(argc, argv); });
 }

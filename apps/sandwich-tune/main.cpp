@@ -45,6 +45,7 @@
 #include "tuner/trace_sampler.h"
 
 using namespace sandwich;
+using namespace sandwich::engine;
 using namespace sandwich::tuner;
 
 namespace {
@@ -191,18 +192,18 @@ int cmd_configs(int argc, char** argv, int first) {
   ConfigEvaluator& ev = measured ? static_cast<ConfigEvaluator&>(*measured) : sim;
   // A plan is written for a weights file's own type, and only with rank counts its weights split
   // over (a quantized file's whole blocks): the file is loaded before the search.
-  std::unique_ptr<Model> weights;
+  std::unique_ptr<engine::Model> weights;
   if (!plan_out.empty() && std::filesystem::is_regular_file(o.model) &&
       std::filesystem::path(o.model).extension() != ".json") {
-    LoadOptions lo;
+    engine::LoadOptions lo;
     lo.model = o.model;
     lo.require_tokenizer = false;
-    weights = load_model(lo);
+    weights = engine::load_model(lo);
   }
   if (measured)
     so.ranks_fit = [&](int r) { return measured->ranks_fit(r); };
   else if (weights)
-    so.ranks_fit = [&](int r) { return rank_count_fits(*weights, r); };
+    so.ranks_fit = [&](int r) { return engine::rank_count_fits(*weights, r); };
   std::vector<SearchResult> results;
   for (Phase ph : phases) {
     so.phase = ph;
@@ -225,8 +226,8 @@ int cmd_configs(int argc, char** argv, int first) {
     for (const auto& r : results) std::cout << report_text(r, note);
   }
   if (!plan_out.empty()) {
-    Plan plan;
-    plan.version = kPlanVersion;
+    engine::Plan plan;
+    plan.version = engine::kPlanVersion;
     const RankedConfig& pf = results.at(0).ranked.front();
     const RankedConfig& dc = results.at(1).ranked.front();
     plan.prefill = pf.config;
@@ -234,18 +235,18 @@ int cmd_configs(int argc, char** argv, int first) {
     // A weights file says its own type (dummy weights of a preset are BF16).
     std::string dtype = "bf16", storage, storage_name;
     if (weights) {
-      if (weights->weight_dtype() == WeightDType::F32) dtype = "f32";
+      if (weights->weight_dtype() == engine::WeightDType::F32) dtype = "f32";
       storage = weights->weight_storage;
       storage_name = weights->weight_storage_name;
     }
-    plan.model = model_identity(s.model, dtype, std::filesystem::exists(o.model) ? o.model : "",
-                                storage, storage_name);
+    plan.model = engine::model_identity(
+        s.model, dtype, std::filesystem::exists(o.model) ? o.model : "", storage, storage_name);
     std::vector<int> cpus;
     for (const auto* c : {&pf.config, &dc.config})
       for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
     std::sort(cpus.begin(), cpus.end());
     cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-    plan.machine = this_machine_fingerprint(format_cpu_list(cpus));
+    plan.machine = engine::this_machine_fingerprint(format_cpu_list(cpus));
     const bool simulated = !measured;
     (simulated ? plan.prefill_figures.simulated_ms : plan.prefill_figures.measured_ms) =
         pf.prediction.ms;
@@ -265,7 +266,7 @@ int cmd_configs(int argc, char** argv, int first) {
                      " figure of each phase (mean prefill ms per request; ms per decode step of " +
                      std::to_string(o.decode_batch) + "); no kernel table";
     plan.details_json = report_json(ctx, results, s.params.to_json()).dump();
-    write_plan(plan, plan_out);
+    engine::write_plan(plan, plan_out);
     (json ? std::cerr : std::cout) << "wrote " << plan_out << " (prefill " << pf.config.to_string(8)
                                    << ", decode " << dc.config.to_string(8) << ")\n";
   }
@@ -286,7 +287,7 @@ int cmd_survey(int argc, char** argv, int first) {
   p.add("--patience", &patience, "early-stopping patience (default 8)");
   p.add_flag("--json", &json, "print JSON");
   if (!p.parse(argc, argv, first)) return 0;
-  const ModelConfig model = load_model_shape(model_name, "survey");
+  const engine::ModelConfig model = load_model_shape(model_name, "survey");
   std::vector<std::string> notes;
   CommonOptions o;
   const RequestTrace trace = request_trace("", o.trace_samples, o.seed, model, notes);
@@ -536,7 +537,7 @@ std::string clock_text(double s) {
 }
 
 int cmd_kernels(int argc, char** argv, int first) {
-  LoadOptions lo;
+  engine::LoadOptions lo;
   std::string config_text, out;
   bool resume = false;
   GemmTunerOptions to;
@@ -545,7 +546,7 @@ int cmd_kernels(int argc, char** argv, int first) {
   ArgParser p("sandwich-tune kernels",
               "Tune the GEMM schedules of every GEMM of a model for every M from 1 to --max-m, "
               "measured on this machine's cores as the service configuration pins them.");
-  add_model_options(p, lo);
+  engine::add_model_options(p, lo);
   p.add("--config", &config_text,
         "service configuration RxT or JSON (default: one rank of all CPUs); the first rank's "
         "CPUs run the measurements",
@@ -570,25 +571,26 @@ int cmd_kernels(int argc, char** argv, int first) {
   if (!(po.min_seconds >= 0)) throw CliError("--min-seconds must be >= 0");
 
   const topo::ServiceConfig config =
-      config_text.empty() ? single_rank_config(0) : topo::parse_service_config(config_text);
+      config_text.empty() ? engine::single_rank_config(0) : topo::parse_service_config(config_text);
   if (config_text.empty()) config_text = "1x" + std::to_string(config.threads_per_rank());
   const std::vector<int>& cpus = config.ranks.at(0).cpus;
   po.cpus = cpus;
 
   // The shape and every matrix's type only: dummy weights need not be made. A weights file is
   // loaded, so that a quantized one keys each GEMM by its matrix's own type (q4_k, q6_k, ...).
-  ModelConfig model;
-  MatrixTypes types;
+  engine::ModelConfig model;
+  engine::MatrixTypes types;
   std::string storage, storage_name;
-  if (lo.load_format == LoadFormat::Dummy) {
-    model = std::filesystem::exists(lo.model) ? read_model_config(lo.model) : load_preset(lo.model);
-    storage = storage_name = lo.dtype == WeightDType::F32 ? "f32" : "bf16";
-    types = uniform_matrix_types(model, storage);
+  if (lo.load_format == engine::LoadFormat::Dummy) {
+    model = std::filesystem::exists(lo.model) ? engine::read_model_config(lo.model)
+                                              : engine::load_preset(lo.model);
+    storage = storage_name = lo.dtype == engine::WeightDType::F32 ? "f32" : "bf16";
+    types = engine::uniform_matrix_types(model, storage);
   } else {
     lo.require_tokenizer = false;
-    const auto m = load_model(lo);
+    const auto m = engine::load_model(lo);
     model = m->config;
-    types = matrix_types(*m);
+    types = engine::matrix_types(*m);
     storage = m->weight_storage;
     storage_name = m->weight_storage_name;
   }

@@ -57,7 +57,7 @@ extern "C" void on_plan_sigint(int) {
 constexpr double kMeasureShare = 0.35, kKernelShare = 0.95;
 
 struct PlanArgs {
-  LoadOptions load;
+  engine::LoadOptions load;
   std::string trace, slo, out, budget_text = "30m", params_file, topology;
   int trace_samples = 64, top_k = 4, prefill_chunk = 512, decode_batch = 16, max_num_seqs = 64;
   int64_t max_m = 0;  // 0: no cap
@@ -338,12 +338,12 @@ std::string rate_text(double r) {
 }
 
 struct ModelInfo {
-  ModelConfig config;
+  engine::ModelConfig config;
   kernels::DType weights = kernels::DType::BF16;
   std::string dtype, weights_file;
   // Every matrix's type (the GEMM keys), and the storage as a plan records it
   // (Model::weight_storage, weight_storage_name): "bf16", or "q4_k x 73, ..." named "q4_k_m".
-  MatrixTypes types;
+  engine::MatrixTypes types;
   std::string storage, storage_name;
   bool quantized = false;       // some matrices keep quantized blocks
   double bytes_per_weight = 0;  // a loaded model's packed bytes (quantized: under 1)
@@ -353,36 +353,37 @@ struct ModelInfo {
   std::set<int> rank_counts;
 };
 
-ModelInfo describe_model(LoadOptions lo, bool shape_only) {
+ModelInfo describe_model(engine::LoadOptions lo, bool shape_only) {
   ModelInfo m;
-  if (lo.load_format == LoadFormat::Dummy || shape_only) {
+  if (lo.load_format == engine::LoadFormat::Dummy || shape_only) {
     m.config = load_model_shape(lo.model, "plan");
-    m.weights = lo.dtype == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+    m.weights = lo.dtype == engine::WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
     // A file's own matrices, from its header: a quantized one streams under a byte per weight.
-    if (lo.load_format != LoadFormat::Dummy && lo.dtype == WeightDType::Auto)
-      if (const auto fw = file_weights(lo.model)) {
+    if (lo.load_format != engine::LoadFormat::Dummy && lo.dtype == engine::WeightDType::Auto)
+      if (const auto fw = engine::file_weights(lo.model)) {
         m.bytes_per_weight = fw->bytes_per_weight;
         m.file_quantized = fw->quantized;
         if (!fw->quantized && fw->bytes_per_weight >= 4) m.weights = kernels::DType::F32;
       }
   } else {
     lo.require_tokenizer = false;
-    const auto model = load_model(lo);
+    const auto model = engine::load_model(lo);
     m.config = model->config;
-    m.weights =
-        model->weight_dtype() == WeightDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+    m.weights = model->weight_dtype() == engine::WeightDType::F32 ? kernels::DType::F32
+                                                                  : kernels::DType::BF16;
     m.weights_file = lo.model;
     m.bytes_per_weight = model->bytes_per_weight;
-    m.types = matrix_types(*model);
+    m.types = engine::matrix_types(*model);
     m.storage = model->weight_storage;
     m.storage_name = model->weight_storage_name;
     for (int r = 1; r <= std::min(64, m.config.n_kv_heads); ++r) {
-      if (m.config.n_kv_heads % r == 0 && rank_count_fits(*model, r)) m.rank_counts.insert(r);
+      if (m.config.n_kv_heads % r == 0 && engine::rank_count_fits(*model, r))
+        m.rank_counts.insert(r);
     }
   }
   m.dtype = m.weights == kernels::DType::F32 ? "f32" : "bf16";
   if (m.storage.empty()) {
-    m.types = uniform_matrix_types(m.config, m.dtype);
+    m.types = engine::uniform_matrix_types(m.config, m.dtype);
     m.storage = m.storage_name = m.dtype;
   }
   m.quantized = m.storage != m.dtype;
@@ -778,19 +779,19 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
 
     // ---- 5. write -------------------------------------------------------------------------
     progress.stage(5, "write", out.string());
-    Plan plan;
-    plan.version = kPlanVersion;
+    engine::Plan plan;
+    plan.version = engine::kPlanVersion;
     plan.prefill = P.config;
     plan.decode = D.config;
     plan.schedules = table_file;
-    plan.model = model_identity(model.config, model.dtype, model.weights_file, model.storage,
-                                model.storage_name);
+    plan.model = engine::model_identity(model.config, model.dtype, model.weights_file,
+                                        model.storage, model.storage_name);
     std::vector<int> cpus;
     for (const auto* c : {&P.config, &D.config})
       for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
     std::sort(cpus.begin(), cpus.end());
     cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-    plan.machine = this_machine_fingerprint(format_cpu_list(cpus));
+    plan.machine = engine::this_machine_fingerprint(format_cpu_list(cpus));
     plan.created = utc_now();
     plan.command = command_line;
     plan.objective = objective_text(slo);
@@ -822,7 +823,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
         {"budget_cuts", st.cuts},
         {"stage_seconds", st.seconds}};
     plan.details_json = details.dump();
-    write_plan(plan, out);
+    engine::write_plan(plan, out);
     st.seconds["write"] = progress.seconds();
     progress.done("");
     std::error_code ec;
@@ -874,8 +875,8 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
       for (const auto& c : st.cuts) os << "budget     cut: " << c << "\n";
     }
     os << "serve with: sandwichd --model " << shell_quote(a.load.model)
-       << (a.load.load_format == LoadFormat::Dummy ? " --load-format dummy" : "") << " --plan "
-       << shell_quote(out.string()) << "\n";
+       << (a.load.load_format == engine::LoadFormat::Dummy ? " --load-format dummy" : "")
+       << " --plan " << shell_quote(out.string()) << "\n";
     std::cout << os.str();
     (void)run_start;
     return 0;
@@ -895,7 +896,7 @@ int cmd_plan(int argc, char** argv, int first) {
               "pair with the best estimated goodput at an SLO, tune the kernels of the pair, and "
               "write the plan (serve it with sandwichd --plan FILE). Progress goes to stderr: a "
               "live line on a terminal, else a line per stage (and one a minute).");
-  add_model_options(p, a.load);
+  engine::add_model_options(p, a.load);
   p.add("--trace", &a.trace,
         "request lengths: sharegpt (default), lmsys (a model of LMSYS-Chat-1M's) or a CSV file",
         "T");

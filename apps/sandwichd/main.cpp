@@ -21,6 +21,7 @@
 #include "tuner/default_plan.h"
 
 using namespace sandwich;
+using namespace sandwich::engine;
 
 namespace {
 

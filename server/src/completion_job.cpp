@@ -17,15 +17,15 @@ using json = nlohmann::json;
 
 // The answer to a request that ended in an abort other than a cancel: a timeout is the client's
 // to retry (408), a shutdown is the server going away (503), the rest is the server's fault.
-HttpResponse abort_error(const RequestOutput& o) {
+HttpResponse abort_error(const engine::RequestOutput& o) {
   switch (o.abort_reason) {
-    case AbortReason::Timeout:
+    case engine::AbortReason::Timeout:
       return json_error(
           408,
           "the request did not finish within the server's --request-timeout; retry it, or ask for "
           "fewer tokens",
           "timeout_error");
-    case AbortReason::Shutdown:
+    case engine::AbortReason::Shutdown:
       return json_error(503, "the server shut down before the request finished; retry it",
                         "server_error");
     default:
@@ -53,7 +53,7 @@ class Job {
         remaining_(static_cast<int>(req.sequences())) {}
 
   // The engine's news of sequence `idx` (on the engine thread).
-  void on_output(size_t idx, const RequestOutput& o);
+  void on_output(size_t idx, const engine::RequestOutput& o);
   // The client went away: cancels what is queued.
   void disconnected();
   // Every sequence is queued, with these engine ids.
@@ -71,12 +71,12 @@ class Job {
     json logprob_entries = json::array();  // whole responses: all of them
   };
 
-  json logprobs_delta(Choice& c, const RequestOutput& o);
-  std::string stream_chunk(size_t idx, Choice& c, const RequestOutput& o, json lp);
+  json logprobs_delta(Choice& c, const engine::RequestOutput& o);
+  std::string stream_chunk(size_t idx, Choice& c, const engine::RequestOutput& o, json lp);
   Usage usage() const;
   void start_stream();
   void reply_whole();
-  void note_finish(const RequestOutput& o);
+  void note_finish(const engine::RequestOutput& o);
   void log_finished() const;
 
   const WireFormat& format_;
@@ -84,8 +84,8 @@ class Job {
   const bool stream_, include_usage_;
   const int32_t logprobs_;
   const size_t n_per_prompt_;
-  const Tokenizer& tok_;
-  Scheduler& scheduler_;
+  const engine::Tokenizer& tok_;
+  engine::Scheduler& scheduler_;
   std::atomic<int>& active_;
   const std::shared_ptr<Responder> out_;
 
@@ -113,11 +113,11 @@ class Job {
   bool cancelled_ = false;            // a cancel came first: the client went away
 };
 
-void Job::note_finish(const RequestOutput& o) {
+void Job::note_finish(const engine::RequestOutput& o) {
   if (const auto reason = openai_finish_reason(o)) {
     if (std::find(reasons_.begin(), reasons_.end(), *reason) == reasons_.end())
       reasons_.push_back(*reason);
-  } else if (o.abort_reason == AbortReason::Cancelled) {
+  } else if (o.abort_reason == engine::AbortReason::Cancelled) {
     if (!failed_status_) cancelled_ = true;
   } else if (!cancelled_ && !failed_status_) {
     failed_status_ = abort_error(o).status;
@@ -143,7 +143,7 @@ void Job::log_finished() const {
   log_line(LogLevel::Info, "request", request_log_message(r));
 }
 
-json Job::logprobs_delta(Choice& c, const RequestOutput& o) {
+json Job::logprobs_delta(Choice& c, const engine::RequestOutput& o) {
   auto text = [&](int32_t t) { return tok_.piece(t, c.prev_token < 0 ? t : c.prev_token); };
   json entries = json::array();
   for (const auto& lp : o.logprobs) {
@@ -156,7 +156,7 @@ json Job::logprobs_delta(Choice& c, const RequestOutput& o) {
   return entries;
 }
 
-void Job::on_output(size_t idx, const RequestOutput& o) {
+void Job::on_output(size_t idx, const engine::RequestOutput& o) {
   std::string chunk;
   bool end_stream = false, whole = false;
   std::optional<HttpResponse> error;
@@ -181,7 +181,7 @@ void Job::on_output(size_t idx, const RequestOutput& o) {
     const std::optional<std::string> reason = o.finished ? openai_finish_reason(o) : std::nullopt;
     if (o.finished && !reason) {
       // An abort. A cancel first means nobody is listening any more.
-      if (o.abort_reason == AbortReason::Cancelled && !failure_) {
+      if (o.abort_reason == engine::AbortReason::Cancelled && !failure_) {
         closed_ = true;
         return;
       }
@@ -239,7 +239,7 @@ void Job::on_output(size_t idx, const RequestOutput& o) {
   if (whole) reply_whole();
 }
 
-std::string Job::stream_chunk(size_t idx, Choice& c, const RequestOutput& o, json lp) {
+std::string Job::stream_chunk(size_t idx, Choice& c, const engine::RequestOutput& o, json lp) {
   ChoiceDelta d;
   d.index = idx;
   d.text = o.text;
@@ -322,14 +322,14 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
                     std::chrono::seconds timeout, const CompletionEnv& env,
                     std::shared_ptr<Responder> out) {
   auto job = std::make_shared<Job>(req, format, std::move(header), env, out);
-  std::vector<EngineRequest> rs;
+  std::vector<engine::EngineRequest> rs;
   // One deadline for all: they time out together, and the request fails once.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const int32_t max_len = env.scheduler.max_model_len();
   size_t idx = 0;
   for (auto& p : req.prompts)
     for (int i = 0; i < req.n; ++i, ++idx) {
-      EngineRequest r;
+      engine::EngineRequest r;
       r.prompt = p;
       r.sampling = req.sampling;
       if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
@@ -341,7 +341,7 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
       r.skip_special_tokens = req.skip_special_tokens;
       r.logprobs = req.logprobs;
       r.deadline = deadline;
-      r.on_output = [job, idx](const RequestOutput& o) { job->on_output(idx, o); };
+      r.on_output = [job, idx](const engine::RequestOutput& o) { job->on_output(idx, o); };
       rs.push_back(std::move(r));
     }
   std::weak_ptr<Job> weak = job;

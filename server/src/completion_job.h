@@ -15,8 +15,8 @@
 namespace sandwich::server {
 
 struct CompletionEnv {
-  const Tokenizer& tokenizer;
-  Scheduler& scheduler;
+  const engine::Tokenizer& tokenizer;
+  engine::Scheduler& scheduler;
   std::atomic<int>& active;  // requests still producing output; counts this one until it ends
 };
 

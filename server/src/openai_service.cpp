@@ -68,11 +68,11 @@ const char* route_method(const std::string& path) {
 
 struct OpenAiService::Impl {
   ServiceOptions opt;
-  const Model* model = nullptr;
-  Scheduler* scheduler = nullptr;
+  const engine::Model* model = nullptr;
+  engine::Scheduler* scheduler = nullptr;
   std::atomic<bool> ready{false}, shutting_down{false};
   std::atomic<int> active{0};
-  std::optional<ChatTemplate> chat_template;
+  std::optional<engine::ChatTemplate> chat_template;
   std::string chat_template_note;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
   std::function<HttpServerStats()> http_stats;
@@ -133,7 +133,7 @@ struct OpenAiService::Impl {
       run_completion(req, format, std::move(header),
                      std::chrono::seconds(opt.request_timeout_seconds),
                      {*model->tokenizer, *scheduler, active}, out);
-    } catch (const QueueFull& e) {
+    } catch (const engine::QueueFull& e) {
       ++rejected;
       if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
       throw ApiError{429, e.what(), "rate_limit_error", {}, {}};
@@ -173,7 +173,7 @@ OpenAiService::OpenAiService(ServiceOptions options) : impl_(new Impl) {
 }
 OpenAiService::~OpenAiService() = default;
 
-void OpenAiService::attach(const Model& model, Scheduler& scheduler) {
+void OpenAiService::attach(const engine::Model& model, engine::Scheduler& scheduler) {
   Impl& I = *impl_;
   I.model = &model;
   I.scheduler = &scheduler;
@@ -229,7 +229,7 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
                        : R"({"status":"loading"})";
       if (r.status == 200) {
         // A rank died or hung: requests wait until its group is re-formed (or the server exits).
-        const ExecutorHealth h = I.scheduler->executor_health();
+        const engine::ExecutorHealth h = I.scheduler->executor_health();
         if (h.restarting || h.failed)
           r = json_response(
               {{"status", h.failed ? "failed" : "restarting"}, {"message", h.message}}, 503);
@@ -268,7 +268,7 @@ std::string OpenAiService::metrics_text() const {
   m.process = read_process_stats();
   if (I.http_stats) m.http = I.http_stats();
   if (I.scheduler) {
-    const Scheduler& s = *I.scheduler;
+    const engine::Scheduler& s = *I.scheduler;
     m.engine = MetricsSnapshot::Engine{s.stats(),
                                        I.rejected.load(),
                                        s.ttft().snapshot(),

@@ -64,7 +64,7 @@ void PrometheusText::labelled_counter(
 }
 
 void PrometheusText::histogram(const std::string& name, const std::string& help,
-                               const Histogram::Snapshot& h) {
+                               const engine::Histogram::Snapshot& h) {
   header(name, help, "histogram");
   for (size_t i = 0; i < h.bounds.size() && i < h.cumulative.size(); ++i)
     s_ += name + "_bucket" + labels({{"le", format("%g", h.bounds[i])}}) + " " +
@@ -109,7 +109,7 @@ std::string metrics_text(const MetricsSnapshot& m) {
                         {"write_timeout", h.aborted_write_timeout}});
   }
   if (!m.engine) return p.text();
-  const SchedulerStats& st = m.engine->stats;
+  const engine::SchedulerStats& st = m.engine->stats;
   p.gauge("sandwich:num_requests_running", "Requests in the running batch", st.running);
   p.gauge("sandwich:num_requests_waiting", "Requests waiting to be scheduled", st.waiting);
   p.gauge("sandwich:kv_cache_usage_perc", "Fraction of KV-cache blocks in use",

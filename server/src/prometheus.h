@@ -27,7 +27,8 @@ class PrometheusText {
   // A counter with one sample per value of `label`.
   void labelled_counter(const std::string& name, const std::string& help, const std::string& label,
                         const std::vector<std::pair<std::string, uint64_t>>& samples);
-  void histogram(const std::string& name, const std::string& help, const Histogram::Snapshot& h);
+  void histogram(const std::string& name, const std::string& help,
+                 const engine::Histogram::Snapshot& h);
   const std::string& text() const { return s_; }
 
  private:
@@ -44,10 +45,11 @@ struct MetricsSnapshot {
   bool model_ready = false;
   std::optional<ProcessStats> process;
   struct Engine {
-    SchedulerStats stats;
+    engine::SchedulerStats stats;
     uint64_t requests_rejected = 0;  // refused because the queue was full
-    Histogram::Snapshot ttft, inter_token, e2e;
-    Histogram::Snapshot queue_time, prefill_time, decode_time, prompt_length, generation_length;
+    engine::Histogram::Snapshot ttft, inter_token, e2e;
+    engine::Histogram::Snapshot queue_time, prefill_time, decode_time, prompt_length,
+        generation_length;
   };
   std::optional<Engine> engine;  // once a scheduler is attached
   std::optional<HttpServerStats> http;

@@ -31,8 +31,8 @@ std::string request_log_message(const RequestRecord& r) {
          (r.finish_reason.empty() ? std::string("-") : r.finish_reason);
 }
 
-std::optional<std::string> engine_stats_message(const SchedulerStats& before,
-                                                const SchedulerStats& now, double seconds) {
+std::optional<std::string> engine_stats_message(const engine::SchedulerStats& before,
+                                                const engine::SchedulerStats& now, double seconds) {
   const uint64_t prompt = now.prompt_tokens - before.prompt_tokens;
   const uint64_t generated = now.generation_tokens - before.generation_tokens;
   if (prompt == 0 && generated == 0 && now.running == 0 && now.waiting == 0) return std::nullopt;
@@ -57,7 +57,7 @@ std::optional<std::string> engine_stats_message(const SchedulerStats& before,
   return out;
 }
 
-EngineStatsLogger::EngineStatsLogger(const Scheduler& scheduler, double interval_seconds)
+EngineStatsLogger::EngineStatsLogger(const engine::Scheduler& scheduler, double interval_seconds)
     : scheduler_(scheduler), interval_(interval_seconds) {
   thread_ = std::thread([this] { run(); });
 }
@@ -77,11 +77,11 @@ void EngineStatsLogger::stop() {
 
 void EngineStatsLogger::run() {
   using Clock = std::chrono::steady_clock;
-  SchedulerStats before = scheduler_.stats();
+  engine::SchedulerStats before = scheduler_.stats();
   auto t0 = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
-    const SchedulerStats now = scheduler_.stats();
+    const engine::SchedulerStats now = scheduler_.stats();
     const auto t1 = Clock::now();
     if (auto msg =
             engine_stats_message(before, now, std::chrono::duration<double>(t1 - t0).count()))

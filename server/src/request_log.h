@@ -28,19 +28,19 @@ std::string request_log_message(const RequestRecord& r);
 
 // The engine's line for an interval of `seconds` from `before` to `now`: prompt and generation
 // tokens/s, running and waiting sequences, KV-cache use; nullopt when nothing ran or waited.
-std::optional<std::string> engine_stats_message(const SchedulerStats& before,
-                                                const SchedulerStats& now, double seconds);
+std::optional<std::string> engine_stats_message(const engine::SchedulerStats& before,
+                                                const engine::SchedulerStats& now, double seconds);
 
 // Logs engine_stats_message every interval on its own thread until stop() or destruction.
 class EngineStatsLogger {
  public:
-  EngineStatsLogger(const Scheduler& scheduler, double interval_seconds);
+  EngineStatsLogger(const engine::Scheduler& scheduler, double interval_seconds);
   ~EngineStatsLogger();
   void stop();
 
  private:
   void run();
-  const Scheduler& scheduler_;
+  const engine::Scheduler& scheduler_;
   const std::chrono::duration<double> interval_;
   std::mutex mu_;
   std::condition_variable cv_;

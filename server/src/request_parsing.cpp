@@ -18,7 +18,7 @@ using json = nlohmann::json;
 std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseContext& ctx) {
   const json* p = j.contains("prompt") && !j["prompt"].is_null() ? &j["prompt"] : nullptr;
   if (!p) bad("'prompt' is required", "prompt");
-  const Tokenizer& tok = ctx.tokenizer;
+  const engine::Tokenizer& tok = ctx.tokenizer;
   auto ids_of = [&](const json& arr) {
     std::vector<int32_t> ids;
     for (auto& v : arr) {
@@ -65,7 +65,7 @@ const std::string* string_member(const json& o, const char* k) {
 std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
   const json* m = Fields(j).get("messages");
   if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
-  std::vector<ChatMessage> msgs;
+  std::vector<engine::ChatMessage> msgs;
   for (const json& e : *m) {
     if (!e.is_object()) bad("each message must be an object with 'role' and 'content'", "messages");
     const std::string* role_p = string_member(e, "role");
@@ -98,7 +98,7 @@ std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
   std::string text;
   try {
     text = ctx.chat_template.render(msgs, true);
-  } catch (const jinja::Error& e) {
+  } catch (const engine::jinja::Error& e) {
     bad(std::string("chat template error: ") + e.what(), "messages");
   }
   return ctx.tokenizer.encode(text, false, true);
@@ -107,7 +107,7 @@ std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
 // The sampling fields, max_tokens, stop and ignore_eos.
 void parse_sampling(const Fields& f, const ParseContext& ctx, GenerateRequest& r) {
   const bool chat = r.kind == ApiKind::Chat;
-  SamplingParams& s = r.sampling;
+  engine::SamplingParams& s = r.sampling;
   s.temperature = static_cast<float>(f.number("temperature", 1.0, 0.0, 100.0));
   s.top_p = static_cast<float>(f.number("top_p", 1.0, 1e-9, 1.0));
   s.top_k = static_cast<int32_t>(f.integer("top_k", -1, -1, 1 << 20));
@@ -322,11 +322,11 @@ std::vector<int32_t> parse_tokenize_request(const json& body, const ParseContext
   const Fields f(body);
   auto p = f.string("prompt");
   if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
-  const Tokenizer& tok = ctx.tokenizer;
+  const engine::Tokenizer& tok = ctx.tokenizer;
   return tok.encode(*p, f.boolean("add_special_tokens", true) && tok.add_bos_default());
 }
 
-std::vector<int32_t> parse_detokenize_request(const json& body, const Tokenizer& tok) {
+std::vector<int32_t> parse_detokenize_request(const json& body, const engine::Tokenizer& tok) {
   const json* t = Fields(body).get("tokens");
   if (!t || !t->is_array()) bad("'tokens' must be a list of token ids", "tokens");
   std::vector<int32_t> ids;
@@ -342,32 +342,33 @@ std::vector<int32_t> parse_detokenize_request(const json& body, const Tokenizer&
 
 namespace {
 
-std::string text_of(const Tokenizer& tok, int32_t id) {
+std::string text_of(const engine::Tokenizer& tok, int32_t id) {
   return id >= 0 ? std::string(tok.token_text(id)) : std::string();
 }
 
 // Parses, and renders a one-message chat (what every template must take), or throws jinja::Error.
-void check_usable(const std::string& source, const Tokenizer& tok) {
-  ChatTemplate(source, text_of(tok, tok.bos_id()), text_of(tok, tok.eos_id()))
+void check_usable(const std::string& source, const engine::Tokenizer& tok) {
+  engine::ChatTemplate(source, text_of(tok, tok.bos_id()), text_of(tok, tok.eos_id()))
       .render({{"user", "Hello"}}, true);
 }
 
 }  // namespace
 
 ChosenChatTemplate choose_chat_template(const std::optional<std::string>& chat_template,
-                                        const Tokenizer& tok) {
+                                        const engine::Tokenizer& tok) {
   if (chat_template) {
     const std::string& t = *chat_template;
-    if (const auto f = value_named(t, kChatFormatNames))
-      return {std::string(builtin_chat_template(*f)), "built-in " + t + " (--chat-template)"};
+    if (const auto f = value_named(t, engine::kChatFormatNames))
+      return {std::string(engine::builtin_chat_template(*f)),
+              "built-in " + t + " (--chat-template)"};
     std::ifstream in(t);
     std::stringstream ss;
     if (!in || !(ss << in.rdbuf()))
       throw std::runtime_error("--chat-template '" + t + "' is not a built-in template (" +
-                               names_of(kChatFormatNames) + ") and not a readable file");
+                               names_of(engine::kChatFormatNames) + ") and not a readable file");
     try {
       check_usable(ss.str(), tok);
-    } catch (const jinja::Error& e) {
+    } catch (const engine::jinja::Error& e) {
       throw std::runtime_error("--chat-template " + t + ": " + e.what());
     }
     return {ss.str(), "file " + t + " (--chat-template)"};
@@ -377,16 +378,16 @@ ChosenChatTemplate choose_chat_template(const std::optional<std::string>& chat_t
     try {
       check_usable(tok.chat_template(), tok);
       return {tok.chat_template(), "the model's"};
-    } catch (const jinja::Error& e) {
+    } catch (const engine::jinja::Error& e) {
       why = std::string("the model's cannot be used: ") + e.what() +
             "; give one with --chat-template";
     }
   }
-  const ChatFormat f = tok.token_id("<|start_header_id|>") >= 0 ? ChatFormat::Llama3
-                       : tok.token_id("<|im_start|>") >= 0      ? ChatFormat::ChatML
-                                                                : ChatFormat::Llama2;
-  return {std::string(builtin_chat_template(f)),
-          "built-in " + std::string(name_of(f, kChatFormatNames)) + " (" + why + ")"};
+  const engine::ChatFormat f = tok.token_id("<|start_header_id|>") >= 0 ? engine::ChatFormat::Llama3
+                               : tok.token_id("<|im_start|>") >= 0      ? engine::ChatFormat::ChatML
+                                                                   : engine::ChatFormat::Llama2;
+  return {std::string(engine::builtin_chat_template(f)),
+          "built-in " + std::string(name_of(f, engine::kChatFormatNames)) + " (" + why + ")"};
 }
 
 std::string describe(const ChosenChatTemplate& chosen) {
@@ -401,8 +402,10 @@ std::string describe(const ChosenChatTemplate& chosen) {
          ": " + first;
 }
 
-ChatTemplate make_chat_template(const ChosenChatTemplate& chosen, const Tokenizer& tok) {
-  return ChatTemplate(chosen.source, text_of(tok, tok.bos_id()), text_of(tok, tok.eos_id()));
+engine::ChatTemplate make_chat_template(const ChosenChatTemplate& chosen,
+                                        const engine::Tokenizer& tok) {
+  return engine::ChatTemplate(chosen.source, text_of(tok, tok.bos_id()),
+                              text_of(tok, tok.eos_id()));
 }
 
 }  // namespace sandwich::server

@@ -18,8 +18,8 @@ namespace sandwich::server {
 
 // What parsing needs to know of the model and the server.
 struct ParseContext {
-  const Tokenizer& tokenizer;
-  const ChatTemplate& chat_template;
+  const engine::Tokenizer& tokenizer;
+  const engine::ChatTemplate& chat_template;
   int32_t vocab_size;     // the model's: token ids in prompts and logit_bias are below it
   int32_t max_model_len;  // prompt + completion tokens at most
   int32_t max_waiting;    // sequences the queue holds: one request may ask for no more
@@ -33,7 +33,7 @@ struct GenerateRequest {
   ApiKind kind = ApiKind::Completion;
   std::vector<std::vector<int32_t>> prompts;  // token ids; chat: one, the rendered messages
   int n = 1;                                  // choices per prompt
-  SamplingParams sampling;
+  engine::SamplingParams sampling;
   int32_t max_tokens = 16;  // -1: whatever the context leaves
   std::vector<std::string> stop;
   bool ignore_eos = false;
@@ -62,7 +62,8 @@ GenerateRequest parse_generate_request(const nlohmann::json& body, ApiKind kind,
 // /tokenize: the ids of 'prompt' (a string) or of 'messages' rendered as a chat.
 std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ParseContext& ctx);
 // /detokenize: 'tokens', checked against the tokenizer's vocabulary.
-std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, const Tokenizer& tok);
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body,
+                                              const engine::Tokenizer& tok);
 
 // The chat template in use and where it came from (for the start-up log).
 struct ChosenChatTemplate {
@@ -76,12 +77,13 @@ struct ChosenChatTemplate {
 // way, said so in `origin`. Throws std::runtime_error for a --chat-template that is neither a name
 // nor a readable file, or whose template does not parse or render.
 ChosenChatTemplate choose_chat_template(const std::optional<std::string>& chat_template,
-                                        const Tokenizer& tok);
+                                        const engine::Tokenizer& tok);
 
 // For the start-up log: where it came from, its size, a hash and its first line.
 std::string describe(const ChosenChatTemplate& chosen);
 
 // The template with the tokenizer's BOS and EOS texts.
-ChatTemplate make_chat_template(const ChosenChatTemplate& chosen, const Tokenizer& tok);
+engine::ChatTemplate make_chat_template(const ChosenChatTemplate& chosen,
+                                        const engine::Tokenizer& tok);
 
 }  // namespace sandwich::server

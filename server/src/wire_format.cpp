@@ -119,9 +119,9 @@ const WireFormat& chat_completions_format() {
   return f;
 }
 
-std::optional<std::string> openai_finish_reason(const RequestOutput& o) {
-  if (o.finish_reason == FinishReason::Abort) return std::nullopt;
-  return std::string(finish_reason_name(o.finish_reason));
+std::optional<std::string> openai_finish_reason(const engine::RequestOutput& o) {
+  if (o.finish_reason == engine::FinishReason::Abort) return std::nullopt;
+  return std::string(engine::finish_reason_name(o.finish_reason));
 }
 
 std::string sse_event(std::string_view data) {

@@ -79,7 +79,7 @@ const WireFormat& chat_completions_format();
 
 // The only place that reads RequestOutput::finish_reason: the finish_reason a finished sequence
 // reports, or none when it was aborted (never an OpenAI finish_reason: the request fails).
-std::optional<std::string> openai_finish_reason(const RequestOutput& o);
+std::optional<std::string> openai_finish_reason(const engine::RequestOutput& o);
 
 // Server-sent events.
 std::string sse_event(std::string_view data);

@@ -16,7 +16,7 @@
 #include "engine/runtime/scheduler.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // What a request produced: its tokens and, per token, the chosen and top logprobs.
@@ -147,4 +147,4 @@ TEST(BatchInvariant, Stories260KAloneEqualsTogether) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

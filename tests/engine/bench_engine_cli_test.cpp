@@ -9,7 +9,7 @@
 #include "covering_schedule_table.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // It checks its whole command line before it loads the model (here a file that does not
@@ -132,4 +132,4 @@ TEST(BenchEngineCli, JsonSaysWhetherATunedScheduleTableWasUsed) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 TEST(ChatTemplate, SeesTheMessagesTheSpecialTokensAndNoTools) {
@@ -30,4 +30,4 @@ TEST(ChatTemplate, TheConfigsTemplateIsAStringOrTheDefaultOfAList) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

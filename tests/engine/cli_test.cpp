@@ -13,7 +13,7 @@
 #include "dummy_llama.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::CommandResult;
@@ -304,4 +304,4 @@ TEST(Cli, MakeWritesAGgufThatLoads) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -18,7 +18,7 @@
 #include "kernels/quantize.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 uint64_t fnv1a(const void* p, size_t n) {
@@ -119,4 +119,4 @@ TEST(QuantizeLikeLlamaCpp, SameBlocksFromTheSameRows) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -30,10 +30,11 @@ inline void write_llama_config(const std::filesystem::path& dir, const LlamaShap
 }
 
 // Options that load the config.json in `dir` with dummy weights of `dtype`.
-inline LoadOptions dummy_weights(const std::filesystem::path& dir, WeightDType dtype) {
-  LoadOptions o;
+inline engine::LoadOptions dummy_weights(const std::filesystem::path& dir,
+                                         engine::WeightDType dtype) {
+  engine::LoadOptions o;
   o.model = dir.string();
-  o.load_format = LoadFormat::Dummy;
+  o.load_format = engine::LoadFormat::Dummy;
   o.dtype = dtype;
   return o;
 }

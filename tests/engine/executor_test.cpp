@@ -15,7 +15,7 @@
 #include "engine/runtime/generator.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::TempDir;
@@ -331,4 +331,4 @@ TEST(Executor, RankCountMustDivideTheKvHeads) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

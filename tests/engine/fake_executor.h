@@ -52,7 +52,7 @@ class FakeBackend {
 
   // For SchedulerOptions::executor_factory. The first executor made is "prefill", the next
   // "decode" (the scheduler makes a second one only when the phases' configurations differ).
-  ExecutorFactory factory();
+  engine::ExecutorFactory factory();
 
   // The next token after a context (default: a hash of it, among ordinary tokens, never a
   // stop token of a Llama-2 vocabulary).
@@ -112,8 +112,8 @@ class FakeBackend {
 
  private:
   class Exec;
-  void run(const std::string& phase, const ExecutorLimits& limits, KVCache& kv,
-           std::span<const BatchEntry> batch, float* logits);
+  void run(const std::string& phase, const engine::ExecutorLimits& limits, engine::KVCache& kv,
+           std::span<const engine::BatchEntry> batch, float* logits);
   void violation(const std::string& what) {
     violations_.push_back(what);
     throw std::invalid_argument(what);
@@ -133,12 +133,12 @@ class FakeBackend {
   int made_ = 0;
 };
 
-class FakeBackend::Exec : public Executor {
+class FakeBackend::Exec : public engine::Executor {
  public:
-  Exec(FakeBackend& b, std::string phase, KVCache& kv, const topo::ServiceConfig& config,
-       const ExecutorLimits& limits)
+  Exec(FakeBackend& b, std::string phase, engine::KVCache& kv, const topo::ServiceConfig& config,
+       const engine::ExecutorLimits& limits)
       : b_(b), phase_(std::move(phase)), kv_(kv), config_(config), limits_(limits) {}
-  void run(std::span<const BatchEntry> batch, float* logits) override {
+  void run(std::span<const engine::BatchEntry> batch, float* logits) override {
     b_.run(phase_, limits_, kv_, batch, logits);
   }
   const topo::ServiceConfig& config() const override { return config_; }
@@ -146,34 +146,35 @@ class FakeBackend::Exec : public Executor {
  private:
   FakeBackend& b_;
   std::string phase_;
-  KVCache& kv_;
+  engine::KVCache& kv_;
   topo::ServiceConfig config_;
-  ExecutorLimits limits_;
+  engine::ExecutorLimits limits_;
 };
 
-inline ExecutorFactory FakeBackend::factory() {
-  return [this](const Model&, KVCache& kv, const topo::ServiceConfig& config,
-                const ExecutorLimits& limits) -> std::unique_ptr<Executor> {
+inline engine::ExecutorFactory FakeBackend::factory() {
+  return [this](const engine::Model&, engine::KVCache& kv, const topo::ServiceConfig& config,
+                const engine::ExecutorLimits& limits) -> std::unique_ptr<engine::Executor> {
     std::lock_guard<std::mutex> lock(mu_);
-    slots_.assign(static_cast<size_t>(kv.num_blocks()) * KVCache::kBlockTokens, -1);
+    slots_.assign(static_cast<size_t>(kv.num_blocks()) * engine::KVCache::kBlockTokens, -1);
     const char* phase = made_++ == 0 ? "prefill" : "decode";
     return std::make_unique<Exec>(*this, phase, kv, config, limits);
   };
 }
 
-inline void FakeBackend::run(const std::string& phase, const ExecutorLimits& limits, KVCache& kv,
-                             std::span<const BatchEntry> batch, float* logits) {
+inline void FakeBackend::run(const std::string& phase, const engine::ExecutorLimits& limits,
+                             engine::KVCache& kv, std::span<const engine::BatchEntry> batch,
+                             float* logits) {
   std::unique_lock<std::mutex> lock(mu_);
   const size_t index = steps_.size();
   FakeStep step;
   step.phase = phase;
   step.kv_used_blocks = kv.used_blocks();  // the engine thread is the one in here: no race
-  const int32_t B = KVCache::kBlockTokens;
+  const int32_t B = engine::KVCache::kBlockTokens;
   if (static_cast<int32_t>(batch.size()) > limits.max_entries)
     violation("step " + std::to_string(index) + " has more entries than max_entries");
   // Entries may share blocks they only read (a cached prefix), never one that any of them writes.
   std::vector<int32_t> written, read_only;
-  for (const BatchEntry& e : batch) {
+  for (const engine::BatchEntry& e : batch) {
     FakeEntry f;
     f.tokens.assign(e.tokens.begin(), e.tokens.end());
     f.start_pos = e.start_pos;

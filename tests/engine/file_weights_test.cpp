@@ -10,7 +10,7 @@
 #include "engine/formats/model.h"
 #include "quant_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 double loaded_bytes_per_weight(const std::filesystem::path& file) {
@@ -84,4 +84,4 @@ TEST(FileWeights, RowsThatAreNotWholeBlocksNameTheTensor) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -15,7 +15,7 @@
 #include "test_data.h"
 #include "thread_collective.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::TempDir;
@@ -321,4 +321,4 @@ TEST(Forward, Bf16KVCacheFollowsF32Greedily) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -16,7 +16,7 @@
 #include "model_fixtures.h"
 #include "quant_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::TempDir;
@@ -267,4 +267,4 @@ TEST(QuantFileErrors, NonFiniteScalesNameTheBlock) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

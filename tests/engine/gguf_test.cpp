@@ -9,7 +9,7 @@
 #include "engine/formats/gguf.h"
 #include "test_data.h"
 
-namespace sandwich::gguf {
+namespace sandwich::engine::gguf {
 namespace {
 
 using test::TempDir;
@@ -185,4 +185,4 @@ TEST(Gguf, ReportsMistypedMetadata) {
 }
 
 }  // namespace
-}  // namespace sandwich::gguf
+}  // namespace sandwich::engine::gguf

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 using nlohmann::ordered_json;
@@ -247,4 +247,4 @@ TEST(Jinja, GarbageNeverCrashes) {
 }
 
 }  // namespace
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

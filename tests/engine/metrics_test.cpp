@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 TEST(Metrics, LatencyBucketsReachPastTheRequestTimeout) {
@@ -36,4 +36,4 @@ TEST(Metrics, HistogramCountsCumulatively) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -82,19 +82,19 @@ inline uint32_t ggml_type(kernels::DType dt) {
 // GGUF keeps the interleaved q/k rows of the checkpoint.
 inline void write_stories_gguf(const std::filesystem::path& out, kernels::DType dt) {
   const auto w = read_stories();
-  gguf::Writer g;
-  g.set("general.architecture", gguf::Value::of_string("llama"));
-  g.set("general.name", gguf::Value::of_string("stories260K"));
-  g.set("llama.context_length", gguf::Value::of_u32(w.seq_len));
-  g.set("llama.embedding_length", gguf::Value::of_u32(w.dim));
-  g.set("llama.block_count", gguf::Value::of_u32(w.layers));
-  g.set("llama.feed_forward_length", gguf::Value::of_u32(w.hidden));
-  g.set("llama.rope.dimension_count", gguf::Value::of_u32(w.dim / w.heads));
-  g.set("llama.attention.head_count", gguf::Value::of_u32(w.heads));
-  g.set("llama.attention.head_count_kv", gguf::Value::of_u32(w.kv_heads));
-  g.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::of_f32(1e-5f));
-  g.set("llama.rope.freq_base", gguf::Value::of_f32(10000.0f));
-  vocab_to_gguf(vocab_from_tokenizer_file(stories_dir() / "tok512.bin"), g);
+  engine::gguf::Writer g;
+  g.set("general.architecture", engine::gguf::Value::of_string("llama"));
+  g.set("general.name", engine::gguf::Value::of_string("stories260K"));
+  g.set("llama.context_length", engine::gguf::Value::of_u32(w.seq_len));
+  g.set("llama.embedding_length", engine::gguf::Value::of_u32(w.dim));
+  g.set("llama.block_count", engine::gguf::Value::of_u32(w.layers));
+  g.set("llama.feed_forward_length", engine::gguf::Value::of_u32(w.hidden));
+  g.set("llama.rope.dimension_count", engine::gguf::Value::of_u32(w.dim / w.heads));
+  g.set("llama.attention.head_count", engine::gguf::Value::of_u32(w.heads));
+  g.set("llama.attention.head_count_kv", engine::gguf::Value::of_u32(w.kv_heads));
+  g.set("llama.attention.layer_norm_rms_epsilon", engine::gguf::Value::of_f32(1e-5f));
+  g.set("llama.rope.freq_base", engine::gguf::Value::of_f32(10000.0f));
+  engine::vocab_to_gguf(engine::vocab_from_tokenizer_file(stories_dir() / "tok512.bin"), g);
   for (const auto& [name, data] : w.t) {
     auto [rows, cols] = shape_of(w, name);
     const kernels::DType t = cols ? dt : kernels::DType::F32;

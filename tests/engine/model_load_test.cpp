@@ -12,7 +12,7 @@
 #include "runtime/forward.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::stories_dir;
@@ -461,4 +461,4 @@ TEST(ModelLoadErrors, PromptLongerThanTheContext) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -9,7 +9,7 @@
 #include "command.h"
 #include "quant_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::CommandResult;
@@ -187,4 +187,4 @@ TEST(ModelQuantizeCli, BrokenQuantizedFilesAreOneLine) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -15,7 +15,7 @@
 #include "quant_files.h"
 #include "runtime/forward.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::CommandResult;
@@ -214,4 +214,4 @@ TEST(PerplexityCli, GenerateLogprobsGiveTheGreedyMargins) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

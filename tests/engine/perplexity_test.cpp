@@ -14,7 +14,7 @@
 #include "quant_files.h"
 #include "runtime/forward.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::TempDir;
@@ -283,4 +283,4 @@ TEST(KLDBaseFile, RoundTripsAndRefusesWhatIsNotOne) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

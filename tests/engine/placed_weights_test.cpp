@@ -24,7 +24,7 @@
 #include "thread_collective.h"
 #include "topotree/service_config.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::TempDir;
@@ -281,4 +281,4 @@ TEST(PlacedWeights, SwitchingConfigurationsCopiesNothingMore) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

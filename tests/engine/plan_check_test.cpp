@@ -12,7 +12,7 @@
 #include "plan_files.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 namespace fs = std::filesystem;
@@ -107,4 +107,4 @@ TEST(PlanCheck, TableProblemsNameEachEntryThatWouldBeSkipped) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -15,7 +15,7 @@
 #include "plan_files.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using nlohmann::json;
@@ -279,4 +279,4 @@ TEST_F(PlanCli, BenchEngineRunsAPlanAndRefusesOneForAnotherModel) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

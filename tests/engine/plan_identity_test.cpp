@@ -14,7 +14,7 @@
 #include "engine/plans/plan_check.h"
 #include "quant_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::unique_ptr<Model> load(const std::filesystem::path& file,
@@ -152,4 +152,4 @@ TEST(PlanIdentity, ApplyPlanRefusesAPlanForBf16WeightsInOneLine) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 constexpr int32_t B = KVCache::kBlockTokens;
@@ -244,4 +244,4 @@ TEST_F(PrefixCacheTest, DisabledItIsTheFreeListAlone) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -23,7 +23,7 @@
 #include "engine/runtime/scheduler.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 struct Generated {
@@ -182,4 +182,4 @@ TEST(PrefixCachingBf16, AHitGivesTheColdRunsGreedyTokens) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -7,7 +7,7 @@
 #include "engine/text/chat_template.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using nlohmann::json;
@@ -69,4 +69,4 @@ TEST(PublishedChatTemplates, BuiltInsAgreeWithThePublishedOnes) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -17,20 +17,21 @@
 namespace sandwich::test {
 
 // 256-wide rows (one K super-block), 2 layers, untied output: every preset has work to do.
-inline ModelConfig tiny_quant_config(const TempDir& dir) {
+inline engine::ModelConfig tiny_quant_config(const TempDir& dir) {
   const auto folder = dir / "tiny-config";
   std::filesystem::create_directories(folder);
   write_llama_config(folder, {256, 2, 4, 2, 256, 320, 64}, {{"tie_word_embeddings", false}});
-  ModelConfig c = read_model_config(folder);
+  engine::ModelConfig c = engine::read_model_config(folder);
   c.name = "tiny-quant";
   return c;
 }
 
 inline std::filesystem::path write_tiny_quantized(const TempDir& dir, const std::string& preset,
                                                   const std::string& file = "") {
-  const ModelConfig c = tiny_quant_config(dir);
+  const engine::ModelConfig c = tiny_quant_config(dir);
   const auto out = dir / (file.empty() ? "tiny-" + preset + ".gguf" : file);
-  write_dummy_gguf_quantized(c, *quant_preset(preset), default_dummy_vocab(c), 1, out);
+  engine::write_dummy_gguf_quantized(c, *engine::quant_preset(preset),
+                                     engine::default_dummy_vocab(c), 1, out);
   return out;
 }
 

@@ -18,7 +18,7 @@
 #include "quant_files.h"
 #include "runtime/forward.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::TempDir;
@@ -234,4 +234,4 @@ TEST(QuantModel, ASplitThatCutsABlockIsRefusedInOneLine) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

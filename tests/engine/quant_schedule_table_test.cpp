@@ -15,7 +15,7 @@
 #include "kernels/tuned_schedules.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,4 +174,4 @@ TEST_F(QuantScheduleTableTest, BadQuantizedEntriesAreNamed) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

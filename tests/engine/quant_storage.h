@@ -11,12 +11,13 @@
 
 namespace sandwich::test {
 
-inline WeightStorage preset_storage(const ModelConfig& c, const std::string& preset_name) {
-  const QuantPreset preset = quant_preset(preset_name).value();
-  WeightStorage s(kernels::DType::BF16);
-  for (const WeightTensor& t : weight_tensors(c, s)) {
+inline engine::WeightStorage preset_storage(const engine::ModelConfig& c,
+                                            const std::string& preset_name) {
+  const engine::QuantPreset preset = engine::quant_preset(preset_name).value();
+  engine::WeightStorage s(kernels::DType::BF16);
+  for (const engine::WeightTensor& t : engine::weight_tensors(c, s)) {
     if (t.k == 0) continue;  // norms stay f32
-    const uint32_t type = preset_tensor_type(preset, t.name, t.k, 2, c, !c.tied_embeddings);
+    const uint32_t type = engine::preset_tensor_type(preset, t.name, t.k, 2, c, !c.tied_embeddings);
     if (const auto q = kernels::qtype_from_ggml(type)) s.quantized[t.name] = *q;
   }
   return s;

@@ -14,7 +14,7 @@
 #include "runtime/rank_shards.h"
 #include "runtime/weight_placement.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using kernels::QType;
@@ -257,4 +257,4 @@ TEST(QuantWeightPlacement, RealModelsOnTwoFourAndEightNodes) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

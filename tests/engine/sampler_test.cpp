@@ -10,7 +10,7 @@
 
 #include "engine/runtime/sampler.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::vector<float> logits_from_probs(const std::vector<double>& p) {
@@ -189,4 +189,4 @@ TEST(Sampler, Logprobs) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -17,7 +17,7 @@
 #include "kernels/tuned_schedules.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 namespace fs = std::filesystem;
@@ -332,4 +332,4 @@ TEST(PlanFile, WrittenByTheTunerReadsBackWithEveryField) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -21,7 +21,7 @@
 #include "fake_executor.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Readable failure messages.
 void PrintTo(FinishReason r, std::ostream* os) {
@@ -1097,4 +1097,4 @@ TEST_F(SchedulerTest, StatsCountStepsTokensAndFinishes) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

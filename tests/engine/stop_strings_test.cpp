@@ -2,7 +2,7 @@
 
 #include "engine/text/stop_strings.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::string feed(StopStringMatcher& m, std::initializer_list<const char*> pieces) {
@@ -43,4 +43,4 @@ TEST(StopStrings, NoStopsPassesEverythingThrough) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

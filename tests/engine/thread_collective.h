@@ -19,7 +19,7 @@ struct Exchange {
   std::barrier<> bar;
 };
 
-class ThreadCollective : public Collective {
+class ThreadCollective : public engine::Collective {
  public:
   ThreadCollective(Exchange& x, int rank) : x_(x), rank_(rank) {}
   void all_reduce_sum(float* data, size_t n) override {

@@ -12,7 +12,7 @@
 #include "error_text.h"
 #include "test_data.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using test::data_dir;
@@ -388,4 +388,4 @@ TEST(ChatTemplate, RendersTheBuiltInFormats) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

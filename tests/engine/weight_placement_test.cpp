@@ -12,7 +12,7 @@
 #include "runtime/rank_shards.h"
 #include "runtime/weight_placement.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using kernels::DType;
@@ -210,4 +210,4 @@ TEST(WeightPlacement, RanksThatCannotSplitTheModel) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -10,7 +10,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
-  static const auto tok = make_tokenizer(make_synthetic_vocab(Vocab::Kind::ByteLevelBPE, 600));
+  static const auto tok =
+      engine::make_tokenizer(engine::make_synthetic_vocab(engine::Vocab::Kind::ByteLevelBPE, 600));
   std::vector<std::string> parts;
   const std::string_view in = fuzz::as_text(data, size);
   for (size_t b = 0; b <= in.size();) {
@@ -18,21 +19,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parts.emplace_back(in.substr(b, e - b));
     b = e + 1;
   }
-  std::vector<ChatMessage> messages;
+  std::vector<engine::ChatMessage> messages;
   for (size_t i = 1; i + 1 < parts.size(); i += 2) messages.push_back({parts[i], parts[i + 1]});
   try {
     // Small limits: a template that loops long is stopped, fast.
-    const jinja::RenderLimits limits{20000, 1 << 16, 20};
-    const jinja::Template t(parts[0]);
+    const engine::jinja::RenderLimits limits{20000, 1 << 16, 20};
+    const engine::jinja::Template t(parts[0]);
     nlohmann::ordered_json ctx = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
     ctx["add_generation_prompt"] = true;
-    for (const ChatMessage& m : messages)
+    for (const engine::ChatMessage& m : messages)
       ctx["messages"].push_back({{"role", m.role}, {"content", m.content}});
     (void)tok->encode(t.render(ctx, limits), false, true);
-  } catch (const jinja::Error&) {
+  } catch (const engine::jinja::Error&) {
   }
-  for (ChatFormat f : {ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::ChatML}) {
-    const std::string text = render_chat(f, messages, true, "<s>", "</s>");
+  for (engine::ChatFormat f :
+       {engine::ChatFormat::Llama3, engine::ChatFormat::Llama2, engine::ChatFormat::ChatML}) {
+    const std::string text = engine::render_chat(f, messages, true, "<s>", "</s>");
     (void)tok->encode(text, false, true);
   }
   return 0;

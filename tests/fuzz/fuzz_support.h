@@ -50,12 +50,12 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 
 // What the server does with a tokenizer it loaded: encode (with and without special tokens),
 // decode, and stream the pieces back.
-inline void exercise_tokenizer(const Tokenizer& t) {
+inline void exercise_tokenizer(const engine::Tokenizer& t) {
   const std::string text = "Hello world! <s> <|eot_id|> \xc3\xa9t\xc3\xa9 \xe2\x96\x81 12 \xff";
   for (bool special : {false, true}) {
     const std::vector<int32_t> ids = t.encode(text, true, special);
     (void)t.decode(ids, special);
-    IncrementalDecoder d(t);
+    engine::IncrementalDecoder d(t);
     for (int32_t id : ids) (void)d.push(id);
     (void)d.flush();
   }

@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("base.kld", data, size);
   try {
-    KLDBaseReader r(path);
+    engine::KLDBaseReader r(path);
     float sum = 0;
     for (int32_t i = 0; i < r.info().n_chunks; ++i)
       for (float v : r.chunk(i)) sum += v;

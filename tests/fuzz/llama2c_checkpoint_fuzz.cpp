@@ -8,7 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("checkpoint.bin", data, size);
   try {
-    fuzz::load_if_small(read_llama2c(path), path);
+    fuzz::load_if_small(engine::read_llama2c(path), path);
   } catch (const std::exception&) {
   }
   return 0;

@@ -8,7 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("tokenizer.bin", data, size);
   try {
-    fuzz::exercise_tokenizer(*make_tokenizer(vocab_from_llama2c(path)));
+    fuzz::exercise_tokenizer(*engine::make_tokenizer(engine::vocab_from_llama2c(path)));
   } catch (const std::exception&) {
   }
   return 0;

@@ -9,17 +9,17 @@
 
 namespace sandwich::fuzz {
 
-inline void load_if_small(const ModelSource& src, const std::filesystem::path& path) {
-  const ModelConfig& c = src.config;
+inline void load_if_small(const engine::ModelSource& src, const std::filesystem::path& path) {
+  const engine::ModelConfig& c = src.config;
   const int64_t weights =
       int64_t{c.vocab_size} * c.dim * 2 +
       int64_t{c.n_layers} * (4 * int64_t{c.dim} * c.dim + 3 * c.dim * c.ffn_dim);
   if (weights > (1 << 20) || c.max_seq_len > 4096) return;
-  LoadOptions o;
+  engine::LoadOptions o;
   o.model = path.string();
   o.threads = 1;
   o.require_tokenizer = false;
-  const auto m = load_model(o);
+  const auto m = engine::load_model(o);
   if (m->tokenizer) exercise_tokenizer(*m->tokenizer);
 }
 

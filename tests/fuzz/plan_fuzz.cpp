@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("plan.json", data, size);
   try {
-    (void)load_plan(path);
+    (void)engine::load_plan(path);
   } catch (const std::exception&) {
   }
   return 0;

@@ -12,17 +12,18 @@ namespace {
 using namespace sandwich;
 
 // A byte-level BPE vocabulary with Llama-3's special tokens, as a served model would have.
-const Tokenizer& tokenizer() {
-  static const auto t = make_tokenizer(make_synthetic_vocab(Vocab::Kind::ByteLevelBPE, 600));
+const engine::Tokenizer& tokenizer() {
+  static const auto t =
+      engine::make_tokenizer(engine::make_synthetic_vocab(engine::Vocab::Kind::ByteLevelBPE, 600));
   return *t;
 }
 
 // The built-in templates, and one that raises on roles it does not take (as Gemma's does).
-const ChatTemplate& chat_template(size_t i) {
-  static const ChatTemplate templates[] = {
-      {builtin_chat_template(ChatFormat::Llama3), "<s>", "</s>"},
-      {builtin_chat_template(ChatFormat::Llama2), "<s>", "</s>"},
-      {builtin_chat_template(ChatFormat::ChatML), "<s>", "</s>"},
+const engine::ChatTemplate& chat_template(size_t i) {
+  static const engine::ChatTemplate templates[] = {
+      {engine::builtin_chat_template(engine::ChatFormat::Llama3), "<s>", "</s>"},
+      {engine::builtin_chat_template(engine::ChatFormat::Llama2), "<s>", "</s>"},
+      {engine::builtin_chat_template(engine::ChatFormat::ChatML), "<s>", "</s>"},
       {"{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
        "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
        "<start_of_turn>{{ m.role }}\n{{ m.content | trim }}<end_of_turn>\n{% endfor %}",
@@ -41,7 +42,7 @@ void expect_client_error_at_most(F&& f) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const Tokenizer& tok = tokenizer();
+  const engine::Tokenizer& tok = tokenizer();
   // The chat template varies with the input, so each one sees every request.
   const server::ParseContext ctx{.tokenizer = tok,
                                  .chat_template = chat_template(size),

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)config_written;
   const auto path = fuzz::write_input("model.safetensors", data, size);
   try {
-    fuzz::load_if_small(read_safetensors(path), path);
+    fuzz::load_if_small(engine::read_safetensors(path), path);
   } catch (const std::exception&) {
   }
   return 0;

@@ -10,11 +10,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("tokenizer.model", data, size);
   try {
-    fuzz::exercise_tokenizer(*make_sentencepiece_tokenizer(path));
+    fuzz::exercise_tokenizer(*engine::make_sentencepiece_tokenizer(path));
   } catch (const std::exception&) {
   }
   try {
-    fuzz::exercise_tokenizer(*make_tokenizer(vocab_from_sentencepiece(path)));
+    fuzz::exercise_tokenizer(*engine::make_tokenizer(engine::vocab_from_sentencepiece(path)));
   } catch (const std::exception&) {
   }
   return 0;

@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("tokenizer.json", data, size);
   try {
-    fuzz::exercise_tokenizer(*make_tokenizer(vocab_from_tokenizer_json(path)));
+    fuzz::exercise_tokenizer(*engine::make_tokenizer(engine::vocab_from_tokenizer_json(path)));
   } catch (const std::exception&) {
   }
   return 0;

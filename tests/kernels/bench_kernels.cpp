@@ -778,7 +778,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!schedules.empty()) {
-    if (sandwich::install_schedule_table(schedules, std::cerr) == 0) {
+    if (sandwich::engine::install_schedule_table(schedules, std::cerr) == 0) {
       std::fprintf(stderr, "bench_kernels: no tuned schedule could be used from %s\n",
                    schedules.c_str());
       return 1;

@@ -27,10 +27,10 @@ std::filesystem::path write_model(const TempDir& dir) {
                         {"num_key_value_heads", 4}, {"intermediate_size", 128},
                         {"vocab_size", 512},        {"max_position_embeddings", 256}}
              .dump();
-  const ModelConfig c = read_model_config(dir / "config.json");
-  Vocab v = default_dummy_vocab(c);
+  const engine::ModelConfig c = engine::read_model_config(dir / "config.json");
+  engine::Vocab v = engine::default_dummy_vocab(c);
   v.chat_template = kModelTemplate;
-  write_dummy_gguf(c, WeightDType::F32, v, 0, dir / "m.gguf");
+  engine::write_dummy_gguf(c, engine::WeightDType::F32, v, 0, dir / "m.gguf");
   return dir / "m.gguf";
 }
 

@@ -31,7 +31,7 @@ TEST(Prometheus, FullPage) {
   m.model_ready = true;
   m.process = ProcessStats{123456789, 987654321, 12.5, 1764000000, 17, 1024};
   MetricsSnapshot::Engine e;
-  SchedulerStats& st = e.stats;
+  engine::SchedulerStats& st = e.stats;
   st.waiting = 3;
   st.running = 5;
   st.kv_blocks_total = 3000;
@@ -51,14 +51,14 @@ TEST(Prometheus, FullPage) {
   st.rank_restarts = 2;
   st.rank_last_recovery_seconds = 0.031;
   e.requests_rejected = 4;
-  Histogram ttft({2.5, 0.001, 0.5});  // the engine sorts the bounds
+  engine::Histogram ttft({2.5, 0.001, 0.5});  // the engine sorts the bounds
   for (double v : {0.0005, 0.3, 0.3, 100.0}) ttft.observe(v);
   e.ttft = ttft.snapshot();
   e.inter_token = {{1e-05, 0.25, 100}, {0, 0, 2, 2}, 0.123456789012, 2};
-  e.e2e = Histogram({60.0}).snapshot();
-  Histogram len({1, 2, 5});
+  e.e2e = engine::Histogram({60.0}).snapshot();
+  engine::Histogram len({1, 2, 5});
   for (double v : {1, 4, 9}) len.observe(v);
-  e.queue_time = e.prefill_time = e.decode_time = Histogram({0.5}).snapshot();
+  e.queue_time = e.prefill_time = e.decode_time = engine::Histogram({0.5}).snapshot();
   e.prompt_length = e.generation_length = len.snapshot();
   m.engine = e;
   // Made by the formatting code this replaced (engine Histogram::render and the service's).

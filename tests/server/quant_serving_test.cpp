@@ -26,9 +26,10 @@ std::filesystem::path q4_k_m_model(const TempDir& dir, int heads) {
                         {"vocab_size", 320},           {"max_position_embeddings", 256},
                         {"tie_word_embeddings", false}};
   std::ofstream(folder / "config.json") << cfg.dump();
-  const ModelConfig c = read_model_config(folder);
+  const engine::ModelConfig c = engine::read_model_config(folder);
   const auto file = folder / "tiny-Q4_K_M.gguf";
-  write_dummy_gguf_quantized(c, *quant_preset("q4_k_m"), default_dummy_vocab(c), 1, file);
+  engine::write_dummy_gguf_quantized(c, *engine::quant_preset("q4_k_m"),
+                                     engine::default_dummy_vocab(c), 1, file);
   return file;
 }
 

@@ -34,7 +34,7 @@ TEST(RequestLog, LineHasTokensLatenciesAndFinish) {
 }
 
 TEST(RequestLog, EngineLineOnlyWhenSomethingRan) {
-  SchedulerStats a, b;
+  engine::SchedulerStats a, b;
   b.kv_blocks_total = 200;
   EXPECT_EQ(engine_stats_message(a, b, 10), std::nullopt);
   b.prompt_tokens = 500;

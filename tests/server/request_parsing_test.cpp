@@ -18,8 +18,9 @@ using test::TempDir;
 class RequestParsing : public ::testing::Test {
  protected:
   RequestParsing()
-      : tok_(make_tokenizer(make_synthetic_vocab(Vocab::Kind::SentencePiece, 300))),
-        chatml_(builtin_chat_template(ChatFormat::ChatML), "<s>", "</s>") {}
+      : tok_(engine::make_tokenizer(
+            engine::make_synthetic_vocab(engine::Vocab::Kind::SentencePiece, 300))),
+        chatml_(engine::builtin_chat_template(engine::ChatFormat::ChatML), "<s>", "</s>") {}
 
   ParseContext ctx() const {
     return {*tok_,
@@ -61,8 +62,8 @@ class RequestParsing : public ::testing::Test {
     return extra;
   }
 
-  std::unique_ptr<Tokenizer> tok_;
-  ChatTemplate chatml_;
+  std::unique_ptr<engine::Tokenizer> tok_;
+  engine::ChatTemplate chatml_;
 };
 
 TEST_F(RequestParsing, CompletionDefaults) {
@@ -355,9 +356,9 @@ TEST_F(RequestParsing, ChatMessagesAreRenderedWithTheTemplate) {
   const GenerateRequest r = parse(body, ApiKind::Chat);
   ASSERT_EQ(r.prompts.size(), 1u);
   const std::string bos(tok_->token_text(tok_->bos_id())), eos(tok_->token_text(tok_->eos_id()));
-  const std::string text =
-      render_chat(ChatFormat::ChatML,
-                  {{"system", "Be brief"}, {"assistant", ""}, {"user", "Hello"}}, true, bos, eos);
+  const std::string text = engine::render_chat(
+      engine::ChatFormat::ChatML, {{"system", "Be brief"}, {"assistant", ""}, {"user", "Hello"}},
+      true, bos, eos);
   EXPECT_EQ(r.prompts[0], tok_->encode(text, false, true));
   EXPECT_EQ(parse_tokenize_request(body, ctx()), r.prompts[0]);
 }
@@ -435,18 +436,20 @@ TEST_F(RequestParsing, TokenizeAndDetokenize) {
 }
 
 TEST_F(RequestParsing, ChatTemplateChoice) {
-  auto source_of = [](const std::optional<std::string>& flag, const Tokenizer& tok) {
+  auto source_of = [](const std::optional<std::string>& flag, const engine::Tokenizer& tok) {
     return choose_chat_template(flag, tok).source;
   };
-  EXPECT_EQ(source_of("llama3", *tok_), builtin_chat_template(ChatFormat::Llama3));
-  EXPECT_EQ(source_of("chatml", *tok_), builtin_chat_template(ChatFormat::ChatML));
-  EXPECT_EQ(source_of("llama2", *tok_), builtin_chat_template(ChatFormat::Llama2));
+  EXPECT_EQ(source_of("llama3", *tok_), engine::builtin_chat_template(engine::ChatFormat::Llama3));
+  EXPECT_EQ(source_of("chatml", *tok_), engine::builtin_chat_template(engine::ChatFormat::ChatML));
+  EXPECT_EQ(source_of("llama2", *tok_), engine::builtin_chat_template(engine::ChatFormat::Llama2));
   // No template and no telling special tokens: Llama-2, and the log says why.
   const ChosenChatTemplate none = choose_chat_template(std::nullopt, *tok_);
-  EXPECT_EQ(none.source, builtin_chat_template(ChatFormat::Llama2));
+  EXPECT_EQ(none.source, engine::builtin_chat_template(engine::ChatFormat::Llama2));
   EXPECT_EQ(none.origin, "built-in llama2 (the model has none)");
-  auto bpe = make_tokenizer(make_synthetic_vocab(Vocab::Kind::ByteLevelBPE, 1000));
-  EXPECT_EQ(source_of(std::nullopt, *bpe), builtin_chat_template(ChatFormat::Llama3));
+  auto bpe =
+      engine::make_tokenizer(engine::make_synthetic_vocab(engine::Vocab::Kind::ByteLevelBPE, 1000));
+  EXPECT_EQ(source_of(std::nullopt, *bpe),
+            engine::builtin_chat_template(engine::ChatFormat::Llama3));
   EXPECT_THROW(choose_chat_template("/no/such/template.jinja", *tok_), std::runtime_error);
   // A template file is used as it is; one that does not parse is refused with the place.
   TempDir dir;
@@ -468,16 +471,16 @@ TEST_F(RequestParsing, ChatTemplateChoice) {
   // The model's own template wins; one that cannot render falls back, saying why.
   tok_->set_chat_template(mine);
   EXPECT_EQ(source_of(std::nullopt, *tok_), mine);
-  EXPECT_EQ(source_of("chatml", *tok_), builtin_chat_template(ChatFormat::ChatML));
+  EXPECT_EQ(source_of("chatml", *tok_), engine::builtin_chat_template(engine::ChatFormat::ChatML));
   tok_->set_chat_template("{{ messages | no_such_filter }}");
   const ChosenChatTemplate broken = choose_chat_template(std::nullopt, *tok_);
-  EXPECT_EQ(broken.source, builtin_chat_template(ChatFormat::Llama2));
+  EXPECT_EQ(broken.source, engine::builtin_chat_template(engine::ChatFormat::Llama2));
   EXPECT_NE(broken.origin.find("unknown filter 'no_such_filter'"), std::string::npos)
       << broken.origin;
 }
 
 TEST_F(RequestParsing, ChatTemplateErrorsAre400s) {
-  const ChatTemplate strict(
+  const engine::ChatTemplate strict(
       "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
       "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
       "{% endif %}{{ m.content }}{% endfor %}",

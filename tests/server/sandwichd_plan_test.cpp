@@ -57,9 +57,9 @@ TEST_F(SandwichdPlan, ServesWithThePlansConfigurationsAndTableAndLogsThem) {
           " -q -n 4 --temperature 0 --prefill-config 1x2 --decode-config 2x1",
       dir_ / "plan.schedules.json");
   ASSERT_GT(keys, 0);
-  Plan p = stories_plan("1x2", "2x1");
+  engine::Plan p = stories_plan("1x2", "2x1");
   p.schedules = dir_ / "plan.schedules.json";
-  write_plan(p, dir_ / "plan.json");
+  engine::write_plan(p, dir_ / "plan.json");
   Daemon d(stories_daemon_args() + " --plan " + path("plan.json"));
   ASSERT_NE(d.port(), 0);
   const std::string prompt = "Once upon a time, there was a big dog";
@@ -107,21 +107,21 @@ void expect_refused(const CommandResult& r, const std::string& error) {
 }
 
 TEST_F(SandwichdPlan, RefusesAPlanThatDoesNotFitBeforeItServes) {
-  Plan other_model = stories_plan();
-  other_model.model = model_identity(load_preset("llama-160m"), "bf16", "");
-  write_plan(other_model, dir_ / "model.json");
+  engine::Plan other_model = stories_plan();
+  other_model.model = engine::model_identity(engine::load_preset("llama-160m"), "bf16", "");
+  engine::write_plan(other_model, dir_ / "model.json");
   expect_refused(refused("--plan " + path("model.json")),
                  path("model.json") +
                      " was made for another model (dtype is \"f32\", the plan's "
                      "\"bf16\"; dim is 64, the plan's 768;");
-  Plan other_machine = stories_plan();
+  engine::Plan other_machine = stories_plan();
   other_machine.machine->isa = "avx2";
-  write_plan(other_machine, dir_ / "machine.json");
+  engine::write_plan(other_machine, dir_ / "machine.json");
   expect_refused(refused("--plan " + path("machine.json")),
                  path("machine.json") + " was made on another machine or kernel build (isa is \"");
-  Plan bad_table = stories_plan();
+  engine::Plan bad_table = stories_plan();
   bad_table.inline_schedules = invalid_schedule_table();
-  write_plan(bad_table, dir_ / "table.json");
+  engine::write_plan(bad_table, dir_ / "table.json");
   expect_refused(refused("--plan " + path("table.json")),
                  path("table.json") + ": its kernel table does not validate: ");
   std::ofstream(dir_ / "cut.json") << test::slurp(dir_ / "table.json").substr(0, 200);
@@ -132,9 +132,9 @@ TEST_F(SandwichdPlan, RefusesAPlanThatDoesNotFitBeforeItServes) {
 }
 
 TEST_F(SandwichdPlan, PlanMismatchWarnServesWithAWarning) {
-  Plan p = stories_plan("2x1", "1x2");
-  p.model = model_identity(load_preset("llama-160m"), "bf16", "");
-  write_plan(p, dir_ / "model.json");
+  engine::Plan p = stories_plan("2x1", "1x2");
+  p.model = engine::model_identity(engine::load_preset("llama-160m"), "bf16", "");
+  engine::write_plan(p, dir_ / "model.json");
   Daemon d(stories_daemon_args() + " --plan " + path("model.json") + " --plan-mismatch warn");
   ASSERT_NE(d.port(), 0);
   const std::string prompt = "The cat";

@@ -16,9 +16,9 @@
 
 namespace sandwich::test {
 
-inline ScheduleTable empty_schedule_table() {
-  ScheduleTable t;
-  t.machine = this_machine_fingerprint("0-1");
+inline engine::ScheduleTable empty_schedule_table() {
+  engine::ScheduleTable t;
+  t.machine = engine::this_machine_fingerprint("0-1");
   t.model = "test";
   t.config = "test";
   return t;
@@ -28,17 +28,17 @@ inline ScheduleTable empty_schedule_table() {
 // " --schedules FILE" appended. Returns the number of keys covered; the table is at `file`.
 inline int write_covering_schedule_table(const std::string& tool_command,
                                          const std::filesystem::path& file) {
-  write_schedule_table(empty_schedule_table(), file);
+  engine::write_schedule_table(empty_schedule_table(), file);
   const CommandResult r = run_command(tool_command + " --schedules " + file.string());
   static const std::regex miss(
       R"(the table has no entry for N=(\d+) K=(\d+) (\w+) threads=(\d+)( pair)?;)");
-  ScheduleTable t = empty_schedule_table();
+  engine::ScheduleTable t = empty_schedule_table();
   std::set<std::string> seen;  // each rank process reports its misses
   int covered = 0;
   for (std::sregex_iterator it(r.err.begin(), r.err.end(), miss), end; it != end; ++it) {
     const auto& m = *it;
     if (!seen.insert(m[0]).second) continue;
-    TunedGemm g;
+    engine::TunedGemm g;
     g.n = std::stoll(m[1]);
     g.k = std::stoll(m[2]);
     g.dtype = m[3];
@@ -60,7 +60,7 @@ inline int write_covering_schedule_table(const std::string& tool_command,
     t.gemms.push_back(std::move(g));
     ++covered;
   }
-  write_schedule_table(t, file);
+  engine::write_schedule_table(t, file);
   return covered;
 }
 

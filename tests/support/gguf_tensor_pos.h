@@ -11,8 +11,8 @@ namespace sandwich::test {
 
 // File position of a tensor's data (the writer pads every tensor, the last one too, to 32).
 inline size_t tensor_data_pos(const std::filesystem::path& p, const std::string& name) {
-  gguf::Reader r(p);
-  const gguf::TensorInfo* last = nullptr;
+  engine::gguf::Reader r(p);
+  const engine::gguf::TensorInfo* last = nullptr;
   for (const auto& t : r.tensors())
     if (!last || t.offset > last->offset) last = &t;
   const uint64_t data_start = r.file_size() - (last->offset + (last->nbytes + 31) / 32 * 32);

@@ -18,15 +18,16 @@ inline std::string stories_weights() {
 }
 
 // Made for stories260K's weights at stories_weights() (F32) on this machine; no table.
-inline Plan stories_plan(const std::string& prefill = "1x2", const std::string& decode = "1x2") {
-  LoadOptions lo;
+inline engine::Plan stories_plan(const std::string& prefill = "1x2",
+                                 const std::string& decode = "1x2") {
+  engine::LoadOptions lo;
   lo.model = stories_weights();
   lo.require_tokenizer = false;
-  const auto model = load_model(lo);
-  Plan p;
-  p.version = kPlanVersion;
-  p.model = model_identity(model->config, "f32", stories_weights());
-  p.machine = this_machine_fingerprint("0-1");
+  const auto model = engine::load_model(lo);
+  engine::Plan p;
+  p.version = engine::kPlanVersion;
+  p.model = engine::model_identity(model->config, "f32", stories_weights());
+  p.machine = engine::this_machine_fingerprint("0-1");
   p.prefill = topo::parse_service_config(prefill);
   p.decode = topo::parse_service_config(decode);
   p.command = "sandwich-tune plan --model stories260K (a test)";
@@ -35,14 +36,14 @@ inline Plan stories_plan(const std::string& prefill = "1x2", const std::string& 
 
 // A table of this machine with one GEMM of stories260K whose schedules do not validate for
 // its key: one that does not parse, one made for two threads under a one-thread key.
-inline ScheduleTable invalid_schedule_table() {
-  ScheduleTable t;
-  t.machine = this_machine_fingerprint("0-1");
+inline engine::ScheduleTable invalid_schedule_table() {
+  engine::ScheduleTable t;
+  t.machine = engine::this_machine_fingerprint("0-1");
   t.model = "stories260K";
   t.config = "1x2";
   const kernels::Schedule two_threads =
       kernels::default_schedule({64, 64, 64, kernels::DType::F32, 2});
-  TunedGemm g;
+  engine::TunedGemm g;
   g.n = 64;
   g.k = 64;
   g.dtype = "f32";

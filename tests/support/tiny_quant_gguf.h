@@ -14,13 +14,13 @@
 
 namespace sandwich::test {
 
-inline ModelConfig tiny_quant_model_config(int layers = 2) {
+inline engine::ModelConfig tiny_quant_model_config(int layers = 2) {
   const nlohmann::json hf = {{"model_type", "llama"},       {"hidden_size", 256},
                              {"num_hidden_layers", layers}, {"num_attention_heads", 4},
                              {"num_key_value_heads", 2},    {"intermediate_size", 256},
                              {"vocab_size", 320},           {"max_position_embeddings", 64},
                              {"tie_word_embeddings", false}};
-  ModelConfig c = config_from_hf_json(hf, "tiny_quant_model_config");
+  engine::ModelConfig c = engine::config_from_hf_json(hf, "tiny_quant_model_config");
   c.name = "tiny-quant";
   return c;
 }
@@ -29,11 +29,11 @@ inline ModelConfig tiny_quant_model_config(int layers = 2) {
 inline std::filesystem::path write_tiny_quant_gguf(const std::filesystem::path& dir,
                                                    const std::string& preset,
                                                    const std::string& file = "", int layers = 2) {
-  const auto p = quant_preset(preset);
+  const auto p = engine::quant_preset(preset);
   if (!p) throw std::invalid_argument("no quantization preset " + preset);
-  const ModelConfig c = tiny_quant_model_config(layers);
+  const engine::ModelConfig c = tiny_quant_model_config(layers);
   const auto out = dir / (file.empty() ? "tiny-" + preset + ".gguf" : file);
-  write_dummy_gguf_quantized(c, *p, default_dummy_vocab(c), 1, out);
+  engine::write_dummy_gguf_quantized(c, *p, engine::default_dummy_vocab(c), 1, out);
   return out;
 }
 

@@ -47,7 +47,7 @@ void expect_consistent(const SearchStats& s) {
 }
 
 TEST(ConfigSearch, HeadCountsFilterRankCounts) {
-  ModelConfig m = load_preset("llama3-8b");  // 32 query heads, 8 KV heads
+  engine::ModelConfig m = engine::load_preset("llama3-8b");  // 32 query heads, 8 KV heads
   EXPECT_TRUE(heads_divisible(m, 8));
   EXPECT_FALSE(heads_divisible(m, 16));
   EXPECT_FALSE(heads_divisible(m, 3));
@@ -66,7 +66,7 @@ TEST(ConfigSearch, HeadCountsFilterRankCounts) {
 
 TEST(ConfigSearch, PrefillUsesEveryCoreDecodeAlsoFewer) {
   const MachineDescription k = load_machine("kunpeng920-4s");
-  const ModelConfig m = load_preset("llama3-8b");
+  const engine::ModelConfig m = engine::load_preset("llama3-8b");
   LatencySimulator sim(k.tree, *k.params, m, trace());
   SearchOptions o;
   o.phase = Phase::Prefill;
@@ -91,7 +91,7 @@ TEST(ConfigSearch, PrefillUsesEveryCoreDecodeAlsoFewer) {
 }
 
 TEST(ConfigSearch, KunpengSearchIsFast) {
-  const ModelConfig m = load_preset("llama3-8b");
+  const engine::ModelConfig m = engine::load_preset("llama3-8b");
   for (const std::string name : {"kunpeng920-4s", "kunpeng920-4s-clusters"}) {
     const MachineDescription k = load_machine(name);
     LatencySimulator sim(k.tree, *k.params, m, trace());
@@ -105,7 +105,8 @@ TEST(ConfigSearch, KunpengSearchIsFast) {
 
 TEST(ConfigSearch, TopKAndDeduplication) {
   const auto tree = topo::load_topology("pack:2 [numa] core:4 pu:1").tree;
-  ModelConfig m = load_preset("llama-160m");  // 12 heads: 1, 2, 4 ranks fit (and 3, 6, 12)
+  engine::ModelConfig m =
+      engine::load_preset("llama-160m");  // 12 heads: 1, 2, 4 ranks fit (and 3, 6, 12)
   CountingEvaluator ev([](const topo::ServiceConfig& c) {
     return 10.0 + c.rank_count() - 0.01 * c.total_threads();
   });
@@ -127,7 +128,7 @@ TEST(ConfigSearch, TopKAndDeduplication) {
 
 TEST(ConfigSearch, EarlyStoppingDiscardsTheRestOfAGroup) {
   const auto tree = topo::load_topology("pack:1 core:16 pu:1").tree;
-  const ModelConfig m = load_preset("llama-160m");
+  const engine::ModelConfig m = engine::load_preset("llama-160m");
   // Within a group (same ranks and placement), more threads is better: every remove is worse.
   auto f = [](const topo::ServiceConfig& c) { return 100.0 - c.total_threads(); };
   SearchOptions o;
@@ -150,8 +151,8 @@ TEST(ConfigSearch, EarlyStoppingDiscardsTheRestOfAGroup) {
 
 TEST(ConfigSearch, AModelNoConfigurationFitsIsAClearError) {
   const MachineDescription k = load_machine("kunpeng920-4s");
-  const ModelConfig m =
-      load_preset("llama-160m");  // 12 heads; NUMA-local prefill ranks: 8, 16, 24, ...
+  const engine::ModelConfig m =
+      engine::load_preset("llama-160m");  // 12 heads; NUMA-local prefill ranks: 8, 16, 24, ...
   LatencySimulator sim(k.tree, *k.params, m, trace());
   SearchOptions o;
   o.phase = Phase::Prefill;

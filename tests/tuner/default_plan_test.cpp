@@ -30,7 +30,8 @@ TEST(DefaultPlan, WithoutACachedCalibrationItUsesGenericFiguresAndMeasuresNothin
   ASSERT_FALSE(cached_calibration(topo::this_machine().tree));
   std::string how;
   const auto t0 = std::chrono::steady_clock::now();
-  const Plan p = default_plan(load_preset("llama-1.3b"), WeightDType::BF16, &how);
+  const engine::Plan p =
+      default_plan(engine::load_preset("llama-1.3b"), engine::WeightDType::BF16, &how);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   expect_valid_here(p.prefill);
@@ -61,7 +62,8 @@ TEST(DefaultPlan, ACachedCalibrationIsUsed) {
   std::ofstream(file) << c.to_json().dump();
   ASSERT_TRUE(cached_calibration(topo::this_machine().tree));
   std::string how;
-  const Plan p = default_plan(load_preset("llama-160m"), WeightDType::F32, &how);
+  const engine::Plan p =
+      default_plan(engine::load_preset("llama-160m"), engine::WeightDType::F32, &how);
   expect_valid_here(p.prefill);
   expect_valid_here(p.decode);
   EXPECT_NE(how.find("with this machine's cached calibration"), std::string::npos) << how;

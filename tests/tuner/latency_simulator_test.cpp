@@ -38,7 +38,7 @@ topo::ServiceConfig config(std::vector<std::vector<int>> ranks, int numa = 0) {
 
 TEST(LatencySimulator, PredictionsAreFiniteAndAddUp) {
   const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
-  LatencySimulator sim(tree, two_core_params(), load_preset("llama-160m"), small_trace());
+  LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-160m"), small_trace());
   for (Phase ph : {Phase::Prefill, Phase::Decode}) {
     const Prediction p = sim.evaluate(config({{0, 1}}), ph);
     EXPECT_TRUE(std::isfinite(p.ms));
@@ -50,13 +50,13 @@ TEST(LatencySimulator, PredictionsAreFiniteAndAddUp) {
 
 TEST(LatencySimulator, DecodeIsMemoryBoundAndPrefillComputeBound) {
   const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
-  LatencySimulator sim(tree, two_core_params(), load_preset("llama-1.3b"), small_trace());
+  LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-1.3b"), small_trace());
   const Prediction d = sim.evaluate(config({{0, 1}}), Phase::Decode);
   const Prediction p = sim.evaluate(config({{0, 1}}), Phase::Prefill);
   EXPECT_GT(d.memory_ms, 5 * d.compute_ms);
   EXPECT_GT(p.compute_ms, 5 * p.memory_ms);
   // Decode streams the BF16 weights once per token: 1.3B x 2 bytes at 30 GB/s is about 90 ms.
-  const double weights_ms = load_preset("llama-1.3b").param_count() * 2.0 / 30e9 * 1e3;
+  const double weights_ms = engine::load_preset("llama-1.3b").param_count() * 2.0 / 30e9 * 1e3;
   EXPECT_GT(d.ms, 0.9 * weights_ms);
   EXPECT_LT(d.ms, 1.3 * weights_ms);
 }
@@ -65,7 +65,7 @@ TEST(LatencySimulator, DecodeIsMemoryBoundAndPrefillComputeBound) {
 // evaluator will be held against).
 TEST(LatencySimulator, TwoCoreMachineRanking) {
   const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
-  LatencySimulator sim(tree, two_core_params(), load_preset("llama-160m"), small_trace());
+  LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-160m"), small_trace());
   const auto one = config({{0}}), one_by_two = config({{0, 1}}), two_by_one = config({{0}, {1}});
   for (Phase ph : {Phase::Prefill, Phase::Decode}) {
     const double t11 = sim.evaluate(one, ph).ms, t12 = sim.evaluate(one_by_two, ph).ms,
@@ -86,7 +86,7 @@ TEST(LatencySimulator, TwoCoreMachineRanking) {
 
 TEST(LatencySimulator, ContentionMakesFewerCoresBetterForDecodeOnly) {
   const MachineDescription m = load_machine("kunpeng920-4s");
-  LatencySimulator sim(m.tree, *m.params, load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
   const auto all = topo::cut(m.tree, 2);                                              // 8 x 24
   const auto half = topo::cut(topo::apply_remove(m.tree, {.n = 12, .depth = 3}), 2);  // 8 x 12
   ASSERT_EQ(half.threads_per_rank(), 12);
@@ -101,7 +101,7 @@ TEST(LatencySimulator, ContentionMakesFewerCoresBetterForDecodeOnly) {
 
 TEST(LatencySimulator, RanksSpanningNumaNodesDecodeSlower) {
   const MachineDescription m = load_machine("kunpeng920-4s");
-  LatencySimulator sim(m.tree, *m.params, load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
   const auto per_package = topo::cut(m.tree, 1);  // 4 x 48, each over 2 NUMA nodes
   const auto per_die = topo::cut(m.tree, 2);      // 8 x 24, one NUMA node each
   ASSERT_TRUE(per_package.spans_numa());
@@ -113,7 +113,7 @@ TEST(LatencySimulator, RanksSpanningNumaNodesDecodeSlower) {
 
 TEST(LatencySimulator, SmtSiblingsShareTheirCore) {
   const MachineDescription m = load_machine("xeon-gold-6230-2s");
-  LatencySimulator sim(m.tree, *m.params, load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
   const auto both_pus = topo::cut(m.tree, 1);  // 2 x 40 PUs
   const auto one_pu =
       topo::cut(topo::apply_remove(m.tree, {.n = 1, .depth = m.tree.leaf_depth()}), 1);
@@ -127,8 +127,10 @@ TEST(LatencySimulator, BiggerDecodeBatchesAmortizeTheWeights) {
   const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
   WorkloadOptions w1, w16;
   w16.decode_batch = 16;
-  LatencySimulator s1(tree, two_core_params(), load_preset("llama-1.3b"), small_trace(), w1);
-  LatencySimulator s16(tree, two_core_params(), load_preset("llama-1.3b"), small_trace(), w16);
+  LatencySimulator s1(tree, two_core_params(), engine::load_preset("llama-1.3b"), small_trace(),
+                      w1);
+  LatencySimulator s16(tree, two_core_params(), engine::load_preset("llama-1.3b"), small_trace(),
+                       w16);
   const double t1 = s1.evaluate(config({{0, 1}}), Phase::Decode).ms,
                t16 = s16.evaluate(config({{0, 1}}), Phase::Decode).ms;
   EXPECT_GT(t16, t1);
@@ -137,10 +139,10 @@ TEST(LatencySimulator, BiggerDecodeBatchesAmortizeTheWeights) {
 
 TEST(LatencySimulator, RejectsCpusOutsideTheMachine) {
   const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
-  LatencySimulator sim(tree, two_core_params(), load_preset("llama-160m"), small_trace());
+  LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-160m"), small_trace());
   EXPECT_THROW(sim.evaluate(config({{0, 7}}), Phase::Decode), std::invalid_argument);
   RequestTrace empty;
-  EXPECT_THROW(LatencySimulator(tree, two_core_params(), load_preset("llama-160m"), empty),
+  EXPECT_THROW(LatencySimulator(tree, two_core_params(), engine::load_preset("llama-160m"), empty),
                std::invalid_argument);
 }
 

@@ -47,7 +47,8 @@ TEST(LatentGroupContention, SpreadingOverLatentGroupsBeatsPackingThem) {
   ASSERT_EQ(k.spread.threads_per_rank(), 12);
   ASSERT_EQ(k.packed.rank_count(), 8);
   ASSERT_EQ(k.spread.rank_count(), 8);
-  LatencySimulator sim(k.tree, with_latent_group(20), load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(k.tree, with_latent_group(20), engine::load_preset("llama3-8b"),
+                       small_trace());
   EXPECT_EQ(sim.busiest_latent_group(k.packed), 4);
   EXPECT_EQ(sim.busiest_latent_group(k.spread), 2);
   const double packed = sim.evaluate(k.packed, Phase::Decode).ms;
@@ -63,8 +64,8 @@ TEST(LatentGroupContention, SpreadingOverLatentGroupsBeatsPackingThem) {
 
 TEST(LatentGroupContention, NeutralWithoutALatentGroup) {
   const Kunpeng k;
-  LatencySimulator sim(k.tree, *load_machine("kunpeng920-4s").params, load_preset("llama3-8b"),
-                       small_trace());
+  LatencySimulator sim(k.tree, *load_machine("kunpeng920-4s").params,
+                       engine::load_preset("llama3-8b"), small_trace());
   EXPECT_DOUBLE_EQ(sim.evaluate(k.spread, Phase::Decode).ms,
                    sim.evaluate(k.packed, Phase::Decode).ms);
   EXPECT_EQ(sim.busiest_latent_group(k.packed), 0);
@@ -73,11 +74,11 @@ TEST(LatentGroupContention, NeutralWithoutALatentGroup) {
 
 std::vector<std::pair<topo::ServiceConfig, double>> ranking(const MachineParams& p, Phase ph) {
   const MachineDescription m = load_machine("kunpeng920-4s");
-  LatencySimulator sim(m.tree, p, load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(m.tree, p, engine::load_preset("llama3-8b"), small_trace());
   SearchOptions o;
   o.phase = ph;
   std::vector<std::pair<topo::ServiceConfig, double>> out;
-  for (const auto& rc : search_configs(m.tree, load_preset("llama3-8b"), sim, o).ranked)
+  for (const auto& rc : search_configs(m.tree, engine::load_preset("llama3-8b"), sim, o).ranked)
     out.emplace_back(rc.config, rc.prediction.ms);
   return out;
 }
@@ -86,7 +87,8 @@ TEST(LatentGroupContention, TheSearchFindsTheSpreadConfiguration) {
   const Kunpeng k;
   const auto before = ranking(*load_machine("kunpeng920-4s").params, Phase::Decode);
   const auto after = ranking(with_latent_group(20), Phase::Decode);
-  LatencySimulator sim(k.tree, with_latent_group(20), load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(k.tree, with_latent_group(20), engine::load_preset("llama3-8b"),
+                       small_trace());
   // Without the term the packed and spread configurations tie, and the packed one comes first;
   // with it, the best configuration leaves room in every latent group.
   ASSERT_FALSE(before.empty());
@@ -114,7 +116,7 @@ TEST(LatentGroupContention, AGroupThatDoesNotTileTheCoresIsRefused) {
   p.latent_group.cores = 5;  // 24 cores per die
   const MachineDescription m = load_machine("kunpeng920-4s");
   try {
-    LatencySimulator(m.tree, p, load_preset("llama3-8b"), small_trace());
+    LatencySimulator(m.tree, p, engine::load_preset("llama3-8b"), small_trace());
     FAIL() << "accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("does not fit the 24 cores under each Die+L3"),
@@ -124,7 +126,7 @@ TEST(LatentGroupContention, AGroupThatDoesNotTileTheCoresIsRefused) {
   // A one-core tree has nothing above its cores to group under.
   p.latent_group.cores = 2;
   EXPECT_THROW(LatencySimulator(topo::load_topology("pack:1 core:1 pu:1").tree, p,
-                                load_preset("llama-160m"), small_trace()),
+                                engine::load_preset("llama-160m"), small_trace()),
                std::invalid_argument);
 }
 
@@ -132,8 +134,10 @@ TEST(LatentGroupContention, AGroupThatDoesNotTileTheCoresIsRefused) {
 TEST(LatentGroupContention, ClustersShownByTheOsAreTheSameGroups) {
   const MachineDescription flat = load_machine("kunpeng920-4s");
   const MachineDescription shown = load_machine("kunpeng920-4s-clusters");
-  LatencySimulator a(flat.tree, with_latent_group(20), load_preset("llama3-8b"), small_trace());
-  LatencySimulator b(shown.tree, with_latent_group(20), load_preset("llama3-8b"), small_trace());
+  LatencySimulator a(flat.tree, with_latent_group(20), engine::load_preset("llama3-8b"),
+                     small_trace());
+  LatencySimulator b(shown.tree, with_latent_group(20), engine::load_preset("llama3-8b"),
+                     small_trace());
   const Kunpeng k;
   for (const auto* c : {&k.packed, &k.spread})
     EXPECT_DOUBLE_EQ(a.evaluate(*c, Phase::Decode).ms, b.evaluate(*c, Phase::Decode).ms);

@@ -12,7 +12,7 @@ using kernels::DType;
 using kernels::GemmKey;
 
 TEST(ModelGemms, Llama13bOneRankHasFourDistinctShapes) {
-  const ModelConfig c = load_preset("llama-1.3b");
+  const engine::ModelConfig c = engine::load_preset("llama-1.3b");
   const auto keys = model_gemms(c, 1, 2, DType::BF16);
   const std::vector<GemmKey> want = {{2048, 2048, DType::BF16, 2, false},
                                      {5504, 2048, DType::BF16, 2, true},
@@ -22,7 +22,7 @@ TEST(ModelGemms, Llama13bOneRankHasFourDistinctShapes) {
 }
 
 TEST(ModelGemms, Llama13bTwoRanksShardColumnsAndRows) {
-  const ModelConfig c = load_preset("llama-1.3b");
+  const engine::ModelConfig c = engine::load_preset("llama-1.3b");
   const auto keys = model_gemms(c, 2, 1, DType::F32);
   // Heads 8 of 16 a rank: q/k/v 1024 columns, o 1024 input columns; FFN 86 panels: 43 each
   // (2752 columns); vocabulary 500 panels: 250 each.
@@ -35,7 +35,7 @@ TEST(ModelGemms, Llama13bTwoRanksShardColumnsAndRows) {
 }
 
 TEST(ModelGemms, TheLmHeadKeysAreAmongThem) {
-  const ModelConfig c = load_preset("llama-1.3b");
+  const engine::ModelConfig c = engine::load_preset("llama-1.3b");
   EXPECT_EQ(lm_head_gemms(c, 1, 2, DType::BF16),
             (std::vector<GemmKey>{{32000, 2048, DType::BF16, 2, false}}));
   EXPECT_EQ(lm_head_gemms(c, 2, 1, DType::F32),
@@ -43,7 +43,7 @@ TEST(ModelGemms, TheLmHeadKeysAreAmongThem) {
 }
 
 TEST(ModelGemms, UnevenShardsAndUnalignedHeadsAreEachRanksShape) {
-  ModelConfig c = load_preset("llama-1.3b");
+  engine::ModelConfig c = engine::load_preset("llama-1.3b");
   c.n_heads = c.n_kv_heads = 6;
   c.head_dim = 48;  // rank 1's q columns start at 144: run panel-aligned from 128
   c.dim = 288;
@@ -71,8 +71,8 @@ GemmKey quant(int64_t n, int64_t k, kernels::QType t, int threads, bool pair) {
 // gate/up pair of two types runs as two GEMMs (forward.cpp's ffn_block).
 TEST(ModelGemms, EachGemmIsKeyedByItsOwnMatrixType) {
   using kernels::QType;
-  const ModelConfig c = load_preset("llama-1.3b");
-  MatrixTypes t = uniform_matrix_types(c, "q4_k");
+  const engine::ModelConfig c = engine::load_preset("llama-1.3b");
+  engine::MatrixTypes t = engine::uniform_matrix_types(c, "q4_k");
   t.layers[1].v = "q6_k";
   t.layers[2].down = "q6_k";
   t.layers[3].gate = "q5_k";
@@ -86,20 +86,20 @@ TEST(ModelGemms, EachGemmIsKeyedByItsOwnMatrixType) {
   EXPECT_EQ(lm_head_gemms(c, 1, 2, t), std::vector<GemmKey>{want.back()});
   t.layers[0].o = "q3_k";
   EXPECT_THROW(model_gemms(c, 1, 2, t), std::invalid_argument);
-  EXPECT_THROW(model_gemms(c, 1, 2, MatrixTypes{}), std::invalid_argument);  // no layers
+  EXPECT_THROW(model_gemms(c, 1, 2, engine::MatrixTypes{}), std::invalid_argument);  // no layers
 }
 
 // Quantized column shards start on 16-row panels, and FFN shards on the down projection's
 // blocks (rank_shards): other N than the same model's BF16 GEMMs.
 TEST(ModelGemms, QuantizedShardsStartOnTheirPanelsAndBlocks) {
   using kernels::QType;
-  ModelConfig c = load_preset("llama-1.3b");
+  engine::ModelConfig c = engine::load_preset("llama-1.3b");
   c.n_heads = c.n_kv_heads = 6;
   c.head_dim = 48;  // rank 1's q columns start at 144: a 16-row panel, not a 64-column one
   c.dim = 512;
   c.ffn_dim = 1280;  // five 256-value blocks: 2 and 3 a rank; twenty 64-column panels: 10 each
   c.vocab_size = 300;
-  const auto keys = model_gemms(c, 2, 2, uniform_matrix_types(c, "q4_k"));
+  const auto keys = model_gemms(c, 2, 2, engine::uniform_matrix_types(c, "q4_k"));
   const auto has = [&](int64_t n, int64_t k, bool pair) {
     return std::find(keys.begin(), keys.end(), quant(n, k, QType::Q4_K, 2, pair)) != keys.end();
   };

@@ -28,13 +28,13 @@ std::string stories() {
 // The plan names two configurations, its figures and a kernel table that covers every GEMM of
 // both from M = 1 and installs without a warning.
 void expect_complete_plan(const std::filesystem::path& file) {
-  const Plan plan = load_plan(file);
-  EXPECT_EQ(plan.version, kPlanVersion);
+  const engine::Plan plan = engine::load_plan(file);
+  EXPECT_EQ(plan.version, engine::kPlanVersion);
   ASSERT_TRUE(plan.model);
   EXPECT_EQ(plan.model->name, "stories260K");
   EXPECT_EQ(plan.model->dtype, "f32");
   ASSERT_TRUE(plan.machine);
-  EXPECT_TRUE(this_machine_fingerprint().mismatch(*plan.machine).empty());
+  EXPECT_TRUE(engine::this_machine_fingerprint().mismatch(*plan.machine).empty());
   EXPECT_GE(plan.prefill.rank_count(), 1);
   EXPECT_GE(plan.decode.rank_count(), 1);
   EXPECT_GT(plan.prefill_figures.measured_ms, 0);
@@ -48,21 +48,22 @@ void expect_complete_plan(const std::filesystem::path& file) {
   EXPECT_EQ(details["slo"]["name"], "batched-1.3b");
   ASSERT_TRUE(plan.schedules);
   EXPECT_EQ(plan.schedules->filename(), file.stem().string() + ".schedules.json");
-  const ScheduleTable t = read_schedule_table(*plan.schedules);
+  const engine::ScheduleTable t = engine::read_schedule_table(*plan.schedules);
   EXPECT_TRUE(t.resume_json.empty());
   ASSERT_FALSE(t.gemms.empty());
-  for (const TunedGemm& g : t.gemms) {
+  for (const engine::TunedGemm& g : t.gemms) {
     int64_t next = 1;
-    for (const TunedGemmRange& r : g.ranges) {
+    for (const engine::TunedGemmRange& r : g.ranges) {
       EXPECT_EQ(r.m_lo, next);
       next = r.m_hi + 1;
     }
     EXPECT_GE(next, 65);  // the decode batch limit at least
   }
   std::ostringstream warnings;
-  EXPECT_GT(install_schedule_table(*plan.schedules, warnings), 0u);
+  EXPECT_GT(engine::install_schedule_table(*plan.schedules, warnings), 0u);
   EXPECT_EQ(warnings.str(), "");
-  install_schedule_table(ScheduleTable{}, "none", warnings);  // leave the process as it was
+  engine::install_schedule_table(engine::ScheduleTable{}, "none",
+                                 warnings);  // leave the process as it was
   EXPECT_FALSE(std::filesystem::exists(file.string() + ".state"));
 }
 
@@ -153,8 +154,8 @@ TEST(PlanCli, ConfigsWritesASimulatorOnlyPlan) {
   const CommandResult r = tune("configs --model llama-1.3b --top-k 2 --plan-out " + file.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("wrote " + file.string()), std::string::npos) << r.out;
-  const Plan plan = load_plan(file);
-  EXPECT_EQ(plan.version, kPlanVersion);
+  const engine::Plan plan = engine::load_plan(file);
+  EXPECT_EQ(plan.version, engine::kPlanVersion);
   ASSERT_TRUE(plan.model);
   EXPECT_EQ(plan.model->name, "llama-1.3b");
   EXPECT_GT(plan.prefill_figures.simulated_ms, 0);

@@ -31,9 +31,9 @@ std::string generate(const std::filesystem::path& model, const std::string& extr
 
 // Every entry is of a type the file holds, covers M from 1 on, and installs without a warning.
 std::set<std::string> table_types(const std::filesystem::path& file) {
-  const ScheduleTable t = read_schedule_table(file);
+  const engine::ScheduleTable t = engine::read_schedule_table(file);
   std::set<std::string> types;
-  for (const TunedGemm& g : t.gemms) {
+  for (const engine::TunedGemm& g : t.gemms) {
     types.insert(g.dtype);
     EXPECT_FALSE(g.ranges.empty()) << g.dtype;
     if (!g.ranges.empty()) {
@@ -41,11 +41,12 @@ std::set<std::string> table_types(const std::filesystem::path& file) {
     }
   }
   std::ostringstream warn;
-  EXPECT_GT(install_schedule_table(file, warn), 0u);
+  EXPECT_GT(engine::install_schedule_table(file, warn), 0u);
   EXPECT_EQ(warn.str(), "");
   for (const kernels::GemmKey& k : kernels::installed_tuned_schedules()->all_keys())
     EXPECT_TRUE(k.qtype) << k.to_string();
-  install_schedule_table(ScheduleTable{}, "none", warn);  // leave the process as it was
+  engine::install_schedule_table(engine::ScheduleTable{}, "none",
+                                 warn);  // leave the process as it was
   return types;
 }
 
@@ -84,7 +85,7 @@ TEST(QuantTuneCli, APlanOfAQuantizedFileRunsOnItAndIsRefusedForAnotherPreset) {
   EXPECT_NE(r.out.find("model      tiny-quant (q4_k_m, "), std::string::npos) << r.out;
   for (const char* s : {"[2/5 measure]", "[4/5 kernels]", "[5/5 write] done"})
     EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
-  const Plan plan = load_plan(file);
+  const engine::Plan plan = engine::load_plan(file);
   ASSERT_TRUE(plan.model);
   EXPECT_EQ(plan.model->weights_name, "q4_k_m");
   EXPECT_EQ(plan.model->weights.rfind("q4_k x ", 0), 0u) << plan.model->weights;
@@ -108,9 +109,9 @@ TEST(QuantTuneCli, APlanOfAQuantizedFileRunsOnItAndIsRefusedForAnotherPreset) {
 TEST(QuantTuneCli, TheSimulatorStreamsTheFilesBytesPerWeight) {
   test::TempDir dir;
   const auto q = test::write_tiny_quant_gguf(dir.path(), "q4_k_m");
-  const ModelConfig c = test::tiny_quant_model_config();
+  const engine::ModelConfig c = test::tiny_quant_model_config();
   const auto bf16 = dir / "tiny-bf16.gguf";
-  write_dummy_gguf(c, WeightDType::BF16, default_dummy_vocab(c), 1, bf16);
+  engine::write_dummy_gguf(c, engine::WeightDType::BF16, engine::default_dummy_vocab(c), 1, bf16);
   auto decode = [](const std::filesystem::path& model) {
     const CommandResult r = tune("configs --model " + model.string() +
                                  " --topology epyc7h12-2s --phase decode --top-k 1 --json");

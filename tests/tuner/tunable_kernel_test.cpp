@@ -42,7 +42,7 @@ TEST(TunableKernel, GrowsWhileItGainsAndRollsBack) {
   FakeKernel k;
   FakeClock fc;
   KernelSearchStats st;
-  const TunedKernel t = search_kernel(
+  const engine::TunedKernel t = search_kernel(
       k, [&](TunableKernel& kk, int64_t m, const KernelParams& p) { return fc(kk, m, p); },
       {.max_m = 1, .min_gain = 0.01, .reuse_after = 3}, {}, {}, &st);
   ASSERT_EQ(t.ranges.size(), 1u);
@@ -64,7 +64,7 @@ TEST(TunableKernel, RespectsBounds) {
   FakeKernel k;
   k.b_hi = 2;
   FakeClock fc;
-  const TunedKernel t = search_kernel(
+  const engine::TunedKernel t = search_kernel(
       k, [&](TunableKernel& kk, int64_t m, const KernelParams& p) { return fc(kk, m, p); },
       {.max_m = 1});
   EXPECT_EQ(t.ranges[0].params, (KernelParams{{"a", 8}, {"b", 2}}));
@@ -78,7 +78,7 @@ TEST(TunableKernel, ReusesAStableWinnerAndCoversEveryM) {
   FakeKernel k;
   FakeClock fc;
   KernelSearchStats st;
-  const TunedKernel t = search_kernel(
+  const engine::TunedKernel t = search_kernel(
       k, [&](TunableKernel& kk, int64_t m, const KernelParams& p) { return fc(kk, m, p); },
       {.max_m = 48, .reuse_after = 3}, {}, {}, &st);
   // M grid 1, 2, 4, 8, 16, 32, 48: three searched, the rest reused.
@@ -86,7 +86,7 @@ TEST(TunableKernel, ReusesAStableWinnerAndCoversEveryM) {
   EXPECT_EQ(st.searched_m, 3);
   EXPECT_EQ(st.reused_m, 4);
   int64_t next = 1;
-  for (const TunedKernelRange& r : t.ranges) {
+  for (const engine::TunedKernelRange& r : t.ranges) {
     EXPECT_EQ(r.m_lo, next);
     next = r.m_hi + 1;
     EXPECT_EQ(r.params, (KernelParams{{"a", 8}, {"b", 4}}));
@@ -99,9 +99,9 @@ TEST(TunableKernel, ReusesAStableWinnerAndCoversEveryM) {
 TEST(TunableKernel, KeepsTheDefaultsUnlessBeaten) {
   FakeKernel k;
   // Everything equally fast: the defaults stay.
-  const TunedKernel t = search_kernel(
+  const engine::TunedKernel t = search_kernel(
       k, [](TunableKernel&, int64_t, const KernelParams&) { return 1.0; }, {.max_m = 2});
-  for (const TunedKernelRange& r : t.ranges) {
+  for (const engine::TunedKernelRange& r : t.ranges) {
     EXPECT_EQ(r.params, (KernelParams{{"a", 4}, {"b", 1}}));
     EXPECT_EQ(r.how, "default");
   }
@@ -111,7 +111,7 @@ TEST(TunableKernel, ANoisyFirstTimeDoesNotReplaceTheDefaults) {
   FakeKernel k;
   int default_calls = 0;
   // All equally fast, but the defaults' first run met a neighbour's burst.
-  const TunedKernel t =
+  const engine::TunedKernel t =
       search_kernel(k,
                     [&](TunableKernel&, int64_t, const KernelParams& p) {
                       const bool is_default = p == KernelParams{{"a", 4}, {"b", 1}};
@@ -127,7 +127,7 @@ TEST(TunableKernel, StopReturnsWhatIsFinished) {
   FakeKernel k;
   FakeClock fc;
   int calls = 0;
-  const TunedKernel t = search_kernel(
+  const engine::TunedKernel t = search_kernel(
       k, [&](TunableKernel& kk, int64_t m, const KernelParams& p) { return fc(kk, m, p); },
       {.max_m = 64, .reuse_after = 0}, [&] { return ++calls > 12; });
   ASSERT_GE(t.ranges.size(), 1u);
@@ -144,7 +144,7 @@ TEST(TunableKernel, TimedRunsRunsTheKernel) {
 
 // The real kernels on a tiny shape with a tiny budget: valid, installable parameters.
 TEST(AttentionTuning, TinyShapeGivesValidParams) {
-  ModelConfig c;
+  engine::ModelConfig c;
   c.head_dim = 16;
   c.n_heads = 4;
   c.n_kv_heads = 2;
@@ -154,7 +154,7 @@ TEST(AttentionTuning, TinyShapeGivesValidParams) {
   o.measure = {.warmup = 0, .min_reps = 1, .min_seconds = 0};
   KernelSearchStats st;
   int progress_calls = 0;
-  const std::vector<TunedKernel> tuned = tune_attention(
+  const std::vector<engine::TunedKernel> tuned = tune_attention(
       c, 1, 1, 40, {}, [&](const KernelProgress&) { ++progress_calls; }, o, &st);
   ASSERT_EQ(tuned.size(), 2u);
   EXPECT_EQ(tuned[0].kernel, kernels::kAttentionPrefill);
@@ -163,10 +163,10 @@ TEST(AttentionTuning, TinyShapeGivesValidParams) {
   EXPECT_GE(progress_calls, 2);
   const auto key = kernels::attention_key(16, 2, 2, 1);
   kernels::clear_kernel_params();
-  for (const TunedKernel& t : tuned) {
+  for (const engine::TunedKernel& t : tuned) {
     EXPECT_EQ(t.key, key);
     int64_t next = 1;
-    for (const TunedKernelRange& r : t.ranges) {
+    for (const engine::TunedKernelRange& r : t.ranges) {
       EXPECT_EQ(r.m_lo, next);
       next = r.m_hi + 1;
       for (const auto& [name, v] : r.params) EXPECT_GE(v, 1) << name;
@@ -180,7 +180,7 @@ TEST(AttentionTuning, TinyShapeGivesValidParams) {
     EXPECT_EQ(next, (t.kernel == kernels::kAttentionPrefill ? 40 : 4) + 1);
   }
   // What the forward pass then runs.
-  const TunedKernelRange& r = tuned[0].ranges.back();
+  const engine::TunedKernelRange& r = tuned[0].ranges.back();
   const kernels::AttentionPlan plan = kernels::attention_prefill_plan(key, r.m_hi);
   EXPECT_EQ(kernels::attention_params_map(kernels::kAttentionPrefill, plan), r.params);
   kernels::clear_kernel_params();

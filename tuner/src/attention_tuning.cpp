@@ -35,7 +35,7 @@ class AttentionBench : public TunableKernel {
     const int64_t block_elements = kernels::PagedKV::block_elements(s.kv_heads, hd);
     const int64_t elements = n_blocks * block_elements;
     const kernels::DType dtype =
-        s.kv_dtype == KVCacheDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
+        s.kv_dtype == engine::KVCacheDType::F32 ? kernels::DType::F32 : kernels::DType::BF16;
     storage_.resize(static_cast<size_t>(elements * kernels::dtype_size(dtype) / 4 + 1));
     kv_ = {storage_.data(), block_elements, s.kv_heads, hd, dtype};
     table_.resize(static_cast<size_t>(n_blocks));
@@ -140,7 +140,7 @@ class AttentionDecode : public AttentionBench {
 
 }  // namespace
 
-AttentionShape attention_shape(const ModelConfig& c, int ranks, int threads) {
+AttentionShape attention_shape(const engine::ModelConfig& c, int ranks, int threads) {
   if (ranks < 1 || c.n_kv_heads < 1 || c.n_kv_heads % ranks != 0 || c.n_heads % c.n_kv_heads != 0)
     throw std::invalid_argument(std::to_string(ranks) + " ranks do not divide the model's " +
                                 std::to_string(c.n_kv_heads) + " KV heads");
@@ -161,13 +161,13 @@ std::unique_ptr<TunableKernel> make_attention_decode(const AttentionShape& s, in
   return std::make_unique<AttentionDecode>(s, max_batch, decode_context);
 }
 
-std::vector<TunedKernel> tune_attention(const ModelConfig& c, int ranks, int threads, int64_t max_m,
-                                        const std::function<bool()>& stop,
-                                        const std::function<void(const KernelProgress&)>& progress,
-                                        const AttentionTuneOptions& o, KernelSearchStats* stats) {
+std::vector<engine::TunedKernel> tune_attention(
+    const engine::ModelConfig& c, int ranks, int threads, int64_t max_m,
+    const std::function<bool()>& stop, const std::function<void(const KernelProgress&)>& progress,
+    const AttentionTuneOptions& o, KernelSearchStats* stats) {
   const AttentionShape s = attention_shape(c, ranks, threads);
   const KernelClock clock = o.clock ? o.clock : timed_runs(o.measure);
-  std::vector<TunedKernel> out;
+  std::vector<engine::TunedKernel> out;
   {
     auto prefill = make_attention_prefill(s, max_m);
     out.push_back(search_kernel(*prefill, clock, o.search, stop, progress, stats));

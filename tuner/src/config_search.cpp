@@ -28,7 +28,7 @@ struct Group {
 
 class Search {
  public:
-  Search(const ModelConfig& model, ConfigEvaluator& evaluator, const SearchOptions& options)
+  Search(const engine::ModelConfig& model, ConfigEvaluator& evaluator, const SearchOptions& options)
       : model_(model), evaluator_(evaluator), options_(options) {}
 
   // Scores a tree: its best configuration for the phase (inf if none is usable).
@@ -131,7 +131,7 @@ class Search {
     return nullptr;
   }
 
-  const ModelConfig& model_;
+  const engine::ModelConfig& model_;
   ConfigEvaluator& evaluator_;
   const SearchOptions& options_;
   SearchStats stats_;
@@ -147,11 +147,11 @@ const char* phase_name(Phase p) {
   return p == Phase::Prefill ? "prefill" : "decode";
 }
 
-bool heads_divisible(const ModelConfig& model, int ranks) {
+bool heads_divisible(const engine::ModelConfig& model, int ranks) {
   return ranks >= 1 && model.n_heads % ranks == 0 && model.n_kv_heads % ranks == 0;
 }
 
-SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& model,
+SearchResult search_configs(const topo::TopoTree& machine, const engine::ModelConfig& model,
                             ConfigEvaluator& evaluator, const SearchOptions& options) {
   if (options.top_k < 1) throw std::invalid_argument("top-k must be at least 1");
   if (options.patience < 0) throw std::invalid_argument("patience must be >= 0");

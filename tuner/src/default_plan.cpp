@@ -20,7 +20,7 @@ namespace {
 
 // The lengths `sandwich-tune configs` ranks with by default: the ShareGPT trace where the
 // shared data is installed, else fixed requests.
-RequestTrace default_trace(const ModelConfig& model) {
+RequestTrace default_trace(const engine::ModelConfig& model) {
   const std::filesystem::path table = default_length_trace();
   std::error_code ec;
   if (std::filesystem::exists(table, ec)) {
@@ -45,10 +45,11 @@ topo::ServiceConfig checked(const topo::ServiceConfig& c) {
 
 }  // namespace
 
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how, KVCacheDType kv,
-                  double bytes_per_weight, const std::function<bool(int)>& ranks_fit) {
+engine::Plan default_plan(const engine::ModelConfig& model, engine::WeightDType weights,
+                          std::string* how, engine::KVCacheDType kv, double bytes_per_weight,
+                          const std::function<bool(int)>& ranks_fit) {
   const auto t0 = std::chrono::steady_clock::now();
-  Plan plan;
+  engine::Plan plan;
   std::string params_note;
   try {
     const topo::LoadedTopology& local = topo::this_machine();
@@ -57,8 +58,10 @@ Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* ho
     params_note = calibration ? "with this machine's cached calibration"
                               : "with generic machine parameters, no calibration being cached";
     WorkloadOptions w;
-    w.weight_bytes = bytes_per_weight > 0 ? bytes_per_weight : weights == WeightDType::F32 ? 4 : 2;
-    w.kv_bytes = static_cast<double>(kv_cache_dtype_size(kv));
+    w.weight_bytes = bytes_per_weight > 0                  ? bytes_per_weight
+                     : weights == engine::WeightDType::F32 ? 4
+                                                           : 2;
+    w.kv_bytes = static_cast<double>(engine::kv_cache_dtype_size(kv));
     LatencySimulator sim(local.tree, params, model, default_trace(model), w);
     SearchOptions so;
     so.top_k = 1;
@@ -68,7 +71,7 @@ Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* ho
     so.phase = Phase::Decode;
     plan.decode = checked(search_configs(local.tree, model, sim, so).ranked.at(0).config);
   } catch (const std::exception& e) {
-    plan.prefill = plan.decode = single_rank_config(0);
+    plan.prefill = plan.decode = engine::single_rank_config(0);
     if (how)
       *how = std::string("one rank of all cores: the simulator's search failed (") + e.what() + ")";
     return plan;

@@ -85,8 +85,8 @@ double gflops_of(const kernels::GemmKey& k, const TunedPoint& p) {
 }
 
 // A group's points as M ranges: consecutive M with the same schedule merged.
-TunedGemm table_entry(const GemmGroupResult& g) {
-  TunedGemm t;
+engine::TunedGemm table_entry(const GemmGroupResult& g) {
+  engine::TunedGemm t;
   t.n = g.key.n;
   t.k = g.key.k;
   t.dtype = kernels::weight_type_name(g.key);
@@ -120,13 +120,13 @@ void add(TunerStats& a, const TunerStats& b) {
 
 namespace {
 
-MachineFingerprint fingerprint_of(const TableTuningSpec& spec) {
+engine::MachineFingerprint fingerprint_of(const TableTuningSpec& spec) {
   std::vector<int> all_cpus;
   for (const GemmJob& j : spec.gemms)
     for (int c : j.cpus)
       if (std::find(all_cpus.begin(), all_cpus.end(), c) == all_cpus.end()) all_cpus.push_back(c);
   std::sort(all_cpus.begin(), all_cpus.end());
-  return this_machine_fingerprint(format_cpu_list(all_cpus));
+  return engine::this_machine_fingerprint(format_cpu_list(all_cpus));
 }
 
 TuneState initial_state(const TableTuningSpec& spec) {
@@ -137,13 +137,13 @@ TuneState initial_state(const TableTuningSpec& spec) {
 
 // The interrupted table's state, checked against this run's machine and options.
 TuneState resume_state(const TableTuningSpec& spec, const std::filesystem::path& out,
-                       const MachineFingerprint& machine) {
+                       const engine::MachineFingerprint& machine) {
   const std::string file = out.string();
   TuneState state = initial_state(spec);
   if (!std::filesystem::exists(out))
     throw std::runtime_error("--resume: " + file +
                              " does not exist (run without --resume to start)");
-  const ScheduleTable old = read_schedule_table(out);
+  const engine::ScheduleTable old = engine::read_schedule_table(out);
   const std::string diff = machine.mismatch(old.machine);
   if (!diff.empty())
     throw std::runtime_error(file + " was tuned on another machine (" + diff +
@@ -177,12 +177,12 @@ TableTuningResult tune_schedule_table(
     const TableTuningSpec& spec, const std::filesystem::path& out, bool resume,
     const std::function<bool()>& interrupted, const std::function<bool()>& out_of_time,
     const std::function<void(const TableTuningProgress&)>& progress) {
-  const MachineFingerprint machine = fingerprint_of(spec);
+  const engine::MachineFingerprint machine = fingerprint_of(spec);
   TuneState state = resume ? resume_state(spec, out, machine) : initial_state(spec);
 
-  std::vector<TunedKernel> attention;
+  std::vector<engine::TunedKernel> attention;
   auto write = [&](bool finished) {
-    ScheduleTable t;
+    engine::ScheduleTable t;
     t.machine = machine;
     t.model = state.model;
     t.config = state.config;
@@ -190,7 +190,7 @@ TableTuningResult tune_schedule_table(
       if (!g.points.empty()) t.gemms.push_back(table_entry(g));
     t.tunables = attention;
     if (!finished) t.resume_json = resume_json(state);
-    write_schedule_table(t, out);
+    engine::write_schedule_table(t, out);
   };
 
   TableTuningResult result;
@@ -292,7 +292,8 @@ TableTuningResult tune_schedule_table(
         p.fraction = 1;
         progress(p);
       };
-      TunedKernel tk = search_kernel(*k, clock, {}, stop, on_progress, &result.attention_stats);
+      engine::TunedKernel tk =
+          search_kernel(*k, clock, {}, stop, on_progress, &result.attention_stats);
       if (!tk.ranges.empty()) attention.push_back(std::move(tk));
       if (stopped) break;
     }

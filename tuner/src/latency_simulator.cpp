@@ -19,7 +19,8 @@ double share(double cap, int cores, double per_core, double gamma) {
 }  // namespace
 
 LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams params,
-                                   ModelConfig model, RequestTrace trace, WorkloadOptions workload)
+                                   engine::ModelConfig model, RequestTrace trace,
+                                   WorkloadOptions workload)
     : params_(std::move(params)),
       model_(std::move(model)),
       trace_(std::move(trace)),
@@ -163,7 +164,7 @@ Prediction LatencySimulator::step_time(const topo::ServiceConfig& config,
                                        const std::vector<RankSpeed>& speeds,
                                        const Step& step) const {
   const MachineParams& p = params_;
-  const ModelConfig& m = model_;
+  const engine::ModelConfig& m = model_;
   const double R = config.rank_count();
   const double M = static_cast<double>(step.tokens);
   const double dim = m.dim, q_dim = static_cast<double>(m.q_dim()),
@@ -242,7 +243,7 @@ Prediction LatencySimulator::step_time(const topo::ServiceConfig& config,
 
 Prediction LatencySimulator::evaluate(const topo::ServiceConfig& config, Phase phase) {
   const std::vector<RankSpeed> speeds = rank_speeds(config);
-  const ModelConfig& m = model_;
+  const engine::ModelConfig& m = model_;
   const double hd = m.head_dim, heads = m.n_heads, kv_dim = static_cast<double>(m.kv_dim());
   auto add = [](Prediction& total, const Prediction& p) {
     total.ms += p.ms;

@@ -18,13 +18,13 @@ double ms_since(Clock::time_point t0) {
 }
 
 // An executor sized for the workload's steps.
-std::unique_ptr<Executor> step_executor(const Model& model, KVCache& kv,
-                                        const topo::ServiceConfig& config,
-                                        const WorkloadOptions& w) {
-  ExecutorLimits limits;
+std::unique_ptr<engine::Executor> step_executor(const engine::Model& model, engine::KVCache& kv,
+                                                const topo::ServiceConfig& config,
+                                                const WorkloadOptions& w) {
+  engine::ExecutorLimits limits;
   limits.max_tokens = w.prefill_chunk;
   limits.max_entries = std::max(1, w.decode_batch);
-  return make_executor(model, kv, config, limits);
+  return engine::make_executor(model, kv, config, limits);
 }
 
 // Token ids do not change the time a step takes; any valid ones do.
@@ -47,46 +47,47 @@ MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trac
   if (options_.max_prefill_requests > 0 &&
       static_cast<int>(trace_.requests.size()) > options_.max_prefill_requests)
     trace_.requests.resize(static_cast<size_t>(options_.max_prefill_requests));
-  LoadOptions lo;
+  engine::LoadOptions lo;
   lo.model = model;
   if (options_.real_weights) {
-    lo.load_format = LoadFormat::Auto;
+    lo.load_format = engine::LoadFormat::Auto;
   } else {
-    lo.load_format = LoadFormat::Dummy;
-    lo.dtype = workload_.weight_bytes == 4 ? WeightDType::F32 : WeightDType::BF16;
+    lo.load_format = engine::LoadFormat::Dummy;
+    lo.dtype = workload_.weight_bytes == 4 ? engine::WeightDType::F32 : engine::WeightDType::BF16;
   }
   lo.require_tokenizer = false;
-  model_ = load_model(lo);
-  const ModelConfig& c = model_->config;
+  model_ = engine::load_model(lo);
+  const engine::ModelConfig& c = model_->config;
   decode_context_ =
       std::clamp(static_cast<int32_t>(trace_.mean_decode_context()), 1, c.max_seq_len - 2);
   int64_t longest = 1;
   for (const auto& r : trace_.requests)
     longest = std::max<int64_t>(longest, std::min(r.input, c.max_seq_len));
-  const int64_t per_seq_blocks = KVCache::blocks_for(decode_context_ + 1);
+  const int64_t per_seq_blocks = engine::KVCache::blocks_for(decode_context_ + 1);
   const int64_t tokens =
-      std::max(longest, per_seq_blocks * KVCache::kBlockTokens * workload_.decode_batch);
-  const KVCacheDType kv_dtype = workload_.kv_bytes == 4 ? KVCacheDType::F32 : KVCacheDType::BF16;
-  kv_ = std::make_unique<KVCache>(
+      std::max(longest, per_seq_blocks * engine::KVCache::kBlockTokens * workload_.decode_batch);
+  const engine::KVCacheDType kv_dtype =
+      workload_.kv_bytes == 4 ? engine::KVCacheDType::F32 : engine::KVCacheDType::BF16;
+  kv_ = std::make_unique<engine::KVCache>(
       c,
-      KVCache::bytes_for_tokens(c, tokens, kv_dtype) +
-          KVCache::block_bytes(c, kv_dtype) * (workload_.decode_batch + 1),
+      engine::KVCache::bytes_for_tokens(c, tokens, kv_dtype) +
+          engine::KVCache::block_bytes(c, kv_dtype) * (workload_.decode_batch + 1),
       kv_dtype);
 }
 
 MeasuredEvaluator::~MeasuredEvaluator() = default;
 
-const ModelConfig& MeasuredEvaluator::model_config() const {
+const engine::ModelConfig& MeasuredEvaluator::model_config() const {
   return model_->config;
 }
 
 bool MeasuredEvaluator::ranks_fit(int ranks) const {
-  return rank_count_fits(*model_, ranks);
+  return engine::rank_count_fits(*model_, ranks);
 }
 
 Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
   if (phase == Phase::Decode) return evaluate_decode(config, workload_.decode_batch);
-  const ModelConfig& c = model_->config;
+  const engine::ModelConfig& c = model_->config;
   auto ex = step_executor(*model_, *kv_, config, workload_);
   RandomTokens token(c.vocab_size);
   Prediction p;
@@ -101,9 +102,9 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
       const auto t0 = Clock::now();
       for (int32_t done = 0; done < n;) {
         const int32_t chunk = std::min(workload_.prefill_chunk, n - done);
-        BatchEntry e{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(done),
-                                                              static_cast<size_t>(chunk)),
-                     done, table, done + chunk == n};
+        engine::BatchEntry e{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(done),
+                                                                      static_cast<size_t>(chunk)),
+                             done, table, done + chunk == n};
         ex->run({&e, 1}, logits.data());
         done += chunk;
       }
@@ -124,7 +125,7 @@ Prediction MeasuredEvaluator::evaluate_decode(const topo::ServiceConfig& config,
     throw std::invalid_argument("the measured evaluator decodes 1.." +
                                 std::to_string(workload_.decode_batch) + " sequences, not " +
                                 std::to_string(b));
-  const ModelConfig& c = model_->config;
+  const engine::ModelConfig& c = model_->config;
   auto ex = step_executor(*model_, *kv_, config, workload_);
   RandomTokens token(c.vocab_size);
   Prediction p;
@@ -133,7 +134,7 @@ Prediction MeasuredEvaluator::evaluate_decode(const topo::ServiceConfig& config,
   for (auto& t : tables)
     if (!kv_->reserve(t, decode_context_ + 1))
       throw std::runtime_error("the measured evaluator's KV cache is too small");
-  std::vector<BatchEntry> batch;
+  std::vector<engine::BatchEntry> batch;
   for (int i = 0; i < b; ++i) {
     tokens[static_cast<size_t>(i)] = token();
     batch.push_back({std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1), decode_context_,

@@ -32,7 +32,7 @@ int64_t k_granularity(const std::string& type) {
   return key.qtype ? kernels::qtype_info(*key.qtype).block_elems : 1;
 }
 
-void check(const ModelConfig& c, int ranks, int threads, const MatrixTypes& types) {
+void check(const engine::ModelConfig& c, int ranks, int threads, const engine::MatrixTypes& types) {
   if (ranks < 1 || threads < 1) throw std::invalid_argument("model_gemms: ranks and threads >= 1");
   if (c.n_kv_heads < 1 || c.n_kv_heads % ranks != 0)
     throw std::invalid_argument(std::to_string(ranks) + " ranks do not divide the model's " +
@@ -52,12 +52,13 @@ IndexRange split(int64_t n, int64_t g, int r, int R) {
 
 }  // namespace
 
-std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int threads,
-                                          const MatrixTypes& types) {
+std::vector<kernels::GemmKey> model_gemms(const engine::ModelConfig& c, int ranks, int threads,
+                                          const engine::MatrixTypes& types) {
   check(c, ranks, threads, types);
   const int R = ranks;
   int64_t ffn_g = kernels::kPanel;
-  for (const LayerMatrixTypes& L : types.layers) ffn_g = std::max(ffn_g, k_granularity(L.down));
+  for (const engine::LayerMatrixTypes& L : types.layers)
+    ffn_g = std::max(ffn_g, k_granularity(L.down));
   std::vector<kernels::GemmKey> keys;
   auto add = [&](int64_t n, int64_t k, const std::string& type, bool pair) {
     const kernels::GemmKey key = key_of(n, k, type, threads, pair);
@@ -81,7 +82,7 @@ std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int t
       const int64_t b1 = std::min(n_total, (cols.end + g - 1) / g * g);
       return b1 - b0;
     };
-    for (const LayerMatrixTypes& L : types.layers) {
+    for (const engine::LayerMatrixTypes& L : types.layers) {
       add(column_n(q, c.q_dim(), L.q), c.dim, L.q, false);
       add(column_n(kv, c.kv_dim(), L.k), c.dim, L.k, false);
       add(column_n(kv, c.kv_dim(), L.v), c.dim, L.v, false);
@@ -99,14 +100,14 @@ std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int t
   return keys;
 }
 
-std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int threads,
+std::vector<kernels::GemmKey> model_gemms(const engine::ModelConfig& c, int ranks, int threads,
                                           kernels::DType weights) {
   return model_gemms(c, ranks, threads,
-                     uniform_matrix_types(c, std::string(kernels::dtype_name(weights))));
+                     engine::uniform_matrix_types(c, std::string(kernels::dtype_name(weights))));
 }
 
-std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int threads,
-                                            const MatrixTypes& types) {
+std::vector<kernels::GemmKey> lm_head_gemms(const engine::ModelConfig& c, int ranks, int threads,
+                                            const engine::MatrixTypes& types) {
   model_gemms(c, ranks, threads, types);  // the same checks
   std::vector<kernels::GemmKey> keys;
   for (int r = 0; r < ranks; ++r) {
@@ -117,10 +118,10 @@ std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int
   return keys;
 }
 
-std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int threads,
+std::vector<kernels::GemmKey> lm_head_gemms(const engine::ModelConfig& c, int ranks, int threads,
                                             kernels::DType weights) {
   return lm_head_gemms(c, ranks, threads,
-                       uniform_matrix_types(c, std::string(kernels::dtype_name(weights))));
+                       engine::uniform_matrix_types(c, std::string(kernels::dtype_name(weights))));
 }
 
 }  // namespace sandwich::tuner

@@ -52,7 +52,7 @@ std::string report_header(const ReportContext& c) {
   if (!m.description.empty() && m.description != m.name) os << ": " << m.description;
   os << "\n           " << m.tree.leaf_count() << " PUs, " << m.tree.numa_count() << " NUMA node"
      << (m.tree.numa_count() == 1 ? "" : "s") << "; " << m.source << "\n";
-  const ModelConfig& model = *c.model;
+  const engine::ModelConfig& model = *c.model;
   os << "model      " << model.name << ": " << model.n_layers << " layers, dim " << model.dim
      << ", " << model.n_heads << " query heads, " << model.n_kv_heads
      << " KV heads (rank counts must divide both)\n";

@@ -16,12 +16,12 @@
 
 namespace sandwich::tuner {
 
-ModelConfig load_model_shape(const std::string& m, const std::string& command) {
+engine::ModelConfig load_model_shape(const std::string& m, const std::string& command) {
   if (m.empty())
     throw std::invalid_argument(
         command + " needs --model (a preset name such as llama3-8b, or a config.json)");
-  if (std::filesystem::exists(m)) return read_model_config(m);
-  return load_preset(m);
+  if (std::filesystem::exists(m)) return engine::read_model_config(m);
+  return engine::load_preset(m);
 }
 
 MachineParams machine_params_for(const MachineDescription& m, const std::string& params_file,
@@ -47,7 +47,7 @@ MachineParams machine_params_for(const MachineDescription& m, const std::string&
 }
 
 RequestTrace request_trace(const std::string& trace, int samples, uint64_t seed,
-                           const ModelConfig& model, std::vector<std::string>& notes) {
+                           const engine::ModelConfig& model, std::vector<std::string>& notes) {
   if (samples < 1) throw std::invalid_argument("--trace-samples must be at least 1");
   if (trace == "lmsys") {
     RequestTrace t;
@@ -79,7 +79,7 @@ RequestTrace request_trace(const std::string& trace, int samples, uint64_t seed,
 
 SearchSetup make_search_setup(const SetupOptions& o, const std::string& command) {
   SearchSetup s{load_machine(o.topology), load_model_shape(o.model, command), {}, {}, {}, {}};
-  if (!o.model.empty()) s.weights = file_weights(o.model);
+  if (!o.model.empty()) s.weights = engine::file_weights(o.model);
   s.params = machine_params_for(s.machine, o.params_file, o.recalibrate, s.notes);
   s.trace = request_trace(o.trace, o.trace_samples, o.seed, s.model, s.notes);
   return s;

@@ -39,16 +39,16 @@ KernelClock timed_runs(KernelMeasureOptions o) {
   };
 }
 
-TunedKernel search_kernel(TunableKernel& kernel, const KernelClock& clock,
-                          const KernelSearchOptions& o, const std::function<bool()>& stop,
-                          const std::function<void(const KernelProgress&)>& progress,
-                          KernelSearchStats* stats) {
+engine::TunedKernel search_kernel(TunableKernel& kernel, const KernelClock& clock,
+                                  const KernelSearchOptions& o, const std::function<bool()>& stop,
+                                  const std::function<void(const KernelProgress&)>& progress,
+                                  KernelSearchStats* stats) {
   const auto start = Clock::now();
   const int64_t max_m = o.max_m > 0 ? std::min(o.max_m, kernel.max_m()) : kernel.max_m();
   if (max_m < 1) throw std::invalid_argument(kernel.name() + ": no M to tune");
   KernelSearchStats local;
   KernelSearchStats& st = stats ? *stats : local;
-  TunedKernel out{kernel.name(), kernel.key(), {}};
+  engine::TunedKernel out{kernel.name(), kernel.key(), {}};
   const std::vector<int64_t> grid = m_grid(max_m);
   const auto stopped = [&] { return stop && stop(); };
   KernelParams last_winner;

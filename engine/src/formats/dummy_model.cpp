@@ -12,7 +12,7 @@
 #include "formats/gguf_tensor_rows.h"
 #include "formats/model_source.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 namespace {
 
@@ -171,4 +171,4 @@ void write_dummy_gguf_quantized(const ModelConfig& c, const QuantPreset& preset,
   write_atomically(w, out);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -5,7 +5,7 @@
 
 #include "kernels/dtype.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Fills a rows x cols tensor (row-major, elements of `dtype`) with the deterministic values of
 // tensor `name`: uniform with variance 1/cols for matrices (activations keep their scale through
@@ -13,4 +13,4 @@ namespace sandwich {
 void fill_dummy_tensor(const std::string& name, int64_t rows, int64_t cols, kernels::DType dtype,
                        uint64_t seed, int64_t r0, int64_t r1, void* dst);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

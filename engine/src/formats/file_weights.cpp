@@ -7,7 +7,7 @@
 #include "kernels/gemm.h"
 #include "kernels/quant_blocks.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 std::optional<FileWeights> file_weights(const std::filesystem::path& model) {
   std::error_code ec;
@@ -43,4 +43,4 @@ std::optional<FileWeights> file_weights(const std::filesystem::path& model) {
   return w;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

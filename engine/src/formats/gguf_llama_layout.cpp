@@ -2,7 +2,7 @@
 
 #include "formats/model_source.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 std::vector<LlamaTensorSpec> llama_tensor_specs(const ModelConfig& c) {
   std::vector<LlamaTensorSpec> s;
@@ -53,4 +53,4 @@ int64_t rotate_half_row(int64_t f, int64_t hd) {
   return f / hd * hd + (p % 2 == 0 ? p / 2 : hd / 2 + p / 2);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

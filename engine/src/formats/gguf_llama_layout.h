@@ -9,7 +9,7 @@
 #include "engine/formats/model_config.h"
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct LlamaTensorSpec {
   std::string name;
@@ -28,4 +28,4 @@ void set_llama_metadata(const ModelConfig& c, const Vocab& vocab, uint32_t file_
 int64_t interleaved_row(int64_t j, int64_t head_dim);
 int64_t rotate_half_row(int64_t file_row, int64_t head_dim);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

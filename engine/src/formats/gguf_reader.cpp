@@ -7,7 +7,7 @@
 #include "engine/formats/gguf.h"
 #include "formats/gguf_scalars.h"
 
-namespace sandwich::gguf {
+namespace sandwich::engine::gguf {
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
@@ -391,4 +391,4 @@ const std::vector<double>& Reader::get_numbers(const std::string& key) const {
   return v->numbers;
 }
 
-}  // namespace sandwich::gguf
+}  // namespace sandwich::engine::gguf

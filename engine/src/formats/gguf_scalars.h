@@ -7,7 +7,7 @@
 
 #include "engine/formats/gguf.h"
 
-namespace sandwich::gguf::detail {
+namespace sandwich::engine::gguf::detail {
 
 // The integer view of a float value; 0 where it has none (NaN, infinite or beyond int64, whose
 // conversion would be undefined).
@@ -37,4 +37,4 @@ bool visit_scalar(ValueType t, F&& f) {
   return std::apply([&](auto... s) { return ((s.type == t && (f(s), true)) || ...); }, Scalars{});
 }
 
-}  // namespace sandwich::gguf::detail
+}  // namespace sandwich::engine::gguf::detail

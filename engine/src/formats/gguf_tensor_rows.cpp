@@ -10,7 +10,7 @@
 #include "kernels/quant_validate.h"
 #include "kernels/quantize.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void add_tensor_rows(gguf::Writer& w, const std::string& name, uint32_t type, int64_t rows,
                      int64_t cols, RowSource source) {
@@ -78,9 +78,9 @@ void add_tensor_rows(gguf::Writer& w, const std::string& name, uint32_t type, in
   });
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void write_atomically(const gguf::Writer& w, const std::filesystem::path& out) {
   std::filesystem::path tmp = out;
@@ -95,4 +95,4 @@ void write_atomically(const gguf::Writer& w, const std::filesystem::path& out) {
   std::filesystem::rename(tmp, out);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -8,7 +8,7 @@
 
 #include "engine/formats/gguf.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Writes rows [r0, r1) (file order) of `cols` f32 values each to dst. For a vector (cols == 0)
 // it is asked for row 0 of `rows` values.
@@ -19,11 +19,11 @@ using RowSource = std::function<void(int64_t r0, int64_t r1, float* dst)>;
 void add_tensor_rows(gguf::Writer& w, const std::string& name, uint32_t type, int64_t rows,
                      int64_t cols, RowSource source);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Writes to `out` through a temporary file beside it, so a failure leaves no half file.
 void write_atomically(const gguf::Writer& w, const std::filesystem::path& out);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -8,7 +8,7 @@
 #include "engine/formats/gguf.h"
 #include "formats/gguf_scalars.h"
 
-namespace sandwich::gguf {
+namespace sandwich::engine::gguf {
 namespace {
 
 class Out {
@@ -135,4 +135,4 @@ void Writer::write(const std::filesystem::path& path, uint32_t alignment) const 
   o.close();
 }
 
-}  // namespace sandwich::gguf
+}  // namespace sandwich::engine::gguf

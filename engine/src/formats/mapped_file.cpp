@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -53,4 +53,4 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   return *this;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

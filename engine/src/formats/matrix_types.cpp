@@ -3,7 +3,7 @@
 #include "engine/formats/model.h"
 #include "formats/model_weights.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::string type_of(const kernels::PackedWeight& w) {
@@ -29,4 +29,4 @@ MatrixTypes uniform_matrix_types(const ModelConfig& c, const std::string& type) 
   return t;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

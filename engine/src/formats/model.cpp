@@ -3,7 +3,7 @@
 #include "formats/model_weights.h"
 #include "runtime/placed_weights.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 Model::Model()
     : weights_(std::make_unique<ModelWeights>()), placed_(std::make_unique<PlacedWeights>()) {}
@@ -25,4 +25,4 @@ size_t Model::decode_read_bytes() const {
   return bytes;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

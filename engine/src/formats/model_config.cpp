@@ -11,7 +11,7 @@
 #include "common/json_file.h"
 #include "common/paths.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // A non-negative JSON integer as int32, checked before narrowing (a wrapped 2^32 + 64 would
@@ -195,4 +195,4 @@ ModelConfig load_preset(const std::string& name) {
   return c;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -6,7 +6,7 @@
 #include "formats/model_source.h"
 #include "kernels/quant_validate.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::string supported_types() {
@@ -146,4 +146,4 @@ ModelConfig read_gguf_config(const std::filesystem::path& path) {
   return config_from_gguf(r);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -5,7 +5,7 @@
 #include "engine/formats/mapped_file.h"
 #include "formats/model_source.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 namespace {
 
@@ -104,4 +104,4 @@ ModelSource read_llama2c(const fs::path& path) {
   return src;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

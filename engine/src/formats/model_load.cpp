@@ -21,7 +21,7 @@
 #include "formats/model_source.h"
 #include "formats/model_weights.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 using kernels::DType;
 
@@ -550,4 +550,4 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
   return m;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

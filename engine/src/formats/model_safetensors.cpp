@@ -12,7 +12,7 @@
 #include "engine/formats/mapped_file.h"
 #include "formats/model_source.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 namespace {
 
@@ -165,4 +165,4 @@ ModelSource read_safetensors(const fs::path& path) {
   return src;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -14,7 +14,7 @@
 #include "kernels/dtype.h"
 #include "kernels/quant_blocks.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // How q/k rows pair up for RoPE in the file.
 enum class RopeLayout {
@@ -74,4 +74,4 @@ std::string source_type_name(const SourceTensor& t);
 // float32), and a note says so; by default the loader keeps them quantized.
 void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

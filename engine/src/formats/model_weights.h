@@ -6,7 +6,7 @@
 #include "engine/formats/model.h"
 #include "kernels/gemm.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct LayerWeights {
   const float* attn_norm = nullptr;
@@ -23,4 +23,4 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

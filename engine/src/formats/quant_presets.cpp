@@ -7,7 +7,7 @@
 #include "engine/formats/gguf.h"
 #include "engine/formats/quantize_model.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 using gguf::TensorType;
@@ -145,4 +145,4 @@ uint32_t preset_tensor_type(const QuantPreset& p, const std::string& name, int64
   return t;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -8,7 +8,7 @@
 #include "kernels/dtype.h"
 #include "kernels/quant_blocks.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes) {
   std::set<std::string> types;
@@ -44,4 +44,4 @@ void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<st
                   " as --dtype asks (without it they stay quantized)");
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

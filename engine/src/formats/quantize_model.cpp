@@ -12,7 +12,7 @@
 #include "kernels/dtype.h"
 #include "kernels/quant_blocks.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // Keys of the input file that describe its tensors' encoding rather than the model.
@@ -105,4 +105,4 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
   if (log) *log << listing.str();
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

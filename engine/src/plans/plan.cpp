@@ -9,7 +9,7 @@
 
 #include "common/json_file.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 int machine_cpus() {
@@ -320,4 +320,4 @@ void write_plan(const Plan& plan, const fs::path& file) {
   write_json_file(j, file, 2);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

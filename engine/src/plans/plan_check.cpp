@@ -3,7 +3,7 @@
 #include <ostream>
 #include <stdexcept>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // The first problem of several, with a count of the rest: a refusal stays one line.
@@ -100,4 +100,4 @@ AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::str
   return a;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

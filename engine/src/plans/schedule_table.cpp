@@ -20,7 +20,7 @@
 #include "kernels/schedule.h"
 #include "kernels/tuned_schedules.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -477,4 +477,4 @@ size_t install_schedule_table(const ScheduleTable& t, const std::string& origin,
   }
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void add_model_options(ArgParser& p, LoadOptions& o) {
   p.add("-m,--model", &o.model,
@@ -113,4 +113,4 @@ ResolvedPlan resolve_plan(const PlanOptions& o) {
   return r;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

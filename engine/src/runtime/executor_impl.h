@@ -16,7 +16,7 @@
 #include "kernels/thread_team.h"
 #include "runtime/forward.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 class LocalExecutor : public Executor {
  public:
@@ -91,4 +91,4 @@ class RankGroupExecutor : public Executor {
   std::string why_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -1,7 +1,7 @@
 // One-rank configurations: the forward pass runs in this process on a pinned thread team.
 #include "runtime/executor_impl.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
                              bool batch_invariant)
@@ -32,4 +32,4 @@ int executor_spawner_pid(const Executor& e) {
   return -1;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

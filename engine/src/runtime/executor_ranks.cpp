@@ -39,7 +39,7 @@
 #include "runtime/placed_weights.h"
 #include "topotree/process_binding.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 struct EntryDesc {
@@ -700,4 +700,4 @@ bool rank_count_fits(const Model& model, int ranks) {
   }
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -15,7 +15,7 @@
 #include "runtime/paged_kv.h"
 #include "runtime/rank_shards.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 namespace {
 
@@ -463,4 +463,4 @@ void ForwardPass::all_reduce(const Step& s) {
     collective_->all_reduce_sum(s.x, static_cast<size_t>(s.tokens * model_.config.dim));
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -18,7 +18,7 @@
 #include "kernels/thread_team.h"
 #include "runtime/rank_shards.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // A tensor-parallel rank's share of the model: KV heads [kv0, kv1) with their query heads, FFN
 // columns [f0, f1). TP = 1 is the whole model.
@@ -117,4 +117,4 @@ class ReferenceForward {
   int32_t pos_ = 0;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -11,7 +11,7 @@
 #include "engine/text/stop_strings.h"
 #include "runtime/forward.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 // Prompt tokens per forward call: bounds the scratch activations of a long prompt.
 constexpr int32_t kPrefillChunk = 512;
@@ -163,4 +163,4 @@ GenerationResult Generator::generate(const GenerationRequest& req,
   return res;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

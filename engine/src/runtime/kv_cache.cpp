@@ -5,7 +5,7 @@
 
 #include "kernels/attention.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 static_assert(KVCache::kBlockTokens == kernels::kKVBlock,
               "the KV cache's blocks must be the attention kernels' blocks");
@@ -71,4 +71,4 @@ void KVCache::release(std::vector<int32_t>& table) {
   table.clear();
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 Histogram::Histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {
@@ -48,4 +48,4 @@ std::vector<double> length_buckets(int64_t max) {
     }
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

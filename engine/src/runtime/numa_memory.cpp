@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 constexpr unsigned long kMaskBits = 64;
@@ -53,4 +53,4 @@ bool node_allowed(int node) {
   return (mask[0] >> node) & 1;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Binds [addr, addr + bytes) to NUMA node `node` (MPOL_BIND): pages faulted from now on come
 // from it; with `move`, pages already there move to it (best effort: pages shared with another
@@ -26,4 +26,4 @@ int page_node(const void* addr);
 // Whether this process may place memory on `node` (its allowed memory nodes).
 bool node_allowed(int node);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -3,7 +3,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "kernels/attention.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 inline kernels::PagedKV paged_kv(const KVCache& cache, int layer) {
   kernels::PagedKV kv;
@@ -15,4 +15,4 @@ inline kernels::PagedKV paged_kv(const KVCache& cache, int layer) {
   return kv;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -14,7 +14,7 @@
 #include "kernels/thread_team.h"
 #include "runtime/numa_memory.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 constexpr size_t kAlign = 4096;          // as the loader aligns its matrices
@@ -280,4 +280,4 @@ const ModelWeights& PlacedWeights::view(const Model& model, int node, int rank, 
   return *v;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

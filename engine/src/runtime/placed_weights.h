@@ -14,7 +14,7 @@
 #include "formats/model_weights.h"
 #include "runtime/weight_placement.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // How the loaded model stores its matrices (its storage type, and the blocks a quantized file
 // kept), as the planner takes it. Throws std::logic_error if the planner would lay a matrix out
@@ -52,4 +52,4 @@ class PlacedWeights {
   std::map<std::tuple<int, int, int>, std::unique_ptr<ModelWeights>> views_;  // node, R, rank
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // SplitMix64's finalizer: a bijection of 64-bit words in which every input bit flips about half
@@ -179,4 +179,4 @@ std::vector<int32_t> PrefixCache::eviction_order() const {
   return order;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -13,7 +13,7 @@
 
 #include "engine/runtime/kv_cache.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // One sequence's full blocks as the cache knows them.
 struct PrefixChain {
@@ -82,4 +82,4 @@ class PrefixCache {
   uint64_t next_id_ = 1;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -6,7 +6,7 @@
 
 #include "kernels/microkernel.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 RankShards rank_shards(const ModelConfig& c, int rank, int n_ranks, int64_t ffn_granularity) {
   const int R = n_ranks;
@@ -43,4 +43,4 @@ IndexRange panel_cover(IndexRange cols, int64_t n, int64_t panel) {
   return {cols.begin / p * p, std::min(n, (cols.end + p - 1) / p * p)};
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -6,7 +6,7 @@
 #include "engine/formats/model_config.h"
 #include "kernels/gemm.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct RankShards {
   IndexRange kv_heads;    // its KV heads, with their query heads
@@ -32,4 +32,4 @@ int64_t ffn_granularity(const kernels::PackedWeight& gate, const kernels::Packed
 // panels (the forward pass computes a range that does not start on a panel panel-aligned).
 IndexRange panel_cover(IndexRange cols, int64_t n, int64_t panel);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

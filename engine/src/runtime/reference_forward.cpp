@@ -4,7 +4,7 @@
 
 #include "runtime/forward.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::vector<float> unpack(const kernels::PackedWeight& w) {
@@ -126,4 +126,4 @@ std::vector<float> ReferenceForward::step(int32_t token) {
   return logits;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

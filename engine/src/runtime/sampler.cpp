@@ -6,7 +6,7 @@
 
 #include "kernels/elementwise.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void SamplingParams::validate() const {
   auto bad = [](const std::string& msg) { throw std::invalid_argument(msg); };
@@ -194,4 +194,4 @@ std::vector<Sampler::TopLogprob> Sampler::top_logprobs(const float* logits, int3
   return out;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

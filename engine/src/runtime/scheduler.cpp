@@ -15,7 +15,7 @@
 #include "engine/text/tokenizer.h"
 #include "runtime/prefix_cache.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 using Clock = std::chrono::steady_clock;
 double secs(Clock::duration d) {
@@ -610,4 +610,4 @@ void Scheduler::Impl::loop() {
   }
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 
@@ -103,4 +103,4 @@ void* SharedRegion::allocate(size_t bytes, size_t align) {
   return data_ + start;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -5,7 +5,7 @@
 
 #include "kernels/panel_slices.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::string layer_tensor(int layer, const char* what) {
@@ -172,4 +172,4 @@ WeightPlacementPlan plan_weight_placement(const ModelConfig& c, const WeightStor
   return plan;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -27,7 +27,7 @@
 #include "kernels/gemm.h"
 #include "runtime/rank_shards.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 enum class WeightSplit {
   Replicated,  // every rank reads all of it
@@ -109,4 +109,4 @@ WeightPiece range_piece(const WeightTensor& t, IndexRange range);
 // Bytes of the whole tensor as the loader packs it.
 size_t whole_bytes(const WeightTensor& t);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

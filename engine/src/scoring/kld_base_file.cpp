@@ -6,7 +6,7 @@
 
 #include "engine/scoring/perplexity.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'A', 'N', 'D', 'K', 'L', 'D', '1'};
@@ -52,7 +52,7 @@ KLDBaseInfo KLDBaseInfo::of(const Model& m) {
   i.n_heads = c.n_heads;
   i.n_kv_heads = c.n_kv_heads;
   i.ffn_dim = c.ffn_dim;
-  i.vocab_hash = m.tokenizer ? sandwich::vocab_hash(*m.tokenizer) : 0;
+  i.vocab_hash = m.tokenizer ? sandwich::engine::vocab_hash(*m.tokenizer) : 0;
   i.model = m.source;
   return i;
 }
@@ -178,4 +178,4 @@ std::span<const float> KLDBaseReader::chunk(int32_t i) const {
   return {base + static_cast<size_t>(i) * rows, rows};
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -6,7 +6,7 @@
 
 #include "engine/runtime/executor.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 std::vector<int32_t> scoring_chunk(std::span<const int32_t> tokens, int32_t n_ctx, int64_t i,
                                    int32_t bos) {
@@ -81,4 +81,4 @@ std::vector<float> ChunkScorer::run(std::span<const int32_t> chunk) {
   return out;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

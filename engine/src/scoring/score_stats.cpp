@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // llama-perplexity's mean and error: the error is left 0 for ten values or fewer.
@@ -164,4 +164,4 @@ Estimate KLDivergenceStats::same_top() const {
   return {p, count_ > 1 ? std::sqrt(p * (1 - p) / static_cast<double>(count_ - 1)) : 0.0};
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -14,7 +14,7 @@
 #include "text/spm_tokenizer.h"
 #include "text/tokenizer_common.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // Llama-3's pre-tokenizer.
@@ -239,4 +239,4 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab v) {
   return std::make_unique<BpeTokenizer>(std::move(v));
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

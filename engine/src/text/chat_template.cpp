@@ -1,6 +1,6 @@
 #include "engine/text/chat_template.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 std::string_view builtin_chat_template(ChatFormat f) {
   switch (f) {
@@ -71,4 +71,4 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
   return ChatTemplate(builtin_chat_template(f), bos, eos).render(messages, add_generation_prompt);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

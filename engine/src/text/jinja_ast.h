@@ -8,7 +8,7 @@
 #include "engine/text/jinja.h"
 #include "text/jinja_value.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 struct Where {
   int line = 1, column = 1;
@@ -72,4 +72,4 @@ struct Node {
   std::vector<std::pair<std::string, ExprPtr>> params;  // Macro: name, default (may be null)
 };
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

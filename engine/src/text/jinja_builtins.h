@@ -7,7 +7,7 @@
 
 #include "text/jinja_value.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 Value apply_filter(const std::string& name, const Value& in, const CallArgs& args);
 bool apply_test(const std::string& name, const Value& in, const CallArgs& args);
@@ -24,4 +24,4 @@ std::string py_format(const std::string& fmt, const List& args);
 // A value as a list to iterate: lists, dict keys, a string's characters; undefined is empty.
 List iterate(const Value& v);
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -4,7 +4,7 @@
 
 #include "text/jinja_builtins.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 // Variables: a for loop's body and a macro's call get their own frame (what they set stays
@@ -545,4 +545,4 @@ std::string render_tree(const Node& root, const nlohmann::ordered_json& context,
   return out;
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -4,10 +4,10 @@
 
 #include "text/jinja_ast.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 // Throws Error naming where in the template rendering failed (or raise_exception's message).
 std::string render_tree(const Node& root, const nlohmann::ordered_json& context,
                         const RenderLimits& limits);
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -4,7 +4,7 @@
 
 #include "text/jinja_builtins.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 const Value kNone{None{}};
@@ -391,4 +391,4 @@ bool apply_test(const std::string& t, const Value& in, const CallArgs& a) {
   throw ValueError("unknown test '" + t + "'");
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 bool is_space(char c) {
@@ -343,4 +343,4 @@ std::vector<Token> lex(std::string_view source) {
   return Lexer(source).run();
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

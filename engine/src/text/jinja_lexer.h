@@ -7,7 +7,7 @@
 
 #include "text/jinja_ast.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 struct Token {
   enum class Kind {
@@ -31,4 +31,4 @@ struct Token {
 // Throws Error for an unclosed tag, comment or string, or a character no token starts with.
 std::vector<Token> lex(std::string_view source);
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -5,7 +5,7 @@
 
 #include "text/jinja_builtins.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 bool py_space(char c) {
@@ -348,4 +348,4 @@ void add_globals(Dict& g) {
         }));
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

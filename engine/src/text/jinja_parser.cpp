@@ -3,7 +3,7 @@
 #include <cstring>
 #include <initializer_list>
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 // Nesting of expressions and blocks: deeper than any real template, shallow enough for the stack.
@@ -614,4 +614,4 @@ NodePtr parse(const std::vector<Token>& tokens) {
   return Parser(tokens).root();
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

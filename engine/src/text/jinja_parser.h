@@ -6,8 +6,8 @@
 #include "text/jinja_ast.h"
 #include "text/jinja_lexer.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 NodePtr parse(const std::vector<Token>& tokens);
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -3,7 +3,7 @@
 #include "text/jinja_eval.h"
 #include "text/jinja_parser.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 Template::Template(std::string_view source) : root_(parse(lex(source))) {}
 Template::~Template() = default;
@@ -15,4 +15,4 @@ std::string Template::render(const nlohmann::ordered_json& context,
   return render_tree(*root_, context, limits);
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

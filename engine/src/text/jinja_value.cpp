@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 namespace {
 
 // Python's float repr: the shortest digits that read back, fixed notation for exponents in
@@ -337,4 +337,4 @@ std::vector<size_t> code_points(const std::string& s) {
   return starts;
 }
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -15,7 +15,7 @@
 
 #include "engine/text/jinja.h"
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 // A problem found while computing a value (a wrong type, a bad argument): the evaluator adds
 // where in the template it happened.
@@ -138,4 +138,4 @@ void check_nesting_of(const Value& v);
 // Where each code point of a UTF-8 string starts: Python indexes and measures strings by them.
 std::vector<size_t> code_points(const std::string& s);
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -10,7 +10,7 @@
 #include "text/spm_tokenizer.h"
 #include "text/tokenizer_common.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 TokenType type_of(const sentencepiece::SentencePieceProcessor& sp, int id) {
@@ -114,4 +114,4 @@ Vocab vocab_from_sentencepiece(const std::filesystem::path& path) {
   return v;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -11,7 +11,7 @@
 #include "text/spm_tokenizer.h"
 #include "text/tokenizer_common.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 class SpmTokenizer : public tok::VocabTokenizer {
@@ -125,4 +125,4 @@ std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab v, std::vector<int32_t> extr
   return t;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

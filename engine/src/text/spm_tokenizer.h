@@ -5,10 +5,10 @@
 
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab v, std::vector<int32_t> extra_stop_ids = {});
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab v);
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::filesystem::path& model_file);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

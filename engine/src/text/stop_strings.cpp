@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) {
   for (auto& s : stops)
@@ -51,4 +51,4 @@ std::string StopStringMatcher::flush() {
   return std::exchange(held_, {});
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

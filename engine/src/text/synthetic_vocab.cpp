@@ -6,7 +6,7 @@
 #include "text/tokenizer_common.h"
 #include "text/vocab_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // Printable ASCII, letters first: the order in which pieces are created (and ranked).
@@ -101,4 +101,4 @@ Vocab make_synthetic_vocab(Vocab::Kind kind, int32_t n_tokens) {
   return kind == Vocab::Kind::SentencePiece ? synthetic_spm(n_tokens) : synthetic_bpe(n_tokens);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-namespace sandwich::tok {
+namespace sandwich::engine::tok {
 
 void sort_longest_first(Specials& specials) {
   std::sort(specials.begin(), specials.end(),
@@ -209,4 +209,4 @@ bool VocabTokenizer::is_special(int32_t id) const {
   return t == TokenType::Control || t == TokenType::Unused || t == TokenType::Unknown;
 }
 
-}  // namespace sandwich::tok
+}  // namespace sandwich::engine::tok

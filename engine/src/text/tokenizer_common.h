@@ -9,7 +9,7 @@
 
 #include "engine/text/tokenizer.h"
 
-namespace sandwich::tok {
+namespace sandwich::engine::tok {
 
 // Length of the UTF-8 sequence starting with byte c (1 for invalid lead bytes).
 inline size_t utf8_len(unsigned char c) {
@@ -116,4 +116,4 @@ int parse_byte_piece(std::string_view s);      // 0..255, or -1 if s is not "<0x
 
 std::string encode_utf8(uint32_t cp);
 
-}  // namespace sandwich::tok
+}  // namespace sandwich::engine::tok

@@ -10,7 +10,7 @@
 #include "text/spm_tokenizer.h"
 #include "text/vocab_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 namespace {
 
@@ -180,4 +180,4 @@ std::string IncrementalDecoder::flush() {
   return out;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -18,7 +18,7 @@
 #include "text/tokenizer_common.h"
 #include "text/vocab_files.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void append_llama3_special_tokens(Vocab& v, int count) {
   const char* named[] = {"<|begin_of_text|>",
@@ -372,4 +372,4 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
 
 }  // namespace
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

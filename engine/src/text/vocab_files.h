@@ -4,7 +4,7 @@
 
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 bool looks_like_tiktoken(const std::filesystem::path& path);
 Vocab vocab_from_llama2c(const std::filesystem::path& path);
@@ -16,4 +16,4 @@ Vocab vocab_from_sentencepiece(const std::filesystem::path& path);
 // makes the first BOS, the second EOS and <|eot_id|> the end of turn.
 void append_llama3_special_tokens(Vocab& v, int count);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -4,7 +4,7 @@
 #include "engine/formats/gguf.h"
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 Vocab vocab_from_gguf(const gguf::Reader& r) {
   const std::string where = r.path().string();
@@ -89,4 +89,4 @@ void vocab_to_gguf(const Vocab& v, gguf::Writer& w) {
     w.set("tokenizer.chat_template", gguf::Value::of_string(v.chat_template));
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -33,7 +33,7 @@ class OpenAiService {
   ~OpenAiService();
 
   // The model is ready: from now on /health is 200 and the API answers.
-  void attach(const Model& model, Scheduler& scheduler);
+  void attach(const engine::Model& model, engine::Scheduler& scheduler);
   // The chat template in use (once attached), for the start-up log.
   const std::string& chat_template_note() const;
   // Draining: /health and every new model request get 503 "shutting down". Stops the engine's

@@ -23,11 +23,11 @@ struct AttentionShape {
   std::vector<int> cpus;  // the team's CPUs (empty: unpinned)
   // The KV cache's elements: the engine's default unless told (the table's key does not name
   // it; the block sizes only change the speed).
-  KVCacheDType kv_dtype = kDefaultKVCacheDType;
+  engine::KVCacheDType kv_dtype = engine::kDefaultKVCacheDType;
 };
 // Shapes of one rank of `ranks` for a model config; throws std::invalid_argument when the
 // ranks do not divide its KV heads.
-AttentionShape attention_shape(const ModelConfig& c, int ranks, int threads);
+AttentionShape attention_shape(const engine::ModelConfig& c, int ranks, int threads);
 
 std::unique_ptr<TunableKernel> make_attention_prefill(const AttentionShape& s, int64_t max_m);
 std::unique_ptr<TunableKernel> make_attention_decode(const AttentionShape& s, int64_t max_batch,
@@ -43,8 +43,8 @@ struct AttentionTuneOptions {
 // attention_prefill (M = 1..max_m) and attention_decode (M = 1..max_decode_batch) for one rank of
 // `ranks` with `threads` threads: the schedule table's tunables. `stop` and `progress` as in
 // search_kernel; `stats` sums both searches.
-std::vector<TunedKernel> tune_attention(
-    const ModelConfig& c, int ranks, int threads, int64_t max_m,
+std::vector<engine::TunedKernel> tune_attention(
+    const engine::ModelConfig& c, int ranks, int threads, int64_t max_m,
     const std::function<bool()>& stop = {},
     const std::function<void(const KernelProgress&)>& progress = {},
     const AttentionTuneOptions& o = {}, KernelSearchStats* stats = nullptr);

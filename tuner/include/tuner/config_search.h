@@ -64,11 +64,11 @@ struct SearchResult {
 };
 
 // Tensor parallelism splits query heads and KV heads evenly over the ranks.
-bool heads_divisible(const ModelConfig& model, int ranks);
+bool heads_divisible(const engine::ModelConfig& model, int ranks);
 
 // Throws std::invalid_argument if no configuration passes the filters (naming the rank counts
 // the topology offers and the model's head counts).
-SearchResult search_configs(const topo::TopoTree& machine, const ModelConfig& model,
+SearchResult search_configs(const topo::TopoTree& machine, const engine::ModelConfig& model,
                             ConfigEvaluator& evaluator, const SearchOptions& options);
 
 }  // namespace sandwich::tuner

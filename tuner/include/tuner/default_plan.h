@@ -19,8 +19,10 @@ namespace sandwich::tuner {
 // bytes_per_weight > 0 overrides the size `weights` implies (quantized models: Model's).
 // ranks_fit, if given, leaves out rank counts the model's weights do not split over (a quantized
 // model's: engine's check_rank_count).
-Plan default_plan(const ModelConfig& model, WeightDType weights, std::string* how = nullptr,
-                  KVCacheDType kv = kDefaultKVCacheDType, double bytes_per_weight = 0,
-                  const std::function<bool(int)>& ranks_fit = {});
+engine::Plan default_plan(const engine::ModelConfig& model, engine::WeightDType weights,
+                          std::string* how = nullptr,
+                          engine::KVCacheDType kv = engine::kDefaultKVCacheDType,
+                          double bytes_per_weight = 0,
+                          const std::function<bool(int)>& ranks_fit = {});
 
 }  // namespace sandwich::tuner

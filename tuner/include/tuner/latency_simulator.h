@@ -52,7 +52,7 @@ struct RankSpeed {
 class LatencySimulator : public ConfigEvaluator {
  public:
   // machine: the fundamental tree (its resources); every CPU of a configuration must be in it.
-  LatencySimulator(const topo::TopoTree& machine, MachineParams params, ModelConfig model,
+  LatencySimulator(const topo::TopoTree& machine, MachineParams params, engine::ModelConfig model,
                    RequestTrace trace, WorkloadOptions workload = {});
 
   std::string name() const override { return "latency simulator"; }
@@ -86,7 +86,7 @@ class LatencySimulator : public ConfigEvaluator {
     int latent = -1;          // its latent group, if the machine has one
   };
   MachineParams params_;
-  ModelConfig model_;
+  engine::ModelConfig model_;
   RequestTrace trace_;
   WorkloadOptions workload_;
   std::unordered_map<int, CpuInfo> cpus_;

@@ -12,10 +12,10 @@
 #include "tuner/latency_simulator.h"
 #include "tuner/trace_sampler.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 class Model;
 class KVCache;
-}  // namespace sandwich
+}  // namespace sandwich::engine
 
 namespace sandwich::tuner {
 
@@ -40,14 +40,14 @@ class MeasuredEvaluator : public ConfigEvaluator {
   Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
   // One decode step of `batch` sequences (1..the workload's decode_batch), the median ms.
   Prediction evaluate_decode(const topo::ServiceConfig& config, int batch);
-  const ModelConfig& model_config() const;
+  const engine::ModelConfig& model_config() const;
   // Whether the loaded weights split over this many ranks (a quantized model's shards must hold
   // whole blocks): for SearchOptions::ranks_fit.
   bool ranks_fit(int ranks) const;
 
  private:
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<KVCache> kv_;
+  std::unique_ptr<engine::Model> model_;
+  std::unique_ptr<engine::KVCache> kv_;
   RequestTrace trace_;
   WorkloadOptions workload_;
   MeasureOptions options_;

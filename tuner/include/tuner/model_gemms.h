@@ -15,16 +15,16 @@ namespace sandwich::tuner {
 // pass first runs them. `threads`: one rank's threads. Throws std::invalid_argument when the
 // ranks do not divide the KV heads, the model is too small to split, or a type is not one a
 // GEMM runs.
-std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int threads,
-                                          const MatrixTypes& types);
+std::vector<kernels::GemmKey> model_gemms(const engine::ModelConfig& c, int ranks, int threads,
+                                          const engine::MatrixTypes& types);
 // Every matrix of one float type (dummy weights).
-std::vector<kernels::GemmKey> model_gemms(const ModelConfig& c, int ranks, int threads,
+std::vector<kernels::GemmKey> model_gemms(const engine::ModelConfig& c, int ranks, int threads,
                                           kernels::DType weights);
 // The LM head's keys among them: in a prefill step it runs only for the last token of each
 // sequence, so its M is the step's sequence count, not its token count.
-std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int threads,
-                                            const MatrixTypes& types);
-std::vector<kernels::GemmKey> lm_head_gemms(const ModelConfig& c, int ranks, int threads,
+std::vector<kernels::GemmKey> lm_head_gemms(const engine::ModelConfig& c, int ranks, int threads,
+                                            const engine::MatrixTypes& types);
+std::vector<kernels::GemmKey> lm_head_gemms(const engine::ModelConfig& c, int ranks, int threads,
                                             kernels::DType weights);
 
 }  // namespace sandwich::tuner

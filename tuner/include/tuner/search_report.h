@@ -13,7 +13,7 @@ namespace sandwich::tuner {
 
 struct ReportContext {
   const MachineDescription* machine = nullptr;
-  const ModelConfig* model = nullptr;
+  const engine::ModelConfig* model = nullptr;
   std::string evaluator;      // "latency simulator"
   std::string params_source;  // where the machine parameters come from
   std::string trace;          // one line about the trace and workload

@@ -27,11 +27,12 @@ struct SetupOptions {
 
 struct SearchSetup {
   MachineDescription machine;
-  ModelConfig model;
+  engine::ModelConfig model;
   MachineParams params;
   RequestTrace trace;
-  std::vector<std::string> notes;      // things the user should know (fallbacks)
-  std::optional<FileWeights> weights;  // a GGUF file's matrices (quantized: under 1 byte each)
+  std::vector<std::string> notes;  // things the user should know (fallbacks)
+  std::optional<engine::FileWeights>
+      weights;  // a GGUF file's matrices (quantized: under 1 byte each)
 
   // Bytes the simulator streams per matrix weight: the file's, else BF16's.
   double weight_bytes() const { return weights ? weights->bytes_per_weight : 2; }
@@ -40,7 +41,7 @@ struct SearchSetup {
 };
 
 // A preset name or a config.json; `command` names the command in the "needs --model" error.
-ModelConfig load_model_shape(const std::string& model, const std::string& command);
+engine::ModelConfig load_model_shape(const std::string& model, const std::string& command);
 
 MachineParams machine_params_for(const MachineDescription& m, const std::string& params_file,
                                  bool recalibrate, std::vector<std::string>& notes);
@@ -49,7 +50,7 @@ MachineParams machine_params_for(const MachineDescription& m, const std::string&
 // name) falls back to fixed 256/256 requests with a note; a missing file or an unknown name
 // throws std::invalid_argument.
 RequestTrace request_trace(const std::string& trace, int samples, uint64_t seed,
-                           const ModelConfig& model, std::vector<std::string>& notes);
+                           const engine::ModelConfig& model, std::vector<std::string>& notes);
 
 // Throws std::invalid_argument (or what loading the parts throws) naming the bad input.
 SearchSetup make_search_setup(const SetupOptions& o, const std::string& command);

@@ -74,9 +74,10 @@ struct KernelProgress {
 // a range runs to the next grid M), params, measured seconds (0 when reused) and how ("searched",
 // "default" where nothing beat the defaults, "reused"). `stop` is polled between measurements:
 // when it returns true the ranges finished so far are returned.
-TunedKernel search_kernel(TunableKernel& kernel, const KernelClock& clock,
-                          const KernelSearchOptions& o = {}, const std::function<bool()>& stop = {},
-                          const std::function<void(const KernelProgress&)>& progress = {},
-                          KernelSearchStats* stats = nullptr);
+engine::TunedKernel search_kernel(TunableKernel& kernel, const KernelClock& clock,
+                                  const KernelSearchOptions& o = {},
+                                  const std::function<bool()>& stop = {},
+                                  const std::function<void(const KernelProgress&)>& progress = {},
+                                  KernelSearchStats* stats = nullptr);
 
 }  // namespace sandwich::tuner

@@ -9,7 +9,7 @@
 #include "engine/formats/quantize_model.h"
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Writes a GGUF v3 file with dummy weights (matrices in `dtype`, BF16 for Auto as when loading
 // with --load-format dummy; norms F32, as llama.cpp's own converter does) and the given
@@ -25,4 +25,4 @@ void write_dummy_gguf_quantized(const ModelConfig& config, const QuantPreset& pr
 // The vocabulary a dummy model of this config gets when no tokenizer is given.
 Vocab default_dummy_vocab(const ModelConfig& config);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <optional>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct FileWeights {
   bool quantized = false;       // some matrices are quantized blocks (the loader keeps them so)
@@ -15,4 +15,4 @@ struct FileWeights {
 // llama2.c: their matrices take --dtype's size). Throws std::runtime_error on a bad header.
 std::optional<FileWeights> file_weights(const std::filesystem::path& model);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

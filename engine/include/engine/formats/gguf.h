@@ -11,7 +11,7 @@
 
 #include "engine/formats/mapped_file.h"
 
-namespace sandwich::gguf {
+namespace sandwich::engine::gguf {
 
 enum class ValueType : uint32_t {
   U8 = 0,
@@ -159,4 +159,4 @@ class Writer {
   std::vector<Pending> tensors_;
 };
 
-}  // namespace sandwich::gguf
+}  // namespace sandwich::engine::gguf

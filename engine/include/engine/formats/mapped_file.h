@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <span>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 class MappedFile {
  public:
@@ -29,4 +29,4 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

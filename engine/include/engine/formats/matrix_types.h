@@ -8,7 +8,7 @@
 
 #include "engine/formats/model_config.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 class Model;
 
@@ -26,4 +26,4 @@ MatrixTypes matrix_types(const Model& model);
 // Every matrix stored as `type` (dummy weights: "bf16" or "f32").
 MatrixTypes uniform_matrix_types(const ModelConfig& c, const std::string& type);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -14,7 +14,7 @@
 #include "engine/runtime/shared_region.h"
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct ModelWeights;  // the packed matrices, private to engine/
 class PlacedWeights;  // their copies on NUMA nodes for rank groups, private to engine/
@@ -120,4 +120,4 @@ std::filesystem::path models_dir();
 // RoPE inverse frequencies (head_dim / 2 values) with any scaling applied.
 std::vector<double> rope_inv_freq(const ModelConfig& c);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

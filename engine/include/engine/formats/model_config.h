@@ -8,7 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct RopeScaling {
   enum class Type { None, Linear, Llama3 };
@@ -65,4 +65,4 @@ std::vector<std::string> preset_names();
 // Loads configs/models/<name>.json; throws listing the known presets if there is none.
 ModelConfig load_preset(const std::string& name);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

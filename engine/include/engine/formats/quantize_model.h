@@ -11,7 +11,7 @@
 
 #include "engine/formats/model_config.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct QuantPreset {
   std::string name;    // "q4_k_m"
@@ -46,4 +46,4 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
                          const QuantPreset& preset, std::ostream* log,
                          const std::optional<std::filesystem::path>& tokenizer = std::nullopt);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -22,7 +22,7 @@
 #include "engine/plans/schedule_table.h"
 #include "topotree/service_config.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // What a plan was made for: enough to tell another model from the same one.
 struct ModelIdentity {
@@ -94,4 +94,4 @@ int resolve_threads(int threads, const std::string& what);
 // (threads 0: all of them); throws like resolve_threads.
 topo::ServiceConfig single_rank_config(int threads);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

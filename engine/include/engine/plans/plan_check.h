@@ -11,7 +11,7 @@
 #include "engine/formats/model.h"
 #include "engine/plans/plan.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // --plan-mismatch: a plan made for another model or machine, or one whose kernel table or
 // configurations do not fit, is refused (error) or used where it still fits (warn).
@@ -56,4 +56,4 @@ struct AppliedPlan {
 AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::string& weights_file,
                        const std::string& program, std::ostream& log);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

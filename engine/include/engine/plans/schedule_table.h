@@ -24,7 +24,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct MachineFingerprint {
   std::string cpu;    // /proc/cpuinfo "model name"
@@ -108,4 +108,4 @@ size_t install_schedule_table(const std::filesystem::path& file, std::ostream& w
 size_t install_schedule_table(const ScheduleTable& table, const std::string& origin,
                               std::ostream& warn);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -13,7 +13,7 @@
 #include "engine/plans/plan_check.h"
 #include "engine/runtime/kv_cache.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void add_model_options(ArgParser& p, LoadOptions& o);
 // --kv-cache-dtype auto|bfloat16|bf16|float32|f32|fp32 (vLLM's spelling; auto is bf16).
@@ -36,4 +36,4 @@ void add_plan_options(ArgParser& p, PlanOptions& o);
 // Checked against the model by apply_plan (plan_check.h) once it has loaded.
 ResolvedPlan resolve_plan(const PlanOptions& o);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct BatchEntry {
   std::span<const int32_t> tokens;       // new tokens, at positions start_pos, start_pos + 1, ...
@@ -20,4 +20,4 @@ struct BatchEntry {
   }
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -17,7 +17,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "topotree/service_config.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // What a multi-rank executor reports about its processes (one-rank executors are always fine).
 struct ExecutorHealth {
@@ -77,4 +77,4 @@ bool rank_count_fits(const Model& model, int ranks);
 std::vector<int> executor_rank_pids(const Executor& e);
 int executor_spawner_pid(const Executor& e);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

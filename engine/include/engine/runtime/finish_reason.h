@@ -4,7 +4,7 @@
 
 #include "common/enum_names.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 enum class FinishReason {
   None,    // still generating
@@ -21,4 +21,4 @@ constexpr std::string_view finish_reason_name(FinishReason r) {
   return name_of(r, kFinishReasonNames, "");
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

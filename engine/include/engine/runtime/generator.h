@@ -15,7 +15,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/sampler.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // must not be empty
@@ -64,4 +64,4 @@ class Generator {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -12,7 +12,7 @@
 #include "engine/formats/model_config.h"
 #include "engine/runtime/shared_region.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // The element type of K and V: BF16 halves the memory and the bytes a decode step reads.
 enum class KVCacheDType { BF16, F32 };
@@ -78,4 +78,4 @@ class KVCache {
   std::vector<int32_t> free_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <vector>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // A cumulative histogram with fixed upper bounds, as Prometheus defines it.
 class Histogram {
@@ -37,4 +37,4 @@ std::vector<double> inter_token_buckets();
 // build_1_2_5_buckets for prompt and generation lengths).
 std::vector<double> length_buckets(int64_t max);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

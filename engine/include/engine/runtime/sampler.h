@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
@@ -64,4 +64,4 @@ struct TokenLogprob {
 // Greedy choice: the first index of the maximum.
 int32_t argmax(const float* logits, int32_t n);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

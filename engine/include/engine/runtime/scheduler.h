@@ -22,7 +22,7 @@
 #include "engine/runtime/metrics.h"
 #include "engine/runtime/sampler.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // Makes the executor of a phase; make_executor's signature.
 using ExecutorFactory = std::function<std::unique_ptr<Executor>(
@@ -160,4 +160,4 @@ class Scheduler {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

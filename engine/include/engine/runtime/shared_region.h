@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 class SharedRegion {
  public:
@@ -50,4 +50,4 @@ class SharedRegion {
   int fd_ = -1;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

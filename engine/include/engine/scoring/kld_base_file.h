@@ -20,7 +20,7 @@
 #include "engine/formats/mapped_file.h"
 #include "engine/formats/model.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct KLDBaseInfo {
   int32_t n_ctx = 0, n_chunks = 0, n_vocab = 0;
@@ -74,4 +74,4 @@ class KLDBaseReader {
   size_t rows_offset_ = 0;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

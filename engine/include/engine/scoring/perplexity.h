@@ -13,7 +13,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "topotree/service_config.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // The first scored position of a chunk and how many are scored.
 constexpr int32_t scored_first(int32_t n_ctx) {
@@ -56,4 +56,4 @@ class ChunkScorer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

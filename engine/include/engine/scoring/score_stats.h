@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // log p of every token of one row of logits, summed in double (stored as float, so two equal
 // rows of logits give bitwise equal rows of log-probabilities).
@@ -61,4 +61,4 @@ class KLDivergenceStats {
   std::vector<double> kld_, dp_;  // per token, for the quantiles
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

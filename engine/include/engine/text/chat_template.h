@@ -9,7 +9,7 @@
 #include "common/enum_names.h"
 #include "engine/text/jinja.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // The built-in templates, for models without one of their own.
 enum class ChatFormat { Llama3, Llama2, ChatML };
@@ -50,4 +50,4 @@ std::string chat_template_of_config(const nlohmann::json& value);
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt, const std::string& bos, const std::string& eos);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

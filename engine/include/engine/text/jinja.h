@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace sandwich::jinja {
+namespace sandwich::engine::jinja {
 
 // A template that cannot be parsed or rendered: the message names the line and column and the
 // problem, or is the template's own raise_exception message.
@@ -43,4 +43,4 @@ class Template {
   std::shared_ptr<const Node> root_;
 };
 
-}  // namespace sandwich::jinja
+}  // namespace sandwich::engine::jinja

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 class StopStringMatcher {
  public:
@@ -28,4 +28,4 @@ class StopStringMatcher {
   std::string matched_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

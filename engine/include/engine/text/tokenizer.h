@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 namespace gguf {
 class Reader;
@@ -119,4 +119,4 @@ class IncrementalDecoder {
   std::string pending_;
 };
 
-}  // namespace sandwich
+}  // namespace sandwich::engine
