@@ -55,7 +55,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // past any cache), every thread its share, as the calibration's stream probe does.
 class DecodeStream {
  public:
-  DecodeStream(const topo::ServiceConfig& config, size_t step_bytes)
+  DecodeStream(const topotree::ServiceConfig& config, size_t step_bytes)
       : team_(std::max(1, config.total_threads()), cpus_of(config)),
         bytes_(round_up(std::max<size_t>(step_bytes, size_t{1} << 30),
                         256 * static_cast<size_t>(team_.size()))),
@@ -80,7 +80,7 @@ class DecodeStream {
 
  private:
   static size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
-  static std::vector<int> cpus_of(const topo::ServiceConfig& c) {
+  static std::vector<int> cpus_of(const topotree::ServiceConfig& c) {
     std::vector<int> cpus;
     for (const auto& r : c.ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
     return cpus;
@@ -140,7 +140,7 @@ int bench_engine(int argc, char** argv) {
 
   // Each item: RxT for both phases, or PREFILL/DECODE.
   std::vector<std::string> items;
-  std::vector<std::pair<topo::ServiceConfig, topo::ServiceConfig>> configs;
+  std::vector<std::pair<topotree::ServiceConfig, topotree::ServiceConfig>> configs;
   // As sandwichd and sandwich-generate run: the plan options, else one rank of --threads.
   ResolvedPlan resolved;
   try {
@@ -159,9 +159,10 @@ int bench_engine(int argc, char** argv) {
     for (const auto& item : items) {
       const size_t slash = item.find('/');
       try {
-        const topo::ServiceConfig pc = topo::parse_service_config(item.substr(0, slash));
-        const topo::ServiceConfig dc =
-            slash == std::string::npos ? pc : topo::parse_service_config(item.substr(slash + 1));
+        const topotree::ServiceConfig pc = topotree::parse_service_config(item.substr(0, slash));
+        const topotree::ServiceConfig dc =
+            slash == std::string::npos ? pc
+                                       : topotree::parse_service_config(item.substr(slash + 1));
         configs.emplace_back(pc, dc);
       } catch (const std::invalid_argument& e) {
         throw CliError("--configs: " + std::string(e.what()));
@@ -278,7 +279,8 @@ int bench_engine(int argc, char** argv) {
     const Stats s = stats(v);
     std::string test = std::string(name) + std::to_string(n);
     if (name[0] == 't' && depth > 0) test += " @ d" + std::to_string(depth);
-    const topo::ServiceConfig& sc = name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
+    const topotree::ServiceConfig& sc =
+        name[0] == 'p' ? cur->prefill->config() : cur->decode->config();
     std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
                 model->main_weight_type.c_str(), c.param_count() / 1e9, sc.to_string().c_str(),
                 test.c_str(), s.median, s.min, s.max);

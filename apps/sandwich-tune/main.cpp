@@ -66,9 +66,9 @@ int cmd_topology(int argc, char** argv, int first) {
   os << "PUs       " << m.tree.leaf_count() << " in " << m.tree.numa_count() << " NUMA node"
      << (m.tree.numa_count() == 1 ? "" : "s") << "\n";
   for (const auto& n : m.notes) os << "note      " << n << "\n";
-  os << "\n" << topo::level_table(m.tree) << "\n" << topo::text_tree(m.tree, full ? 0 : 2);
+  os << "\n" << topotree::level_table(m.tree) << "\n" << topotree::text_tree(m.tree, full ? 0 : 2);
   if (!dot.empty()) {
-    const std::string graph = topo::dot_graph(m.tree, m.name);
+    const std::string graph = topotree::dot_graph(m.tree, m.name);
     if (dot == "-") {
       std::cout << graph;
       return 0;
@@ -166,7 +166,7 @@ int cmd_configs(int argc, char** argv, int first) {
   if (so.top_k < 1) throw CliError("--top-k must be at least 1");
   if (so.patience < 0) throw CliError("--patience must be >= 0");
   so.numa_local = numa_local;
-  so.hash = placement_hash ? topo::HashMode::Placement : topo::HashMode::Structure;
+  so.hash = placement_hash ? topotree::HashMode::Placement : topotree::HashMode::Structure;
 
   if (!plan_out.empty() && !phase.empty())
     throw CliError("--plan-out needs both phases; drop --phase");
@@ -219,7 +219,7 @@ int cmd_configs(int argc, char** argv, int first) {
     std::cout << report_header(ctx);
     ConfigNote note;
     if (!ctx.contention.empty())
-      note = [&sim](const topo::ServiceConfig& c) {
+      note = [&sim](const topotree::ServiceConfig& c) {
         return "busiest latent group: " + std::to_string(sim.busiest_latent_group(c)) + " of " +
                std::to_string(sim.params().latent_group.cores) + " cores";
       };
@@ -472,7 +472,7 @@ int cmd_calibrate(int argc, char** argv, int first) {
   p.add_flag("--recalibrate", &recalibrate, "measure again even if a cached calibration exists");
   p.add_flag("--json", &json, "print JSON");
   if (!p.parse(argc, argv, first)) return 0;
-  const topo::LoadedTopology& local = topo::this_machine();
+  const topotree::LoadedTopology& local = topotree::this_machine();
   std::filesystem::path cache;
   const Calibration c = local_calibration(local.tree, recalibrate, &cache);
   const MachineParams params = c.params();
@@ -570,8 +570,9 @@ int cmd_kernels(int argc, char** argv, int first) {
   if (!(to.reuse_threshold >= 0)) throw CliError("--reuse-threshold must be >= 0");
   if (!(po.min_seconds >= 0)) throw CliError("--min-seconds must be >= 0");
 
-  const topo::ServiceConfig config =
-      config_text.empty() ? engine::single_rank_config(0) : topo::parse_service_config(config_text);
+  const topotree::ServiceConfig config = config_text.empty()
+                                             ? engine::single_rank_config(0)
+                                             : topotree::parse_service_config(config_text);
   if (config_text.empty()) config_text = "1x" + std::to_string(config.threads_per_rank());
   const std::vector<int>& cpus = config.ranks.at(0).cpus;
   po.cpus = cpus;

@@ -108,7 +108,7 @@ std::string clock_text(double s) {
   return buf;
 }
 
-std::string short_config(const topo::ServiceConfig& c) {
+std::string short_config(const topotree::ServiceConfig& c) {
   return c.to_string(8);
 }
 
@@ -171,7 +171,7 @@ class Progress {
 };
 
 struct Candidate {
-  topo::ServiceConfig config;
+  topotree::ServiceConfig config;
   double simulated_ms = 0;           // the phase's figure (prefill: per request; decode: per step)
   double simulated_decode_1_ms = 0;  // decode: one sequence
   std::optional<double> measured_ms, measured_decode_1_ms;
@@ -185,7 +185,8 @@ struct Candidate {
     return j;
   }
   static Candidate from_json(const json& j) {
-    Candidate c{topo::service_config_from_json(j.at("config")), j.at("simulated_ms").get<double>()};
+    Candidate c{topotree::service_config_from_json(j.at("config")),
+                j.at("simulated_ms").get<double>()};
     c.simulated_decode_1_ms = j.value("simulated_decode_1_ms", 0.0);
     if (j.contains("measured_ms")) c.measured_ms = j["measured_ms"].get<double>();
     if (j.contains("measured_decode_1_ms"))
@@ -705,7 +706,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
       }
       const int64_t cap = st.kernel_cap > 0 ? st.kernel_cap : std::numeric_limits<int64_t>::max();
       spec.max_m = st.kernel_cap;
-      auto add_jobs = [&](const topo::ServiceConfig& c, int64_t cover, int64_t head_cover) {
+      auto add_jobs = [&](const topotree::ServiceConfig& c, int64_t cover, int64_t head_cover) {
         const auto heads =
             lm_head_gemms(model.config, c.rank_count(), c.threads_per_rank(), model.types);
         for (const auto& key :

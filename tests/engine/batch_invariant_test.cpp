@@ -98,7 +98,7 @@ void expect_batch_invariant(const Model& model, const std::string& config, int n
                             int32_t max_tokens) {
   SchedulerOptions o;
   o.batch_invariant = true;
-  o.prefill_config = topo::parse_service_config(config);
+  o.prefill_config = topotree::parse_service_config(config);
   o.max_batched_tokens = 48;  // long prompts are chunked, differently when others share the step
   o.max_model_len = 160;
   const auto ps = prompts(n_prompts, model.config.vocab_size, max_tokens);

@@ -36,8 +36,8 @@ std::string expected_greedy() {
 
 std::string greedy(const Model& m, const std::string& prefill, const std::string& decode) {
   GeneratorOptions o;
-  o.prefill = topo::parse_service_config(prefill);
-  o.decode = topo::parse_service_config(decode);
+  o.prefill = topotree::parse_service_config(prefill);
+  o.decode = topotree::parse_service_config(decode);
   Generator g(m, o);
   GenerationRequest r;
   r.prompt = {m.config.bos_id};
@@ -60,9 +60,9 @@ TEST(Executor, PrefillAndDecodeUnderDifferentConfigurations) {
   EXPECT_EQ(greedy(*m, "2x1", "1x1"), expected_greedy());
   // A prompt prefilled by two ranks and continued by one (the KV pages are shared).
   GeneratorOptions a, b;
-  a.prefill = topo::parse_service_config("2x1");
-  a.decode = topo::parse_service_config("1x2");
-  b.prefill = b.decode = topo::parse_service_config("1x1");
+  a.prefill = topotree::parse_service_config("2x1");
+  a.decode = topotree::parse_service_config("1x2");
+  b.prefill = b.decode = topotree::parse_service_config("1x1");
   GenerationRequest r;
   r.prompt = m->tokenizer->encode("Once upon a time, there was a big dog", true);
   r.max_tokens = 60;
@@ -81,8 +81,8 @@ TEST(Executor, DummyModelLogitsAgreeAcrossRankCounts) {
     ExecutorLimits lim;
     lim.max_tokens = 64;
     lim.max_entries = 2;
-    auto one = make_executor(*m, kv, topo::parse_service_config("1x1"), lim);
-    auto two = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
+    auto one = make_executor(*m, kv, topotree::parse_service_config("1x1"), lim);
+    auto two = make_executor(*m, kv, topotree::parse_service_config("2x1"), lim);
     EXPECT_EQ(executor_rank_pids(*two).size(), 2u);
     std::vector<int32_t> ta, tb, prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 31 + 7) % 1000);
@@ -117,7 +117,7 @@ struct TwoRanks {
     lim.max_tokens = 512;
     lim.max_entries = 1;
     lim.step_timeout_seconds = step_timeout_seconds;
-    ex = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
+    ex = make_executor(*m, kv, topotree::parse_service_config("2x1"), lim);
     EXPECT_TRUE(kv.reserve(blocks, 512));
   }
   int32_t step(int32_t tok, int32_t pos) {
@@ -262,7 +262,7 @@ TEST(Executor, StoppingTheGroupLeavesNoProcessBehind) {
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
   std::vector<int> pids;
   {
-    auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), ExecutorLimits{});
+    auto ex = make_executor(*m, kv, topotree::parse_service_config("2x1"), ExecutorLimits{});
     pids = executor_rank_pids(*ex);
     pids.push_back(executor_spawner_pid(*ex));
   }
@@ -325,8 +325,9 @@ TEST(Executor, RankCountMustDivideTheKvHeads) {
   auto m = stories();  // 4 KV heads
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
   // Three ranks (CPUs are not checked when a configuration is built by hand).
-  topo::ServiceConfig three;
-  three.ranks = {topo::Rank{0, {0}, {0}}, topo::Rank{0, {0}, {1}}, topo::Rank{0, {0}, {0}}};
+  topotree::ServiceConfig three;
+  three.ranks = {topotree::Rank{0, {0}, {0}}, topotree::Rank{0, {0}, {1}},
+                 topotree::Rank{0, {0}, {0}}};
   EXPECT_THROW(make_executor(*m, kv, three, ExecutorLimits{}), std::invalid_argument);
 }
 

@@ -135,24 +135,24 @@ class FakeBackend {
 
 class FakeBackend::Exec : public engine::Executor {
  public:
-  Exec(FakeBackend& b, std::string phase, engine::KVCache& kv, const topo::ServiceConfig& config,
-       const engine::ExecutorLimits& limits)
+  Exec(FakeBackend& b, std::string phase, engine::KVCache& kv,
+       const topotree::ServiceConfig& config, const engine::ExecutorLimits& limits)
       : b_(b), phase_(std::move(phase)), kv_(kv), config_(config), limits_(limits) {}
   void run(std::span<const engine::BatchEntry> batch, float* logits) override {
     b_.run(phase_, limits_, kv_, batch, logits);
   }
-  const topo::ServiceConfig& config() const override { return config_; }
+  const topotree::ServiceConfig& config() const override { return config_; }
 
  private:
   FakeBackend& b_;
   std::string phase_;
   engine::KVCache& kv_;
-  topo::ServiceConfig config_;
+  topotree::ServiceConfig config_;
   engine::ExecutorLimits limits_;
 };
 
 inline engine::ExecutorFactory FakeBackend::factory() {
-  return [this](const engine::Model&, engine::KVCache& kv, const topo::ServiceConfig& config,
+  return [this](const engine::Model&, engine::KVCache& kv, const topotree::ServiceConfig& config,
                 const engine::ExecutorLimits& limits) -> std::unique_ptr<engine::Executor> {
     std::lock_guard<std::mutex> lock(mu_);
     slots_.assign(static_cast<size_t>(kv.num_blocks()) * engine::KVCache::kBlockTokens, -1);

@@ -14,19 +14,20 @@
 
 namespace sandwich::test {
 
-inline const topo::LoadedTopology& machine(const std::string& name) {
-  static std::map<std::string, topo::LoadedTopology> loaded;
+inline const topotree::LoadedTopology& machine(const std::string& name) {
+  static std::map<std::string, topotree::LoadedTopology> loaded;
   auto it = loaded.find(name);
   if (it != loaded.end()) return it->second;
   std::ifstream in(source_dir() / "configs" / "topologies" / (name + ".json"));
   const std::string spec = nlohmann::json::parse(in).at("topology").get<std::string>();
-  return loaded.emplace(name, topo::load_topology(spec)).first->second;
+  return loaded.emplace(name, topotree::load_topology(spec)).first->second;
 }
 
 // "RxT" on a machine: each rank's memory node.
 inline std::vector<int> rank_nodes(const std::string& machine_name, const std::string& config) {
   std::vector<int> nodes;
-  for (const topo::Rank& r : topo::parse_service_config(config, machine(machine_name)).ranks)
+  for (const topotree::Rank& r :
+       topotree::parse_service_config(config, machine(machine_name)).ranks)
     nodes.push_back(r.memory_node());
   return nodes;
 }

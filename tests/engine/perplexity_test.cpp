@@ -64,7 +64,7 @@ TEST(Perplexity, AllLogitsAreEveryPositionsLastLogits) {
     limits.max_tokens = n;
     limits.max_entries = 1;
     limits.max_logit_rows = n;
-    auto ex = make_executor(*m, kv, topo::parse_service_config(config), limits);
+    auto ex = make_executor(*m, kv, topotree::parse_service_config(config), limits);
     // Two steps, as a chunk longer than the batch runs: 25 tokens, then 15 over their KV.
     std::vector<float> got(static_cast<size_t>(n) * V);
     BatchEntry a{toks.subspan(0, 25), 0, blocks, false, true};
@@ -93,7 +93,7 @@ TEST(Perplexity, RankGroupRefusesMoreLogitRowsThanItsLimit) {
   ExecutorLimits limits;
   limits.max_tokens = 32;
   limits.max_entries = 1;  // and so one row of logits
-  auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), limits);
+  auto ex = make_executor(*m, kv, topotree::parse_service_config("2x1"), limits);
   const std::vector<int32_t> toks(8, 5);
   std::vector<float> logits(8 * static_cast<size_t>(m->config.vocab_size));
   BatchEntry e{toks, 0, blocks, false, true};

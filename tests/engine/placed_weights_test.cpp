@@ -125,7 +125,7 @@ TEST(PlacedWeights, TwoRankGroupBindsTheLoadedWeightsToItsNode) {
     auto m = tm.load(dir);
     EXPECT_EQ(page_policy(m->region().data()).mode, MPOL_DEFAULT);
     KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64));
-    auto ex = make_executor(*m, kv, topo::parse_service_config("2x1"), {});
+    auto ex = make_executor(*m, kv, topotree::parse_service_config("2x1"), {});
     const WeightPlacementPlan plan = m->placed_weights().plan();
     ASSERT_EQ(plan.nodes.size(), 1u);
     EXPECT_TRUE(plan.nodes[0].home);
@@ -237,7 +237,7 @@ std::vector<float> executor_logits(const Model& m) {
   ExecutorLimits lim;
   lim.max_tokens = 32;
   lim.max_entries = 1;
-  auto ex = make_executor(m, kv, topo::parse_service_config("2x1"), lim);
+  auto ex = make_executor(m, kv, topotree::parse_service_config("2x1"), lim);
   std::vector<int32_t> prompt, blocks;
   for (int i = 0; i < 13; ++i) prompt.push_back((i * 37 + 5) % V);
   EXPECT_TRUE(kv.reserve(blocks, 32));

@@ -30,13 +30,13 @@ TEST(PlanCheck, OptionsOverThePlanOverTheDefault) {
   o.prefill_config = "1x1";
   r = resolve_plan(o);
   EXPECT_FALSE(r.prefill_default || r.decode_default);  // decode follows prefill's option
-  EXPECT_EQ(r.plan.decode, topo::parse_service_config("1x1"));
+  EXPECT_EQ(r.plan.decode, topotree::parse_service_config("1x1"));
 
   o = {};
   o.plan = (dir / "p.json").string();
   r = resolve_plan(o);
   EXPECT_FALSE(r.prefill_default || r.decode_default);
-  EXPECT_EQ(r.plan.prefill, topo::parse_service_config("2x1"));
+  EXPECT_EQ(r.plan.prefill, topotree::parse_service_config("2x1"));
   EXPECT_EQ(r.plan.file, dir / "p.json");
   EXPECT_EQ(r.plan.version, 0);
   EXPECT_TRUE(r.table_from_plan);
@@ -45,7 +45,7 @@ TEST(PlanCheck, OptionsOverThePlanOverTheDefault) {
   o.decode_config = "1x1";
   o.schedules = dir / "mine.json";
   r = resolve_plan(o);
-  EXPECT_EQ(r.plan.decode, topo::parse_service_config("1x1"));
+  EXPECT_EQ(r.plan.decode, topotree::parse_service_config("1x1"));
   EXPECT_FALSE(r.table_from_plan);  // --schedules wins, and is lenient
   EXPECT_EQ(*r.plan.schedules, dir / "mine.json");
 }
@@ -61,7 +61,7 @@ TEST(PlanCheck, WarnModeRunsTheDefaultForAPhaseThatDoesNotParseHere) {
   EXPECT_TRUE(r.prefill_default);
   EXPECT_FALSE(r.decode_default);
   EXPECT_EQ(r.plan.prefill, single_rank_config(0));
-  EXPECT_EQ(r.plan.decode, topo::parse_service_config("2x1"));
+  EXPECT_EQ(r.plan.decode, topotree::parse_service_config("2x1"));
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_EQ(r.warnings[0].rfind((dir / "p.json").string() + ": prefill: '64x1'", 0), 0u)
       << r.warnings[0];
@@ -69,7 +69,7 @@ TEST(PlanCheck, WarnModeRunsTheDefaultForAPhaseThatDoesNotParseHere) {
   std::ofstream(dir / "p.json") << R"({"prefill": "1x1", "decode": "banana"})";
   r = resolve_plan(o);
   EXPECT_FALSE(r.prefill_default || r.decode_default);  // decode: prefill's, as without a plan
-  EXPECT_EQ(r.plan.decode, topo::parse_service_config("1x1"));
+  EXPECT_EQ(r.plan.decode, topotree::parse_service_config("1x1"));
   EXPECT_EQ(r.warnings.size(), 1u);
 }
 

@@ -130,7 +130,7 @@ class PrefixCachingStories : public ::testing::Test {
   void SetUp() override { SANDWICH_REQUIRE_DATA(); }
   static SchedulerOptions options(const std::string& config, bool batch_invariant) {
     SchedulerOptions o;
-    o.prefill_config = topo::parse_service_config(config);
+    o.prefill_config = topotree::parse_service_config(config);
     o.batch_invariant = batch_invariant;
     o.max_model_len = 256;
     return o;
@@ -164,7 +164,7 @@ TEST(PrefixCachingBf16, BatchInvariantAHitIsBitwiseTheColdRun) {
   lo.threads = 2;
   const auto model = load_model(lo);
   SchedulerOptions o;
-  o.prefill_config = topo::parse_service_config("1x2");
+  o.prefill_config = topotree::parse_service_config("1x2");
   o.batch_invariant = true;
   expect_hit_equals_cold(*model, o, Equal::Bitwise);
 }
@@ -177,7 +177,7 @@ TEST(PrefixCachingBf16, AHitGivesTheColdRunsGreedyTokens) {
   lo.threads = 2;
   const auto model = load_model(lo);
   SchedulerOptions o;
-  o.prefill_config = topo::parse_service_config("1x2");
+  o.prefill_config = topotree::parse_service_config("1x2");
   expect_hit_equals_cold(*model, o, Equal::GreedyAndClose);
 }
 

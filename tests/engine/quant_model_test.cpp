@@ -115,7 +115,7 @@ Greedy fast_and_reference(const Model& m, int n) {
 
 std::string greedy_text(const Model& m, const std::string& config, int n) {
   GeneratorOptions o;
-  o.prefill = o.decode = topo::parse_service_config(config);
+  o.prefill = o.decode = topotree::parse_service_config(config);
   Generator g(m, o);
   GenerationRequest r;
   r.prompt = m.tokenizer->encode("Once upon a time", true);
@@ -192,8 +192,8 @@ TEST(QuantModel, TwoRanksAgreeWithOneOnWholeBlocks) {
   ExecutorLimits lim;
   lim.max_tokens = 64;
   lim.max_entries = 1;
-  auto one = make_executor(*m, kv, topo::parse_service_config("1x1"), lim);
-  auto two = make_executor(*m, kv, topo::parse_service_config("2x1"), lim);
+  auto one = make_executor(*m, kv, topotree::parse_service_config("1x1"), lim);
+  auto two = make_executor(*m, kv, topotree::parse_service_config("2x1"), lim);
   std::vector<int32_t> ta, tb, prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back((i * 31 + 7) % 320);
   ASSERT_TRUE(kv.reserve(ta, 32));
@@ -227,7 +227,8 @@ TEST(QuantModel, ASplitThatCutsABlockIsRefusedInOneLine) {
       "blocks); use 1 rank";
   EXPECT_EQ(error_of([&] { check_tensor_parallel(*m, 2); }), want);
   KVCache kv(m->config, KVCache::bytes_for_tokens(m->config, 64) * 2);
-  EXPECT_EQ(error_of([&] { make_executor(*m, kv, topo::parse_service_config("2x1"), {}); }), want);
+  EXPECT_EQ(error_of([&] { make_executor(*m, kv, topotree::parse_service_config("2x1"), {}); }),
+            want);
   // Legacy 32-value blocks split there.
   auto q8 = load(tp_model(dir, 4, "q8_0"));
   EXPECT_NO_THROW(check_tensor_parallel(*q8, 2));

@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "test_data.h"
 
@@ -76,6 +77,40 @@ TEST(Layout, TheRulesHaveNoCycle) {
     return false;
   };
   for (const auto& [module, ok] : allowed()) EXPECT_FALSE(reaches(module, module)) << module;
+}
+
+// Each module's code lives in sandwich::<module> (or a namespace inside it); common, the base
+// every module stands on, in sandwich itself. Forward declarations of another module's types
+// (`namespace sandwich::engine { class Model; }`) are the one exception: a block that declares
+// and defines nothing else.
+TEST(Layout, NamespacesMatchTheModules) {
+  const fs::path root = test::source_dir();
+  static const std::regex opening(R"(^namespace (sandwich(::[a-z_:]+)?) \{)");
+  static const std::regex forward_only(R"(^\s*(class|struct) \w+;\s*$)");
+  for (const auto& [module, ok] : allowed()) {
+    if (module == "apps") continue;  // programs may open any namespace they use
+    const std::string expected = module == "common" ? "sandwich" : "sandwich::" + module;
+    for (const auto& e : fs::recursive_directory_iterator(root / module)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;
+      std::ifstream in(e.path());
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+      for (size_t n = 0; n < lines.size(); ++n) {
+        std::smatch m;
+        if (!std::regex_search(lines[n], m, opening)) continue;
+        const std::string ns = m[1];
+        if (ns == expected || ns.starts_with(expected + "::")) continue;
+        bool forward = true;  // only class/struct declarations up to the closing brace
+        size_t k = n + 1;
+        for (; k < lines.size() && !lines[k].starts_with("}"); ++k)
+          if (!std::regex_match(lines[k], forward_only)) forward = false;
+        if (forward) continue;
+        ADD_FAILURE() << fs::relative(e.path(), root).string() << ":" << n + 1 << ": namespace "
+                      << ns << " in " << module << "/ (expected " << expected << ")";
+      }
+    }
+  }
 }
 
 // The README's map names every module folder and every room of engine/, and nothing else: a

@@ -28,8 +28,8 @@ inline engine::Plan stories_plan(const std::string& prefill = "1x2",
   p.version = engine::kPlanVersion;
   p.model = engine::model_identity(model->config, "f32", stories_weights());
   p.machine = engine::this_machine_fingerprint("0-1");
-  p.prefill = topo::parse_service_config(prefill);
-  p.decode = topo::parse_service_config(decode);
+  p.prefill = topotree::parse_service_config(prefill);
+  p.decode = topotree::parse_service_config(decode);
   p.command = "sandwich-tune plan --model stories260K (a test)";
   return p;
 }

@@ -7,7 +7,7 @@
 #include "topotree/hwloc_loader.h"
 #include "topotree_fixtures.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 TEST(HwlocLoader, SyntheticStringMergesSingleChildLevels) {
@@ -114,4 +114,4 @@ TEST(HwlocLoader, AsymmetricMachineKeepsItsLargestSymmetricPart) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -4,7 +4,7 @@
 #include "topotree/merkle_hash.h"
 #include "topotree/transforms.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 // Two pairs of group transforms, a then b, that reach the same tree from a topology.
@@ -68,4 +68,4 @@ TEST(MerkleHash, FeaturesAndShapeChangeTheHash) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

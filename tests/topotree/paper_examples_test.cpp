@@ -8,7 +8,7 @@
 #include "topotree/transforms.h"
 #include "topotree_fixtures.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 using test::shipped_tree;
@@ -104,4 +104,4 @@ TEST(PaperExamples, Figure6OtherCuts) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -9,7 +9,7 @@
 
 #include "error_text.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 // Two packages, each its own NUMA node, 4 cores of 2 PUs: PUs 0-7 on node 0, 8-15 on node 1.
@@ -116,4 +116,4 @@ TEST(ServiceConfigParse, CutsAndParsedConfigsAgree) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

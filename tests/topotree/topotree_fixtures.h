@@ -7,7 +7,7 @@
 #include "test_data.h"
 #include "topotree/hwloc_loader.h"
 
-namespace sandwich::topo::test {
+namespace sandwich::topotree::test {
 
 inline std::filesystem::path topologies_dir() {
   return sandwich::test::source_dir() / "configs" / "topologies";
@@ -26,4 +26,4 @@ inline TopoTree shipped_tree(const std::string& name) {
   return load_topology(shipped_topology_spec(name)).tree;
 }
 
-}  // namespace sandwich::topo::test
+}  // namespace sandwich::topotree::test

@@ -9,7 +9,7 @@
 #include "topotree/transform_tree.h"
 #include "topotree_fixtures.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 // Group transforms only: the all-core trees.
@@ -116,4 +116,4 @@ TEST(TransformTree, KunpengExploresQuickly) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -7,7 +7,7 @@
 #include "topotree/service_config.h"
 #include "topotree/transforms.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 // One package of 8 cores, PUs 0-7.
@@ -94,4 +94,4 @@ TEST(Remove, AVirtualGroupLeftWithOneNodeDisappears) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

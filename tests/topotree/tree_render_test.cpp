@@ -4,7 +4,7 @@
 #include "topotree/transforms.h"
 #include "topotree/tree_render.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 TEST(TreeRender, LevelTableAndTextTree) {
@@ -35,4 +35,4 @@ TEST(TreeRender, Bytes) {
 }
 
 }  // namespace
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -84,7 +84,7 @@ TEST(Calibration, ARecordCachedBeforeTheLatentGroupProbeLoadsNeutral) {
   test::TempDir cache;
   test::ScopedEnv env("XDG_CACHE_HOME", cache.path().string());
   std::filesystem::path file;
-  const topo::TopoTree& local = topo::this_machine().tree;
+  const topotree::TopoTree& local = topotree::this_machine().tree;
   ASSERT_FALSE(cached_calibration(local, &file));
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file) << old.dump(2);

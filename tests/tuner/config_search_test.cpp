@@ -22,10 +22,10 @@ RequestTrace trace() {
 // Counts evaluations and returns a fixed function of the configuration.
 class CountingEvaluator : public ConfigEvaluator {
  public:
-  explicit CountingEvaluator(std::function<double(const topo::ServiceConfig&)> f)
+  explicit CountingEvaluator(std::function<double(const topotree::ServiceConfig&)> f)
       : f_(std::move(f)) {}
   std::string name() const override { return "counting"; }
-  Prediction evaluate(const topo::ServiceConfig& c, Phase) override {
+  Prediction evaluate(const topotree::ServiceConfig& c, Phase) override {
     ++calls;
     seen.push_back(c);
     Prediction p;
@@ -33,10 +33,10 @@ class CountingEvaluator : public ConfigEvaluator {
     return p;
   }
   int calls = 0;
-  std::vector<topo::ServiceConfig> seen;
+  std::vector<topotree::ServiceConfig> seen;
 
  private:
-  std::function<double(const topo::ServiceConfig&)> f_;
+  std::function<double(const topotree::ServiceConfig&)> f_;
 };
 
 void expect_consistent(const SearchStats& s) {
@@ -52,7 +52,7 @@ TEST(ConfigSearch, HeadCountsFilterRankCounts) {
   EXPECT_FALSE(heads_divisible(m, 16));
   EXPECT_FALSE(heads_divisible(m, 3));
   const MachineDescription k = load_machine("kunpeng920-4s");
-  CountingEvaluator ev([](const topo::ServiceConfig& c) { return 100.0 / c.total_threads(); });
+  CountingEvaluator ev([](const topotree::ServiceConfig& c) { return 100.0 / c.total_threads(); });
   SearchOptions o;
   o.phase = Phase::Prefill;
   const SearchResult r = search_configs(k.tree, m, ev, o);
@@ -104,10 +104,10 @@ TEST(ConfigSearch, KunpengSearchIsFast) {
 }
 
 TEST(ConfigSearch, TopKAndDeduplication) {
-  const auto tree = topo::load_topology("pack:2 [numa] core:4 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:2 [numa] core:4 pu:1").tree;
   engine::ModelConfig m =
       engine::load_preset("llama-160m");  // 12 heads: 1, 2, 4 ranks fit (and 3, 6, 12)
-  CountingEvaluator ev([](const topo::ServiceConfig& c) {
+  CountingEvaluator ev([](const topotree::ServiceConfig& c) {
     return 10.0 + c.rank_count() - 0.01 * c.total_threads();
   });
   SearchOptions o;
@@ -127,10 +127,10 @@ TEST(ConfigSearch, TopKAndDeduplication) {
 }
 
 TEST(ConfigSearch, EarlyStoppingDiscardsTheRestOfAGroup) {
-  const auto tree = topo::load_topology("pack:1 core:16 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:1 core:16 pu:1").tree;
   const engine::ModelConfig m = engine::load_preset("llama-160m");
   // Within a group (same ranks and placement), more threads is better: every remove is worse.
-  auto f = [](const topo::ServiceConfig& c) { return 100.0 - c.total_threads(); };
+  auto f = [](const topotree::ServiceConfig& c) { return 100.0 - c.total_threads(); };
   SearchOptions o;
   o.phase = Phase::Decode;
   o.patience = 2;

@@ -18,16 +18,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void expect_valid_here(const topo::ServiceConfig& c) {
+void expect_valid_here(const topotree::ServiceConfig& c) {
   ASSERT_GT(c.rank_count(), 0);
-  EXPECT_LE(c.total_threads(), static_cast<int>(topo::this_machine().all_cpus.size()));
-  EXPECT_EQ(topo::service_config_from_json(c.to_json()), c);  // CPUs and nodes of this machine
+  EXPECT_LE(c.total_threads(), static_cast<int>(topotree::this_machine().all_cpus.size()));
+  EXPECT_EQ(topotree::service_config_from_json(c.to_json()), c);  // CPUs and nodes of this machine
 }
 
 TEST(DefaultPlan, WithoutACachedCalibrationItUsesGenericFiguresAndMeasuresNothing) {
   test::TempDir cache;
   test::ScopedEnv env("XDG_CACHE_HOME", cache.path().string());
-  ASSERT_FALSE(cached_calibration(topo::this_machine().tree));
+  ASSERT_FALSE(cached_calibration(topotree::this_machine().tree));
   std::string how;
   const auto t0 = std::chrono::steady_clock::now();
   const engine::Plan p =
@@ -49,7 +49,7 @@ TEST(DefaultPlan, ACachedCalibrationIsUsed) {
   test::TempDir cache;
   test::ScopedEnv env("XDG_CACHE_HOME", cache.path().string());
   fs::path file;
-  cached_calibration(topo::this_machine().tree, &file);
+  cached_calibration(topotree::this_machine().tree, &file);
   Calibration c;
   c.cpu = "test";
   c.cpus = {0};
@@ -60,7 +60,7 @@ TEST(DefaultPlan, ACachedCalibrationIsUsed) {
   c.team_region_us = {0.5};
   fs::create_directories(file.parent_path());
   std::ofstream(file) << c.to_json().dump();
-  ASSERT_TRUE(cached_calibration(topo::this_machine().tree));
+  ASSERT_TRUE(cached_calibration(topotree::this_machine().tree));
   std::string how;
   const engine::Plan p =
       default_plan(engine::load_preset("llama-160m"), engine::WeightDType::F32, &how);

@@ -30,14 +30,14 @@ MachineParams two_core_params() {
                                   "two_core_params");
 }
 
-topo::ServiceConfig config(std::vector<std::vector<int>> ranks, int numa = 0) {
-  topo::ServiceConfig c;
+topotree::ServiceConfig config(std::vector<std::vector<int>> ranks, int numa = 0) {
+  topotree::ServiceConfig c;
   for (auto& cpus : ranks) c.ranks.push_back({numa, {numa}, std::move(cpus)});
   return c;
 }
 
 TEST(LatencySimulator, PredictionsAreFiniteAndAddUp) {
-  const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:1 core:2 pu:1").tree;
   LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-160m"), small_trace());
   for (Phase ph : {Phase::Prefill, Phase::Decode}) {
     const Prediction p = sim.evaluate(config({{0, 1}}), ph);
@@ -49,7 +49,7 @@ TEST(LatencySimulator, PredictionsAreFiniteAndAddUp) {
 }
 
 TEST(LatencySimulator, DecodeIsMemoryBoundAndPrefillComputeBound) {
-  const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:1 core:2 pu:1").tree;
   LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-1.3b"), small_trace());
   const Prediction d = sim.evaluate(config({{0, 1}}), Phase::Decode);
   const Prediction p = sim.evaluate(config({{0, 1}}), Phase::Prefill);
@@ -64,7 +64,7 @@ TEST(LatencySimulator, DecodeIsMemoryBoundAndPrefillComputeBound) {
 // The configurations this machine has: 1 x 1, 1 x 2, 2 x 1 (the ranking the measured
 // evaluator will be held against).
 TEST(LatencySimulator, TwoCoreMachineRanking) {
-  const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:1 core:2 pu:1").tree;
   LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-160m"), small_trace());
   const auto one = config({{0}}), one_by_two = config({{0, 1}}), two_by_one = config({{0}, {1}});
   for (Phase ph : {Phase::Prefill, Phase::Decode}) {
@@ -87,8 +87,9 @@ TEST(LatencySimulator, TwoCoreMachineRanking) {
 TEST(LatencySimulator, ContentionMakesFewerCoresBetterForDecodeOnly) {
   const MachineDescription m = load_machine("kunpeng920-4s");
   LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
-  const auto all = topo::cut(m.tree, 2);                                              // 8 x 24
-  const auto half = topo::cut(topo::apply_remove(m.tree, {.n = 12, .depth = 3}), 2);  // 8 x 12
+  const auto all = topotree::cut(m.tree, 2);  // 8 x 24
+  const auto half =
+      topotree::cut(topotree::apply_remove(m.tree, {.n = 12, .depth = 3}), 2);  // 8 x 12
   ASSERT_EQ(half.threads_per_rank(), 12);
   EXPECT_LT(sim.evaluate(half, Phase::Decode).ms, sim.evaluate(all, Phase::Decode).ms);
   EXPECT_GT(sim.evaluate(half, Phase::Prefill).ms, 1.5 * sim.evaluate(all, Phase::Prefill).ms);
@@ -102,8 +103,8 @@ TEST(LatencySimulator, ContentionMakesFewerCoresBetterForDecodeOnly) {
 TEST(LatencySimulator, RanksSpanningNumaNodesDecodeSlower) {
   const MachineDescription m = load_machine("kunpeng920-4s");
   LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
-  const auto per_package = topo::cut(m.tree, 1);  // 4 x 48, each over 2 NUMA nodes
-  const auto per_die = topo::cut(m.tree, 2);      // 8 x 24, one NUMA node each
+  const auto per_package = topotree::cut(m.tree, 1);  // 4 x 48, each over 2 NUMA nodes
+  const auto per_die = topotree::cut(m.tree, 2);      // 8 x 24, one NUMA node each
   ASSERT_TRUE(per_package.spans_numa());
   ASSERT_FALSE(per_die.spans_numa());
   EXPECT_GT(sim.evaluate(per_package, Phase::Decode).ms,
@@ -114,9 +115,9 @@ TEST(LatencySimulator, RanksSpanningNumaNodesDecodeSlower) {
 TEST(LatencySimulator, SmtSiblingsShareTheirCore) {
   const MachineDescription m = load_machine("xeon-gold-6230-2s");
   LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
-  const auto both_pus = topo::cut(m.tree, 1);  // 2 x 40 PUs
+  const auto both_pus = topotree::cut(m.tree, 1);  // 2 x 40 PUs
   const auto one_pu =
-      topo::cut(topo::apply_remove(m.tree, {.n = 1, .depth = m.tree.leaf_depth()}), 1);
+      topotree::cut(topotree::apply_remove(m.tree, {.n = 1, .depth = m.tree.leaf_depth()}), 1);
   ASSERT_EQ(one_pu.threads_per_rank(), 20);
   const auto a = sim.rank_speeds(both_pus)[0], b = sim.rank_speeds(one_pu)[0];
   EXPECT_NEAR(a.gemm_gflops / b.gemm_gflops, m.params->smt_gain, 1e-9);
@@ -124,7 +125,7 @@ TEST(LatencySimulator, SmtSiblingsShareTheirCore) {
 }
 
 TEST(LatencySimulator, BiggerDecodeBatchesAmortizeTheWeights) {
-  const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:1 core:2 pu:1").tree;
   WorkloadOptions w1, w16;
   w16.decode_batch = 16;
   LatencySimulator s1(tree, two_core_params(), engine::load_preset("llama-1.3b"), small_trace(),
@@ -138,7 +139,7 @@ TEST(LatencySimulator, BiggerDecodeBatchesAmortizeTheWeights) {
 }
 
 TEST(LatencySimulator, RejectsCpusOutsideTheMachine) {
-  const auto tree = topo::load_topology("pack:1 core:2 pu:1").tree;
+  const auto tree = topotree::load_topology("pack:1 core:2 pu:1").tree;
   LatencySimulator sim(tree, two_core_params(), engine::load_preset("llama-160m"), small_trace());
   EXPECT_THROW(sim.evaluate(config({{0, 7}}), Phase::Decode), std::invalid_argument);
   RequestTrace empty;

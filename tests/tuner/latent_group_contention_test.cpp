@@ -31,14 +31,15 @@ MachineParams with_latent_group(double bw_gbs) {
 }
 
 struct Kunpeng {
-  topo::TopoTree tree = load_machine("kunpeng920-4s").tree;
+  topotree::TopoTree tree = load_machine("kunpeng920-4s").tree;
   // Both 8 ranks x 12 cores, one rank per die: the first 12 cores of each die (3 clusters
   // full), or every other core (2 cores in each of the 6 clusters).
-  topo::ServiceConfig packed = topo::cut(topo::apply_remove(tree, {.n = 12, .depth = 3}), 2);
-  topo::ServiceConfig spread =
-      topo::cut(topo::apply_remove(topo::apply_group(tree, {.n = 2, .t = 1, .depth = 3}),
-                                   {.n = 1, .depth = 4}),
-                2);
+  topotree::ServiceConfig packed =
+      topotree::cut(topotree::apply_remove(tree, {.n = 12, .depth = 3}), 2);
+  topotree::ServiceConfig spread = topotree::cut(
+      topotree::apply_remove(topotree::apply_group(tree, {.n = 2, .t = 1, .depth = 3}),
+                             {.n = 1, .depth = 4}),
+      2);
 };
 
 TEST(LatentGroupContention, SpreadingOverLatentGroupsBeatsPackingThem) {
@@ -72,12 +73,12 @@ TEST(LatentGroupContention, NeutralWithoutALatentGroup) {
   EXPECT_EQ(sim.latent_group_summary(), "");
 }
 
-std::vector<std::pair<topo::ServiceConfig, double>> ranking(const MachineParams& p, Phase ph) {
+std::vector<std::pair<topotree::ServiceConfig, double>> ranking(const MachineParams& p, Phase ph) {
   const MachineDescription m = load_machine("kunpeng920-4s");
   LatencySimulator sim(m.tree, p, engine::load_preset("llama3-8b"), small_trace());
   SearchOptions o;
   o.phase = ph;
-  std::vector<std::pair<topo::ServiceConfig, double>> out;
+  std::vector<std::pair<topotree::ServiceConfig, double>> out;
   for (const auto& rc : search_configs(m.tree, engine::load_preset("llama3-8b"), sim, o).ranked)
     out.emplace_back(rc.config, rc.prediction.ms);
   return out;
@@ -125,7 +126,7 @@ TEST(LatentGroupContention, AGroupThatDoesNotTileTheCoresIsRefused) {
   }
   // A one-core tree has nothing above its cores to group under.
   p.latent_group.cores = 2;
-  EXPECT_THROW(LatencySimulator(topo::load_topology("pack:1 core:1 pu:1").tree, p,
+  EXPECT_THROW(LatencySimulator(topotree::load_topology("pack:1 core:1 pu:1").tree, p,
                                 engine::load_preset("llama-160m"), small_trace()),
                std::invalid_argument);
 }

@@ -29,8 +29,8 @@ LatentGroupProbe measured(int cores, int stride, double packed, double spread) {
 }
 
 TEST(LatentGroupProbe, KunpengCandidatesPackOneTransformGroupAndSpreadOverTheOthers) {
-  const topo::TopoTree tree = load_machine("kunpeng920-4s").tree;
-  const int cd = topo::core_depth(tree);
+  const topotree::TopoTree tree = load_machine("kunpeng920-4s").tree;
+  const int cd = topotree::core_depth(tree);
   const auto candidates = latent_group_candidates(tree);
   // Consecutive and interleaved groupings of a die's 24 cores: n = 2, 3, 4, 6, 8, 12 each.
   ASSERT_EQ(candidates.size(), 12u);
@@ -40,7 +40,7 @@ TEST(LatentGroupProbe, KunpengCandidatesPackOneTransformGroupAndSpreadOverTheOth
     ASSERT_EQ(c.packed.size(), static_cast<size_t>(c.cores));
     ASSERT_EQ(c.spread.size(), static_cast<size_t>(c.cores));
     // Packed is the first group the transform invents on die 0.
-    const topo::TopoTree grouped = topo::apply_group(tree, {c.cores, c.stride, cd});
+    const topotree::TopoTree grouped = topotree::apply_group(tree, {c.cores, c.stride, cd});
     auto first = grouped.node_cpus(cd, 0);
     std::vector<int> packed = c.packed, group(first.begin(), first.end());
     std::sort(packed.begin(), packed.end());
@@ -72,7 +72,8 @@ TEST(LatentGroupProbe, KunpengCandidatesPackOneTransformGroupAndSpreadOverTheOth
 
 TEST(LatentGroupProbe, NoCandidateOnATwoCoreMachine) {
   // Like the development machine: two cores under one L3, nothing a group transform can form.
-  EXPECT_TRUE(latent_group_candidates(topo::load_topology("pack:1 l3:1 core:2 pu:1").tree).empty());
+  EXPECT_TRUE(
+      latent_group_candidates(topotree::load_topology("pack:1 l3:1 core:2 pu:1").tree).empty());
   EXPECT_FALSE(latent_group_from_probes({}).active());
 }
 

@@ -46,7 +46,7 @@ TEST(TuneCli, ConfigsJsonIsUsableByTheEngine) {
   const auto& configs = j["phases"]["decode"]["configs"];
   ASSERT_GE(configs.size(), 1u);
   for (const auto& c : configs) {
-    EXPECT_NO_THROW(topo::service_config_from_json(c["config"])) << c.dump();
+    EXPECT_NO_THROW(topotree::service_config_from_json(c["config"])) << c.dump();
     EXPECT_GT(c["predicted_ms"].get<double>(), 0);
   }
   EXPECT_GE(j["phases"]["decode"]["stats"]["configs_evaluated"].get<int>(), 1);

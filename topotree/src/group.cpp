@@ -4,7 +4,7 @@
 #include "topotree/transforms.h"
 #include "transformed_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 std::string GroupSpec::to_string() const {
   return "group(" + std::to_string(n) + "," + std::to_string(t) + "," + std::to_string(depth) + ")";
@@ -66,4 +66,4 @@ std::vector<GroupSpec> valid_groups(const TopoTree& tree) {
   return out;
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

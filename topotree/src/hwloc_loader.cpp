@@ -16,7 +16,7 @@
 
 #include "raw_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 using detail::RawNode;
@@ -216,4 +216,4 @@ const LoadedTopology& this_machine() {
   return machine;
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

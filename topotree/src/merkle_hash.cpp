@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 // splitmix64 finalizer: a cheap mix with full avalanche, so combined hashes do not collide on
@@ -61,4 +61,4 @@ bool equivalent(const TopoTree& a, const TopoTree& b, HashMode mode) {
   return std::equal(a.cpus().begin(), a.cpus().end(), b.cpus().begin(), b.cpus().end());
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -2,7 +2,7 @@
 
 #include <hwloc.h>
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 void bind_process(const Rank& rank) {
   hwloc_topology_t topo;
@@ -23,4 +23,4 @@ void bind_process(const Rank& rank) {
   hwloc_topology_destroy(topo);
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

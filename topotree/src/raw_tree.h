@@ -7,7 +7,7 @@
 
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo::detail {
+namespace sandwich::topotree::detail {
 
 struct RawNode {
   std::string type;          // "Package", "L3", "Core", "PU", "Cluster", ...
@@ -22,4 +22,4 @@ struct RawNode {
 // of single children and returns the TopoTree. Throws if no PU is left.
 TopoTree raw_to_topo_tree(RawNode root, std::vector<std::string>& notes);
 
-}  // namespace sandwich::topo::detail
+}  // namespace sandwich::topotree::detail

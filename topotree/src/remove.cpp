@@ -4,7 +4,7 @@
 #include "topotree/transforms.h"
 #include "transformed_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 std::string RemoveSpec::to_string() const {
   return "remove(" + std::to_string(n) + "," + std::to_string(depth) + ")";
@@ -37,4 +37,4 @@ std::vector<RemoveSpec> valid_removes(const TopoTree& tree) {
   return out;
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

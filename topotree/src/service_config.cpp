@@ -8,7 +8,7 @@
 
 #include "common/cpu_list.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 bool ServiceConfig::spans_numa() const {
   for (const Rank& r : ranks)
@@ -110,4 +110,4 @@ std::vector<ServiceConfig> all_cuts(const TopoTree& tree) {
   return out;
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

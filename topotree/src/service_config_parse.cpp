@@ -11,7 +11,7 @@
 #include "common/cpu_list.h"
 #include "topotree/service_config.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 // Bounds that hold before the machine is asked: ids above them are typos or wrapped integers.
@@ -148,4 +148,4 @@ ServiceConfig parse_service_config(const std::string& text, const LoadedTopology
   return service_config_from_json(j, machine);
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

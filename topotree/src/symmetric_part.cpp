@@ -7,7 +7,7 @@
 
 #include "raw_tree.h"
 
-namespace sandwich::topo::detail {
+namespace sandwich::topotree::detail {
 namespace {
 
 int64_t leaf_count(const RawNode& n) {
@@ -134,4 +134,4 @@ TopoTree raw_to_topo_tree(RawNode root, std::vector<std::string>& notes) {
   return TopoTree(std::move(merged), std::move(cpus), std::move(numa));
 }
 
-}  // namespace sandwich::topo::detail
+}  // namespace sandwich::topotree::detail

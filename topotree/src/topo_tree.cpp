@@ -4,7 +4,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 TopoTree::TopoTree(std::vector<Level> levels, std::vector<int> cpus, std::vector<int> numa)
     : levels_(std::move(levels)), cpus_(std::move(cpus)), numa_(std::move(numa)) {
@@ -59,4 +59,4 @@ int core_depth(const TopoTree& t) {
   return t.leaf_depth();
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -9,7 +9,7 @@
 
 #include "topotree/transforms.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 struct Entry {
@@ -121,4 +121,4 @@ ExploreStats explore_transforms(const TopoTree& fundamental, const ExploreOption
   return st;
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -8,7 +8,7 @@
 
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo::detail {
+namespace sandwich::topotree::detail {
 
 // Throws unless depth is one a transform can act on: below the root, down to the leaves.
 // `what` names the transform, for the message.
@@ -37,4 +37,4 @@ inline TopoTree transformed_tree(const TopoTree& from, std::vector<Level> levels
   return out;
 }
 
-}  // namespace sandwich::topo::detail
+}  // namespace sandwich::topotree::detail

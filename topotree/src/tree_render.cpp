@@ -5,7 +5,7 @@
 
 #include "common/cpu_list.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 namespace {
 
 std::string level_name(const Level& l) {
@@ -115,4 +115,4 @@ std::string dot_graph(const TopoTree& t, const std::string& title) {
   return os.str();
 }
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

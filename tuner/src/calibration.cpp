@@ -32,8 +32,8 @@ std::string cpu_model_name() {
 }
 
 // One PU of each core of the first NUMA node, in tree order.
-std::vector<int> probe_cpus(const topo::TopoTree& t, int max_threads) {
-  const int cd = topo::core_depth(t);
+std::vector<int> probe_cpus(const topotree::TopoTree& t, int max_threads) {
+  const int cd = topotree::core_depth(t);
   const int first_numa = t.leaf_numa()[0];
   std::vector<int> out;
   for (int64_t c = 0; c < t.nodes_at(cd); ++c) {
@@ -114,7 +114,7 @@ MachineParams Calibration::params() const {
   return p;
 }
 
-Calibration calibrate_this_machine(const topo::TopoTree& local, const CalibrationOptions& o) {
+Calibration calibrate_this_machine(const topotree::TopoTree& local, const CalibrationOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   Calibration c;
   c.cpu = cpu_model_name();
@@ -145,7 +145,7 @@ Calibration calibrate_this_machine(const topo::TopoTree& local, const Calibratio
 namespace {
 
 // One file per CPU model and CPU list.
-fs::path calibration_cache_file(const topo::TopoTree& local) {
+fs::path calibration_cache_file(const topotree::TopoTree& local) {
   const std::string key = cpu_model_name() + "|" + format_cpu_list(local.cpus());
   return user_cache_dir() /
          ("calibration-" + std::to_string(std::hash<std::string>{}(key) % 1000000007) + ".json");
@@ -153,7 +153,8 @@ fs::path calibration_cache_file(const topo::TopoTree& local) {
 
 }  // namespace
 
-std::optional<Calibration> cached_calibration(const topo::TopoTree& local, fs::path* cache_file) {
+std::optional<Calibration> cached_calibration(const topotree::TopoTree& local,
+                                              fs::path* cache_file) {
   const fs::path file = calibration_cache_file(local);
   if (cache_file) *cache_file = file;
   std::error_code ec;
@@ -165,7 +166,8 @@ std::optional<Calibration> cached_calibration(const topo::TopoTree& local, fs::p
   }
 }
 
-Calibration local_calibration(const topo::TopoTree& local, bool recalibrate, fs::path* cache_file) {
+Calibration local_calibration(const topotree::TopoTree& local, bool recalibrate,
+                              fs::path* cache_file) {
   if (!recalibrate)
     if (std::optional<Calibration> c = cached_calibration(local, cache_file)) return *c;
   const fs::path file = calibration_cache_file(local);

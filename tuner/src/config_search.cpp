@@ -13,7 +13,7 @@ namespace {
 enum class Status { Filtered, EarlyStopped, Evaluated };
 
 struct Record {
-  topo::ServiceConfig config;
+  topotree::ServiceConfig config;
   Status status = Status::Filtered;
   Prediction prediction;
   std::string origin;
@@ -32,10 +32,10 @@ class Search {
       : model_(model), evaluator_(evaluator), options_(options) {}
 
   // Scores a tree: its best configuration for the phase (inf if none is usable).
-  double visit(const topo::TopoTree& tree) {
-    double best = topo::kUnusable;
+  double visit(const topotree::TopoTree& tree) {
+    double best = topotree::kUnusable;
     for (int d = 0; d <= tree.leaf_depth(); ++d) {
-      topo::ServiceConfig c = topo::cut(tree, d);
+      topotree::ServiceConfig c = topotree::cut(tree, d);
       ++stats_.configs_cut;
       const uint64_t key = c.key();
       if (const Record* r = find(c, key)) {
@@ -86,7 +86,7 @@ class Search {
     return best;
   }
 
-  SearchResult finish(topo::ExploreStats trees) {
+  SearchResult finish(topotree::ExploreStats trees) {
     SearchResult out;
     out.phase = options_.phase;
     out.evaluator = evaluator_.name();
@@ -123,7 +123,7 @@ class Search {
   }
 
  private:
-  const Record* find(const topo::ServiceConfig& c, uint64_t key) const {
+  const Record* find(const topotree::ServiceConfig& c, uint64_t key) const {
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return nullptr;
     for (size_t i : it->second)
@@ -151,20 +151,20 @@ bool heads_divisible(const engine::ModelConfig& model, int ranks) {
   return ranks >= 1 && model.n_heads % ranks == 0 && model.n_kv_heads % ranks == 0;
 }
 
-SearchResult search_configs(const topo::TopoTree& machine, const engine::ModelConfig& model,
+SearchResult search_configs(const topotree::TopoTree& machine, const engine::ModelConfig& model,
                             ConfigEvaluator& evaluator, const SearchOptions& options) {
   if (options.top_k < 1) throw std::invalid_argument("top-k must be at least 1");
   if (options.patience < 0) throw std::invalid_argument("patience must be >= 0");
   const auto start = std::chrono::steady_clock::now();
   Search search(model, evaluator, options);
-  topo::ExploreOptions eo;
+  topotree::ExploreOptions eo;
   eo.hash = options.hash;
   eo.removes = options.phase == Phase::Decode;
   eo.max_group_levels = options.max_group_levels;
   eo.max_trees = options.max_trees;
-  const topo::ExploreStats trees = topo::explore_transforms(
+  const topotree::ExploreStats trees = topotree::explore_transforms(
       machine, eo,
-      [&](const topo::TopoTree& t, const topo::VisitInfo&) { return search.visit(t); });
+      [&](const topotree::TopoTree& t, const topotree::VisitInfo&) { return search.visit(t); });
   SearchResult r = search.finish(trees);
   r.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

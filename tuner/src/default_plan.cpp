@@ -39,8 +39,8 @@ RequestTrace default_trace(const engine::ModelConfig& model) {
 }
 
 // The search's configuration as this machine's parser reads it: CPUs and nodes checked.
-topo::ServiceConfig checked(const topo::ServiceConfig& c) {
-  return topo::service_config_from_json(c.to_json());
+topotree::ServiceConfig checked(const topotree::ServiceConfig& c) {
+  return topotree::service_config_from_json(c.to_json());
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ engine::Plan default_plan(const engine::ModelConfig& model, engine::WeightDType 
   engine::Plan plan;
   std::string params_note;
   try {
-    const topo::LoadedTopology& local = topo::this_machine();
+    const topotree::LoadedTopology& local = topotree::this_machine();
     const std::optional<Calibration> calibration = cached_calibration(local.tree);
     const MachineParams params = calibration ? calibration->params() : MachineParams{};
     params_note = calibration ? "with this machine's cached calibration"

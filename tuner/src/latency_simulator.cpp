@@ -18,7 +18,7 @@ double share(double cap, int cores, double per_core, double gamma) {
 
 }  // namespace
 
-LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams params,
+LatencySimulator::LatencySimulator(const topotree::TopoTree& machine, MachineParams params,
                                    engine::ModelConfig model, RequestTrace trace,
                                    WorkloadOptions workload)
     : params_(std::move(params)),
@@ -31,7 +31,7 @@ LatencySimulator::LatencySimulator(const topo::TopoTree& machine, MachineParams 
     throw std::invalid_argument("the simulator needs a non-empty request trace");
   if (workload_.decode_batch < 1 || workload_.prefill_chunk < 1)
     throw std::invalid_argument("decode batch and prefill chunk must be at least 1");
-  const int cd = topo::core_depth(machine);
+  const int cd = topotree::core_depth(machine);
   std::vector<int> capped_depth;
   for (const auto& [key, gbs] : params_.level_bw_gbs) {
     for (int d = machine.leaf_depth(); d >= 1; --d) {
@@ -85,7 +85,7 @@ std::string LatencySimulator::latent_group_summary() const {
          std::to_string(n_latent_) + " groups)";
 }
 
-int LatencySimulator::busiest_latent_group(const topo::ServiceConfig& config) const {
+int LatencySimulator::busiest_latent_group(const topotree::ServiceConfig& config) const {
   if (!params_.latent_group.active()) return 0;
   std::vector<std::vector<int>> cores(static_cast<size_t>(n_latent_));
   for (const auto& r : config.ranks)
@@ -100,7 +100,7 @@ int LatencySimulator::busiest_latent_group(const topo::ServiceConfig& config) co
   return static_cast<int>(most);
 }
 
-std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& config) const {
+std::vector<RankSpeed> LatencySimulator::rank_speeds(const topotree::ServiceConfig& config) const {
   std::vector<int> pus_on_core(static_cast<size_t>(n_cores_), 0);
   std::vector<const CpuInfo*> core_info(static_cast<size_t>(n_cores_), nullptr);
   for (const auto& r : config.ranks) {
@@ -160,7 +160,7 @@ std::vector<RankSpeed> LatencySimulator::rank_speeds(const topo::ServiceConfig& 
   return out;
 }
 
-Prediction LatencySimulator::step_time(const topo::ServiceConfig& config,
+Prediction LatencySimulator::step_time(const topotree::ServiceConfig& config,
                                        const std::vector<RankSpeed>& speeds,
                                        const Step& step) const {
   const MachineParams& p = params_;
@@ -241,7 +241,7 @@ Prediction LatencySimulator::step_time(const topo::ServiceConfig& config,
   return worst;
 }
 
-Prediction LatencySimulator::evaluate(const topo::ServiceConfig& config, Phase phase) {
+Prediction LatencySimulator::evaluate(const topotree::ServiceConfig& config, Phase phase) {
   const std::vector<RankSpeed> speeds = rank_speeds(config);
   const engine::ModelConfig& m = model_;
   const double hd = m.head_dim, heads = m.n_heads, kv_dim = static_cast<double>(m.kv_dim());

@@ -37,8 +37,9 @@ LatentGroupProbe LatentGroupProbe::from_json(const nlohmann::json& j) {
   return p;
 }
 
-std::vector<LatentGroupProbe> latent_group_candidates(const topo::TopoTree& t, int max_threads) {
-  const int cd = topo::core_depth(t);
+std::vector<LatentGroupProbe> latent_group_candidates(const topotree::TopoTree& t,
+                                                      int max_threads) {
+  const int cd = topotree::core_depth(t);
   if (cd < 1) return {};
   const int per_parent = t.level(cd).arity;
   // The first parent on the first NUMA node.
@@ -49,7 +50,7 @@ std::vector<LatentGroupProbe> latent_group_candidates(const topo::TopoTree& t, i
   if (parent < 0) return {};
   auto cpu = [&](int position) { return t.node_cpus(cd, parent * per_parent + position)[0]; };
   std::vector<LatentGroupProbe> out;
-  for (const topo::GroupSpec& g : topo::valid_groups(t)) {
+  for (const topotree::GroupSpec& g : topotree::valid_groups(t)) {
     if (g.depth != cd || (g.t != 1 && g.n * g.t != per_parent)) continue;
     if (max_threads > 0 && g.n > max_threads) continue;
     LatentGroupProbe p;

@@ -50,7 +50,7 @@ MachineDescription from_descriptor(const fs::path& file) {
                                 ": a topology descriptor needs a \"topology\" string");
   std::string spec = j["topology"].get<std::string>();
   if (spec.ends_with(".xml")) spec = (file.parent_path() / spec).string();
-  topo::LoadedTopology l = topo::load_topology(spec);
+  topotree::LoadedTopology l = topotree::load_topology(spec);
   MachineDescription m{.name = j.value("name", file.stem().string()),
                        .description = j.value("description", ""),
                        .tree = std::move(l.tree),
@@ -78,7 +78,7 @@ std::vector<std::string> shipped_topology_names() {
 
 MachineDescription load_machine(const std::string& spec) {
   if (spec.empty()) {
-    const topo::LoadedTopology& l = topo::this_machine();
+    const topotree::LoadedTopology& l = topotree::this_machine();
     return MachineDescription{.name = "this machine",
                               .description = "",
                               .tree = l.tree,
@@ -95,7 +95,7 @@ MachineDescription load_machine(const std::string& spec) {
     if (fs::is_regular_file(shipped, ec)) return from_descriptor(shipped);
   }
   try {
-    topo::LoadedTopology l = topo::load_topology(spec);
+    topotree::LoadedTopology l = topotree::load_topology(spec);
     return MachineDescription{.name = spec,
                               .description = l.source,
                               .tree = std::move(l.tree),

@@ -19,7 +19,7 @@ double ms_since(Clock::time_point t0) {
 
 // An executor sized for the workload's steps.
 std::unique_ptr<engine::Executor> step_executor(const engine::Model& model, engine::KVCache& kv,
-                                                const topo::ServiceConfig& config,
+                                                const topotree::ServiceConfig& config,
                                                 const WorkloadOptions& w) {
   engine::ExecutorLimits limits;
   limits.max_tokens = w.prefill_chunk;
@@ -85,7 +85,7 @@ bool MeasuredEvaluator::ranks_fit(int ranks) const {
   return engine::rank_count_fits(*model_, ranks);
 }
 
-Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase phase) {
+Prediction MeasuredEvaluator::evaluate(const topotree::ServiceConfig& config, Phase phase) {
   if (phase == Phase::Decode) return evaluate_decode(config, workload_.decode_batch);
   const engine::ModelConfig& c = model_->config;
   auto ex = step_executor(*model_, *kv_, config, workload_);
@@ -120,7 +120,7 @@ Prediction MeasuredEvaluator::evaluate(const topo::ServiceConfig& config, Phase 
   }
 }
 
-Prediction MeasuredEvaluator::evaluate_decode(const topo::ServiceConfig& config, int b) {
+Prediction MeasuredEvaluator::evaluate_decode(const topotree::ServiceConfig& config, int b) {
   if (b < 1 || b > workload_.decode_batch)
     throw std::invalid_argument("the measured evaluator decodes 1.." +
                                 std::to_string(workload_.decode_batch) + " sequences, not " +

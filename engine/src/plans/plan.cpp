@@ -13,7 +13,7 @@ namespace sandwich::engine {
 namespace {
 
 int machine_cpus() {
-  return static_cast<int>(topo::this_machine().all_cpus.size());
+  return static_cast<int>(topotree::this_machine().all_cpus.size());
 }
 
 }  // namespace
@@ -31,13 +31,13 @@ int resolve_threads(int threads, const std::string& what) {
   return threads == 0 ? machine_cpus() : threads;
 }
 
-topo::ServiceConfig single_rank_config(int threads) {
+topotree::ServiceConfig single_rank_config(int threads) {
   threads = resolve_threads(threads, "the thread count");
-  const topo::LoadedTopology& m = topo::this_machine();
+  const topotree::LoadedTopology& m = topotree::this_machine();
   // Threads past the CPU count share CPUs, so the machine's CPUs are taken in turn (not through
   // parse_service_config, which refuses a CPU given twice).
   std::set<int> nodes;
-  topo::Rank rank;
+  topotree::Rank rank;
   for (int t = 0; t < threads; ++t) {
     const size_t i = static_cast<size_t>(t) % m.all_cpus.size();
     rank.cpus.push_back(m.all_cpus[i]);
@@ -45,7 +45,7 @@ topo::ServiceConfig single_rank_config(int threads) {
   }
   rank.numa_nodes.assign(nodes.begin(), nodes.end());
   rank.numa = nodes.size() == 1 ? *nodes.begin() : -1;
-  topo::ServiceConfig c;
+  topotree::ServiceConfig c;
   c.ranks.push_back(std::move(rank));
   return c;
 }
@@ -61,14 +61,14 @@ constexpr const char* kPlanFormat = "sandwich-plan";
   throw std::invalid_argument(file.string() + ": " + where + ": " + what);
 }
 
-topo::ServiceConfig config_of(const fs::path& file, const json& j, const std::string& phase,
-                              std::vector<std::string>* problems) {
+topotree::ServiceConfig config_of(const fs::path& file, const json& j, const std::string& phase,
+                                  std::vector<std::string>* problems) {
   if (!j.contains(phase)) bad(file, phase, "missing (a plan needs \"prefill\" and \"decode\")");
   const json& c = j[phase];
   try {
     const json& config = c.is_object() && c.contains("config") ? c["config"] : c;
-    if (config.is_string()) return topo::parse_service_config(config.get<std::string>());
-    return topo::service_config_from_json(config);
+    if (config.is_string()) return topotree::parse_service_config(config.get<std::string>());
+    return topotree::service_config_from_json(config);
   } catch (const std::invalid_argument& e) {
     if (!problems) bad(file, phase, e.what());
     problems->push_back(file.string() + ": " + phase + ": " + e.what());
@@ -86,7 +86,7 @@ PhaseFigures figures_of(const json& c) {
   return f;
 }
 
-json phase_json(const topo::ServiceConfig& c, const PhaseFigures& f) {
+json phase_json(const topotree::ServiceConfig& c, const PhaseFigures& f) {
   json j = {{"config", c.to_json()}, {"short", c.to_string(2)}};
   if (f.simulated_ms >= 0) j["simulated_ms"] = f.simulated_ms;
   if (f.measured_ms >= 0) j["measured_ms"] = f.measured_ms;

@@ -98,11 +98,11 @@ ResolvedPlan resolve_plan(const PlanOptions& o) {
   Plan& p = r.plan;
   const bool plan_prefill = !p.prefill.ranks.empty(), plan_decode = !p.decode.ranks.empty();
   r.prefill_default = !o.prefill_config && !plan_prefill;
-  p.prefill = o.prefill_config ? topo::parse_service_config(*o.prefill_config)
+  p.prefill = o.prefill_config ? topotree::parse_service_config(*o.prefill_config)
               : plan_prefill   ? p.prefill
                                : single_rank_config(o.threads);
   r.decode_default = !o.decode_config && !plan_decode && r.prefill_default;
-  p.decode = o.decode_config ? topo::parse_service_config(*o.decode_config)
+  p.decode = o.decode_config ? topotree::parse_service_config(*o.decode_config)
              : plan_decode   ? p.decode
                              : p.prefill;
   r.table_from_plan = !o.schedules && (p.schedules || p.inline_schedules);

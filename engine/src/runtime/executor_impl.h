@@ -20,13 +20,13 @@ namespace sandwich::engine {
 
 class LocalExecutor : public Executor {
  public:
-  LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
+  LocalExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
                 bool batch_invariant);
   void run(std::span<const BatchEntry> batch, float* logits) override;
-  const topo::ServiceConfig& config() const override { return config_; }
+  const topotree::ServiceConfig& config() const override { return config_; }
 
  private:
-  topo::ServiceConfig config_;
+  topotree::ServiceConfig config_;
   kernels::ThreadTeam team_;
   ForwardPass fp_;
 };
@@ -36,11 +36,11 @@ struct RankControl;
 // R rank processes forked by a spawner process, re-formed when one dies (executor_ranks.cpp).
 class RankGroupExecutor : public Executor {
  public:
-  RankGroupExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
+  RankGroupExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
                     const ExecutorLimits& limits);
   ~RankGroupExecutor() override;
   void run(std::span<const BatchEntry> batch, float* logits) override;
-  const topo::ServiceConfig& config() const override { return config_; }
+  const topotree::ServiceConfig& config() const override { return config_; }
   ExecutorHealth health() const override;
   std::vector<int> pids() const;
   int spawner_pid() const { return spawner_pid_; }
@@ -66,7 +66,7 @@ class RankGroupExecutor : public Executor {
 
   const Model& model_;
   KVCache& kv_;
-  topo::ServiceConfig config_;
+  topotree::ServiceConfig config_;
   ExecutorLimits limits_;
   std::vector<const ModelWeights*> rank_weights_;  // on each rank's NUMA node (placed_weights.h)
   SharedRegion control_region_, reduce_region_;

@@ -3,7 +3,7 @@
 
 namespace sandwich::engine {
 
-LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topo::ServiceConfig& config,
+LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
                              bool batch_invariant)
     : config_(config),
       team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus),
@@ -14,7 +14,7 @@ void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits) {
 }
 
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
-                                        const topo::ServiceConfig& config,
+                                        const topotree::ServiceConfig& config,
                                         const ExecutorLimits& limits) {
   if (config.ranks.empty()) throw std::invalid_argument("the service configuration has no ranks");
   if (config.rank_count() == 1)

@@ -167,7 +167,7 @@ struct RankControl {
 };
 
 RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
-                                     const topo::ServiceConfig& config,
+                                     const topotree::ServiceConfig& config,
                                      const ExecutorLimits& limits)
     : model_(model), kv_(kv), config_(config), limits_(limits) {
   const ModelConfig& c = model.config;
@@ -199,7 +199,7 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
       SharedRegion("sandwich-allreduce", kernels::ShmAllReduce::region_bytes(R, reduce_bytes));
   // Before the spawner is forked: the ranks inherit the placed weights.
   std::vector<int> nodes;
-  for (const topo::Rank& r : config.ranks) nodes.push_back(r.memory_node());
+  for (const topotree::Rank& r : config.ranks) nodes.push_back(r.memory_node());
   rank_weights_ = model.placed_weights().place(model, nodes);
 
   int socks[2];
@@ -634,8 +634,8 @@ void RankGroupExecutor::rank_main(int rank) {
   std::snprintf(name, sizeof name, "sandwich-rank%d", rank);
   prctl(PR_SET_NAME, name);
   try {
-    const topo::Rank& p = config_.ranks[rank];
-    topo::bind_process(p);
+    const topotree::Rank& p = config_.ranks[rank];
+    topotree::bind_process(p);
     const int R = config_.rank_count();
     kernels::ThreadTeam team(static_cast<int>(p.cpus.size()), p.cpus);
     kernels::ShmAllReduce ar(

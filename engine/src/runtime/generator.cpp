@@ -36,8 +36,8 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
   const ModelConfig& c = model.config;
   impl_->kv = std::make_unique<KVCache>(
       c, KVCache::bytes_for_tokens(c, c.max_seq_len, o.kv_cache_dtype), o.kv_cache_dtype);
-  const topo::ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
-  const topo::ServiceConfig dc =
+  const topotree::ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
+  const topotree::ServiceConfig dc =
       o.decode.value_or(o.prefill.value_or(single_rank_config(o.threads)));
   ExecutorLimits limits;
   limits.max_tokens = kPrefillChunk;

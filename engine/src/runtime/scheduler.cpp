@@ -125,8 +125,8 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
                                 " bytes) cannot hold one sequence of max_model_len " +
                                 std::to_string(I.opt.max_model_len) +
                                 " tokens; raise it or lower max_model_len");
-  const topo::ServiceConfig pc = I.opt.prefill_config.value_or(single_rank_config(0));
-  const topo::ServiceConfig dc = I.opt.decode_config.value_or(pc);
+  const topotree::ServiceConfig pc = I.opt.prefill_config.value_or(single_rank_config(0));
+  const topotree::ServiceConfig dc = I.opt.decode_config.value_or(pc);
   ExecutorLimits limits;
   limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
   limits.max_entries = I.opt.max_num_seqs;

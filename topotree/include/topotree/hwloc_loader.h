@@ -11,7 +11,7 @@
 
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 struct LoadedTopology {
   TopoTree tree;
@@ -35,4 +35,4 @@ LoadedTopology load_topology(const std::string& spec);
 // This machine's topology (the CPUs this process may use), read once.
 const LoadedTopology& this_machine();
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

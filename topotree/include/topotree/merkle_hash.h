@@ -7,7 +7,7 @@
 
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 enum class HashMode {
   // Leaves hash by their features only: trees of the same shape are one tree, whichever PUs sit
@@ -24,4 +24,4 @@ uint64_t tree_hash(const TopoTree& tree, HashMode mode);
 // Trees that tree_hash(mode) must treat as equal (used to confirm a hash match).
 bool equivalent(const TopoTree& a, const TopoTree& b, HashMode mode);
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

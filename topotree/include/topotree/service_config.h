@@ -12,7 +12,7 @@
 #include "topotree/hwloc_loader.h"
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 struct Rank {
   int numa = -1;                // its memory's NUMA node; -1: its CPUs span several (see below)
@@ -62,4 +62,4 @@ ServiceConfig parse_service_config(const std::string& text,
 ServiceConfig service_config_from_json(const nlohmann::json& j,
                                        const LoadedTopology& machine = this_machine());
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 struct Level {
   std::string label;           // hwloc types merged into this level ("Die+L3"), or "Group"
@@ -68,4 +68,4 @@ class TopoTree {
 // leaves (a machine described without cores).
 int core_depth(const TopoTree& tree);
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

@@ -17,7 +17,7 @@
 #include "topotree/merkle_hash.h"
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 struct ExploreOptions {
   HashMode hash = HashMode::Structure;
@@ -48,4 +48,4 @@ inline constexpr double kUnusable = std::numeric_limits<double>::infinity();
 ExploreStats explore_transforms(const TopoTree& fundamental, const ExploreOptions& options,
                                 const TreeVisitor& visit);
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

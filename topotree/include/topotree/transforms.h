@@ -15,7 +15,7 @@
 
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 struct GroupSpec {
   int n = 2, t = 1, depth = 1;
@@ -37,4 +37,4 @@ TopoTree apply_remove(const TopoTree& tree, const RemoveSpec& r);
 std::vector<GroupSpec> valid_groups(const TopoTree& tree);
 std::vector<RemoveSpec> valid_removes(const TopoTree& tree);
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

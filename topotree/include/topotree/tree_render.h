@@ -4,7 +4,7 @@
 
 #include "topotree/topo_tree.h"
 
-namespace sandwich::topo {
+namespace sandwich::topotree {
 
 // One line per level: depth, label, arity, nodes, PUs per node, NUMA nodes per node.
 std::string level_table(const TopoTree& tree);
@@ -20,4 +20,4 @@ std::string dot_graph(const TopoTree& tree, const std::string& title);
 // "24MB", "512KB".
 std::string format_bytes(uint64_t bytes);
 
-}  // namespace sandwich::topo
+}  // namespace sandwich::topotree

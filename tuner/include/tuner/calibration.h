@@ -48,7 +48,7 @@ struct Calibration {
 };
 
 // Runs every probe on this machine (local: its fundamental tree, from load_topology("")).
-Calibration calibrate_this_machine(const topo::TopoTree& local,
+Calibration calibrate_this_machine(const topotree::TopoTree& local,
                                    const CalibrationOptions& options = {});
 
 // Single probes, for tests and for the report. Each reports its best repetition, since other
@@ -61,11 +61,11 @@ double probe_gemm_gflops(int m, int n, int k, int cpu, double seconds);
 double probe_team_region_us(const std::vector<int>& cpus, int regions = 20000);
 
 // The cached calibration of this machine, if one is cached and readable; never measures.
-std::optional<Calibration> cached_calibration(const topo::TopoTree& local,
+std::optional<Calibration> cached_calibration(const topotree::TopoTree& local,
                                               std::filesystem::path* cache_file = nullptr);
 // The cached calibration of this machine ($XDG_CACHE_HOME or ~/.cache /sandwich/), measured
 // now if absent or if `recalibrate`; `cache_file` says where it lives.
-Calibration local_calibration(const topo::TopoTree& local, bool recalibrate,
+Calibration local_calibration(const topotree::TopoTree& local, bool recalibrate,
                               std::filesystem::path* cache_file = nullptr);
 
 }  // namespace sandwich::tuner

@@ -33,20 +33,20 @@ struct SearchOptions {
   // Beyond dividing the heads: whether the model's weights split over this many ranks (a
   // quantized model's shards must hold whole blocks; engine's check_rank_count). Unset: any.
   std::function<bool(int ranks)> ranks_fit;
-  topo::HashMode hash = topo::HashMode::Structure;
+  topotree::HashMode hash = topotree::HashMode::Structure;
   int max_group_levels = 6;
   int64_t max_trees = 200000;
 };
 
 struct RankedConfig {
-  topo::ServiceConfig config;
+  topotree::ServiceConfig config;
   Prediction prediction;   // the searched phase
   Prediction other_phase;  // the other phase when the evaluator is cheap (else ms = inf)
   std::string origin;      // "group(4,1,3) remove(1,4), cut at Group"
 };
 
 struct SearchStats {
-  topo::ExploreStats trees;
+  topotree::ExploreStats trees;
   int64_t configs_cut = 0;            // cuts made (one per level per tree)
   int64_t configs_deduplicated = 0;   // cuts equal to a configuration already seen
   int64_t configs_filtered = 0;       // distinct configurations the model cannot use
@@ -68,7 +68,7 @@ bool heads_divisible(const engine::ModelConfig& model, int ranks);
 
 // Throws std::invalid_argument if no configuration passes the filters (naming the rank counts
 // the topology offers and the model's head counts).
-SearchResult search_configs(const topo::TopoTree& machine, const engine::ModelConfig& model,
+SearchResult search_configs(const topotree::TopoTree& machine, const engine::ModelConfig& model,
                             ConfigEvaluator& evaluator, const SearchOptions& options);
 
 }  // namespace sandwich::tuner

@@ -24,7 +24,7 @@ class ConfigEvaluator {
  public:
   virtual ~ConfigEvaluator() = default;
   virtual std::string name() const = 0;
-  virtual Prediction evaluate(const topo::ServiceConfig& config, Phase phase) = 0;
+  virtual Prediction evaluate(const topotree::ServiceConfig& config, Phase phase) = 0;
   // Cheap enough to also fill in the other phase's figure for display.
   virtual bool cheap() const { return false; }
 };

@@ -52,14 +52,14 @@ struct RankSpeed {
 class LatencySimulator : public ConfigEvaluator {
  public:
   // machine: the fundamental tree (its resources); every CPU of a configuration must be in it.
-  LatencySimulator(const topo::TopoTree& machine, MachineParams params, engine::ModelConfig model,
-                   RequestTrace trace, WorkloadOptions workload = {});
+  LatencySimulator(const topotree::TopoTree& machine, MachineParams params,
+                   engine::ModelConfig model, RequestTrace trace, WorkloadOptions workload = {});
 
   std::string name() const override { return "latency simulator"; }
-  Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
+  Prediction evaluate(const topotree::ServiceConfig& config, Phase phase) override;
   bool cheap() const override { return true; }
 
-  std::vector<RankSpeed> rank_speeds(const topo::ServiceConfig& config) const;
+  std::vector<RankSpeed> rank_speeds(const topotree::ServiceConfig& config) const;
   // One forward step: `tokens` new tokens over `seqs` sequences, attention over `attn_ctx`
   // cached+new positions per token on average (prefill passes the exact sums below).
   struct Step {
@@ -67,13 +67,13 @@ class LatencySimulator : public ConfigEvaluator {
     double attn_flops = 0;  // whole model, one layer
     double kv_bytes = 0;    // whole model, one layer
   };
-  Prediction step_time(const topo::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
+  Prediction step_time(const topotree::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
                        const Step& step) const;
 
   // The latent group term, for reports: which cores contend ("" when neutral), and the most
   // active cores a configuration puts in one latent group (0 when neutral).
   std::string latent_group_summary() const;
-  int busiest_latent_group(const topo::ServiceConfig& config) const;
+  int busiest_latent_group(const topotree::ServiceConfig& config) const;
 
   const MachineParams& params() const { return params_; }
   const WorkloadOptions& workload() const { return workload_; }

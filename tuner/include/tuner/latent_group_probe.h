@@ -33,7 +33,7 @@ inline constexpr double kLatentGroupMinLoss = 0.1;
 // The candidates of the first parent of the core level whose cores all sit on the first NUMA node,
 // unmeasured; none when that parent has fewer than 3 cores (no group transform applies) or a
 // candidate needs more than max_threads cores (0: no limit).
-std::vector<LatentGroupProbe> latent_group_candidates(const topo::TopoTree& local,
+std::vector<LatentGroupProbe> latent_group_candidates(const topotree::TopoTree& local,
                                                       int max_threads = 0);
 
 // Measures packed_gbs and spread_gbs of each candidate (bytes_per_thread streamed by each core).

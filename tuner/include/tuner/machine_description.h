@@ -15,7 +15,7 @@ namespace sandwich::tuner {
 struct MachineDescription {
   std::string name;         // the shipped name, "this machine", or the spec as given
   std::string description;  // one line for people
-  topo::TopoTree tree;
+  topotree::TopoTree tree;
   std::string source;                   // how hwloc read it
   std::vector<std::string> notes;       // asymmetry and the like
   std::optional<MachineParams> params;  // from a descriptor; none for raw hwloc input

@@ -37,9 +37,9 @@ class MeasuredEvaluator : public ConfigEvaluator {
   ~MeasuredEvaluator() override;
 
   std::string name() const override { return "measured (engine steps on this machine)"; }
-  Prediction evaluate(const topo::ServiceConfig& config, Phase phase) override;
+  Prediction evaluate(const topotree::ServiceConfig& config, Phase phase) override;
   // One decode step of `batch` sequences (1..the workload's decode_batch), the median ms.
-  Prediction evaluate_decode(const topo::ServiceConfig& config, int batch);
+  Prediction evaluate_decode(const topotree::ServiceConfig& config, int batch);
   const engine::ModelConfig& model_config() const;
   // Whether the loaded weights split over this many ranks (a quantized model's shards must hold
   // whole blocks): for SearchOptions::ranks_fit.

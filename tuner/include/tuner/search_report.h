@@ -22,7 +22,7 @@ struct ReportContext {
 };
 
 // Something to say about one configuration, shown after its CPUs ("" : nothing).
-using ConfigNote = std::function<std::string(const topo::ServiceConfig&)>;
+using ConfigNote = std::function<std::string(const topotree::ServiceConfig&)>;
 
 std::string report_header(const ReportContext& ctx);
 std::string report_text(const SearchResult& r, const ConfigNote& note = {});

@@ -59,7 +59,7 @@ struct PhaseFigures {
 };
 
 struct Plan {
-  topo::ServiceConfig prefill, decode;
+  topotree::ServiceConfig prefill, decode;
   std::optional<std::filesystem::path> schedules;  // a tuned-schedule table (schedule_table.h)
   std::optional<ScheduleTable> inline_schedules;   // "schedules": {...} held in the plan itself
 
@@ -92,6 +92,6 @@ int max_threads();
 int resolve_threads(int threads, const std::string& what);
 // One rank on the machine's first `threads` CPUs, wrapping around when threads exceed the CPUs
 // (threads 0: all of them); throws like resolve_threads.
-topo::ServiceConfig single_rank_config(int threads);
+topotree::ServiceConfig single_rank_config(int threads);
 
 }  // namespace sandwich::engine

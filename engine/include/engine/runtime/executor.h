@@ -36,7 +36,7 @@ class Executor {
   // std::invalid_argument for tokens outside the vocabulary, positions past the context or block
   // tables that do not cover the chunk, std::runtime_error if the step fails.
   virtual void run(std::span<const BatchEntry> batch, float* logits) = 0;
-  virtual const topo::ServiceConfig& config() const = 0;
+  virtual const topotree::ServiceConfig& config() const = 0;
   // Safe to call from any thread.
   virtual ExecutorHealth health() const { return {}; }
 };
@@ -61,7 +61,7 @@ struct ExecutorLimits {
 // a forked child could trip over: for multi-rank configurations it forks the process that forks
 // the ranks (then and whenever the group is re-formed).
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
-                                        const topo::ServiceConfig& config,
+                                        const topotree::ServiceConfig& config,
                                         const ExecutorLimits& limits);
 
 // Throws std::invalid_argument (one line), as make_executor would, when `ranks` tensor-parallel

@@ -41,7 +41,7 @@ struct GeneratorOptions {
   int threads = 0;  // one rank on CPUs 0..threads-1 when no configuration is given (0: all cores)
   ForwardKind kind = ForwardKind::Fast;
   // Service configurations of the two phases (multi-rank ones run in forked rank processes).
-  std::optional<topo::ServiceConfig> prefill, decode;
+  std::optional<topotree::ServiceConfig> prefill, decode;
   bool batch_invariant = false;                        // ExecutorLimits::batch_invariant
   KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;  // F32 or BF16
 };

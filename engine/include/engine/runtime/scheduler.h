@@ -26,7 +26,7 @@ namespace sandwich::engine {
 
 // Makes the executor of a phase; make_executor's signature.
 using ExecutorFactory = std::function<std::unique_ptr<Executor>(
-    const Model&, KVCache&, const topo::ServiceConfig&, const ExecutorLimits&)>;
+    const Model&, KVCache&, const topotree::ServiceConfig&, const ExecutorLimits&)>;
 
 struct SchedulerOptions {
   int32_t max_num_seqs = 64;         // running sequences at most
@@ -38,7 +38,7 @@ struct SchedulerOptions {
   int32_t max_waiting = 256;                           // bounded waiting queue
   // Each phase's service configuration (one rank of all cores when unset). Multi-rank ones run
   // in rank processes forked when the scheduler starts.
-  std::optional<topo::ServiceConfig> prefill_config, decode_config;
+  std::optional<topotree::ServiceConfig> prefill_config, decode_config;
   // Greedy outputs and logprobs independent of the batch (ExecutorLimits::batch_invariant).
   bool batch_invariant = false;
   // Automatic prefix caching: full KV blocks are reused by requests whose tokens start the same

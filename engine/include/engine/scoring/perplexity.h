@@ -32,8 +32,8 @@ std::vector<int32_t> scoring_chunk(std::span<const int32_t> tokens, int32_t n_ct
 
 struct ScorerOptions {
   int32_t n_ctx = 512;
-  int32_t batch = 512;         // tokens per forward step (llama.cpp's -b)
-  topo::ServiceConfig config;  // runs the chunks (a prefill phase: whole chunks at a time)
+  int32_t batch = 512;             // tokens per forward step (llama.cpp's -b)
+  topotree::ServiceConfig config;  // runs the chunks (a prefill phase: whole chunks at a time)
   KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;
   bool batch_invariant = false;
 };
