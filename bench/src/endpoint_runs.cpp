@@ -30,12 +30,13 @@ class EndpointRuns {
 
   void run() {
     build_requests();
-    ro_.url = ep_.url;
-    ro_.api = o_.api;
-    ro_.model = er_.model;
-    ro_.extra_body = o_.extra_body;
-    ro_.bearer = o_.api_key;
-    ro_.timeout_s = o_.timeout_s;
+    // The warm-up runs one request at a time and shows no progress.
+    ro_ = {.url = ep_.url,
+           .api = o_.api,
+           .model = er_.model,
+           .extra_body = o_.extra_body,
+           .bearer = o_.api_key,
+           .timeout_s = o_.timeout_s};
     if (!warmups_.empty()) warm_up();
     ro_.max_concurrency = o_.max_concurrency;
     ro_.progress = [this](const RunProgress& p) { show_progress(p); };
