@@ -3,18 +3,18 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <set>
 #include <stdexcept>
 
-#include "bench/arrivals.h"
 #include "bench/plots.h"
 #include "bench/progress.h"
-#include "bench/prompts.h"
 #include "bench/report.h"
-#include "bench/runner.h"
 #include "bench/server_api.h"
+#include "endpoint_runs.h"
 
 namespace sandwich::bench {
 
@@ -93,76 +93,9 @@ void validate(const ServeOptions& o) {
   openai_request_body(o.api, "m", "p", 1, o.extra_body);  // rejects a bad --extra-body now
 }
 
-// Prompts for one endpoint: exact under its tokenizer when it has one, else approximate. With
-// --shared-prefix-tokens each starts with the same prefix (salted by prefix_salt, so that it is
-// new to the server in each invocation).
-std::vector<BuiltPrompt> build_prompts(HttpClient& client, const Endpoint& ep, EndpointReport& er,
-                                       const ServeOptions& o, const std::vector<int>& lengths,
-                                       int salt0, int prefix_salt, std::ostream& log) {
-  RemoteTokenizer tok(client, ep.url, er.model, o.api, o.api_key, std::min(o.timeout_s, 60.0));
-  const TokenizerStyle style = tok.probe();
-  std::vector<BuiltPrompt> out;
-  out.reserve(lengths.size());
-  if (style == TokenizerStyle::None) {
-    er.tokenizer = "approximate";
-    er.notes.push_back(
-        "no usable /tokenize and /detokenize: prompt lengths are approximate (one token per common "
-        "English word plus one BOS token); the usage block's prompt_tokens shows the real count");
-  } else {
-    er.tokenizer = std::string(name_of(style, kTokenizerStyleNames));
-    if (o.api == Api::Chat && !tok.counts_template())
-      er.notes.push_back(
-          "chat: the server cannot tokenize messages, so prompt lengths count the message text "
-          "without the chat template's tokens");
-    log << "[" << ep.label << "] building " << lengths.size()
-        << " prompts with the server's tokenizer (" << er.tokenizer << " /tokenize)\n";
-  }
-  PromptBuilder builder(tok, o.seed);
-  bool exact_ok = style != TokenizerStyle::None;
-  const int n_prefix = o.shared_prefix_tokens;
-  BuiltPrompt prefix;
-  if (n_prefix > 0) {
-    try {
-      if (exact_ok) prefix = builder.build(prefix_salt, n_prefix);
-    } catch (const std::exception& e) {
-      exact_ok = false;
-      er.tokenizer = "approximate";
-      er.notes.push_back(std::string("tokenizing failed (") + e.what() +
-                         "); the shared prefix and all prompts are approximate");
-    }
-    if (!exact_ok) prefix = approximate_prompt(prefix_salt, n_prefix, o.seed);
-  }
-  // The prompt after the prefix is built one token longer: its BOS does not count once joined.
-  auto join = [&](BuiltPrompt p, bool exact) {
-    if (n_prefix == 0) return p;
-    p.text = prefix.text + " " + p.text;
-    const int want = p.tokens + n_prefix - 1;
-    p.tokens = exact ? tok.count_prompt(p.text) : want;
-    p.exact = exact && p.tokens == want;
-    return p;
-  };
-  const int extra = n_prefix > 0 ? 1 : 0;
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    const int idx = salt0 + static_cast<int>(i);
-    if (exact_ok) {
-      try {
-        out.push_back(join(builder.build(idx, lengths[i] + extra), true));
-        continue;
-      } catch (const std::exception& e) {
-        exact_ok = false;
-        er.tokenizer = "approximate";
-        er.notes.push_back(std::string("tokenizing failed (") + e.what() + "); prompts from #" +
-                           std::to_string(i) + " on are approximate");
-      }
-    }
-    out.push_back(join(approximate_prompt(idx, lengths[i] + extra, o.seed), false));
-  }
-  return out;
-}
-
-}  // namespace
-
-ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
+// The options as run: --single-sequence as one request at a time, released at once; the
+// attainment curve's scales sorted without repeats; a goodput search picks the rates itself.
+ServeReport start_report(const ServeOptions& options) {
   ServeReport rep;
   rep.options = options;
   ServeOptions& o = rep.options;
@@ -174,10 +107,13 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
   rep.scales = o.slo_scales.empty() ? kDefaultScales : o.slo_scales;
   std::sort(rep.scales.begin(), rep.scales.end());
   rep.scales.erase(std::unique(rep.scales.begin(), rep.scales.end()), rep.scales.end());
+  if (o.goodput_search.enabled) o.rates.clear();
+  return rep;
+}
 
-  if (o.goodput_search.enabled) o.rates.clear();  // the search picks them
-  HttpClient client(o.client_threads);
-  TerminalProgress progress;
+// Each endpoint's model and context; returns the smallest context any reported.
+std::optional<int> probe_endpoints(HttpClient& client, ServeReport& rep, std::ostream& log) {
+  const ServeOptions& o = rep.options;
   const double probe_timeout = std::min(o.timeout_s, 30.0);
   std::optional<int> smallest_ctx;
   for (const auto& ep : o.endpoints) {
@@ -198,6 +134,13 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
         << "\n";
     rep.endpoints.push_back(std::move(er));
   }
+  return smallest_ctx;
+}
+
+// The dataset's length pairs, filtered to the context (--max-model-len, else the smallest
+// server's) after the shared prefix.
+void sample_dataset(ServeReport& rep, std::optional<int> smallest_ctx) {
+  const ServeOptions& o = rep.options;
   if (o.max_model_len) {
     rep.max_model_len = *o.max_model_len;
   } else if (smallest_ctx) {
@@ -218,150 +161,43 @@ ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
                         std::to_string(o.shared_prefix_tokens) +
                         "-token prefix (--shared-prefix-tokens); the dataset's lengths follow it");
   }
-  // The dataset's pairs fit after the shared prefix.
   rep.lengths = sample_lengths(o.dataset, o.num_prompts, o.seed,
                                rep.max_model_len - o.shared_prefix_tokens, o.dataset_path);
+}
 
-  const size_t n = rep.lengths.size();
-  std::vector<int> prompt_lens;
-  for (const auto& p : rep.lengths) prompt_lens.push_back(p.input);
-  for (size_t w = 0; w < static_cast<size_t>(o.warmup); ++w)
-    prompt_lens.push_back(rep.lengths[w % n].input);
-
-  // Salts differ between runs and between invocations, so no run finds another's prompts in a
-  // server's prefix cache (a sweep re-sending the same prompts handed llama-server KV-cache hits
-  // at every rate after the first). Lengths and arrivals stay those of --seed.
-  const int per_run = static_cast<int>(prompt_lens.size());
+// Salts differ between runs and between invocations, so no run finds another's prompts in a
+// server's prefix cache (a sweep re-sending the same prompts handed llama-server KV-cache hits
+// at every rate after the first). Lengths and arrivals stay those of --seed.
+PromptSalts prompt_salts(const ServeOptions& o, int per_run) {
   const int64_t runs_per_endpoint = o.goodput_search.enabled ? o.goodput_search.max_probes()
                                                              : static_cast<int64_t>(o.rates.size());
   const int64_t salts = static_cast<int64_t>(per_run) * (runs_per_endpoint + 1);
   const int64_t invocations = std::max<int64_t>(1, std::min<int64_t>(4096, (INT_MAX - 1) / salts));
   const int invocation =
       static_cast<int>(std::random_device{}() % static_cast<uint64_t>(invocations));
-  for (size_t e = 0; e < o.endpoints.size(); ++e) {
-    const Endpoint& ep = o.endpoints[e];
-    EndpointReport& er = rep.endpoints[e];
-    const int salt0 = static_cast<int>(invocation * salts);
-    // Runs use salts salt0 + per_run * run + i with i < n <= per_run: the last one is free.
-    const int prefix_salt = salt0 + static_cast<int>(salts) - 1;
-    const std::vector<BuiltPrompt> built =
-        build_prompts(client, ep, er, o, prompt_lens, salt0, prefix_salt, log);
-    std::vector<BenchRequest> requests, warmups;
-    for (size_t i = 0; i < built.size(); ++i) {
-      const LengthPair& len = rep.lengths[i % n];
-      BenchRequest q{built[i].text, len.input + o.shared_prefix_tokens, built[i].tokens,
-                     len.output};
-      if (i < n) {
-        er.prompts_exact += built[i].exact;
-        ++er.prompts;
-        requests.push_back(std::move(q));
-      } else {
-        warmups.push_back(std::move(q));
-      }
-    }
-    if (er.tokenizer != "approximate" && er.prompts_exact < er.prompts)
-      er.notes.push_back(
-          std::to_string(er.prompts - er.prompts_exact) +
-          " prompts could not be built to their exact length (a token merge at the seam); the "
-          "closest was used");
-    RunOptions ro;
-    ro.url = ep.url;
-    ro.api = o.api;
-    ro.model = er.model;
-    ro.extra_body = o.extra_body;
-    ro.bearer = o.api_key;
-    ro.timeout_s = o.timeout_s;
-    if (!warmups.empty()) {
-      log << "[" << ep.label << "] " << warmups.size() << " warm-up requests\n";
-      RunOptions one = ro;
-      one.max_concurrency = 1;
-      const auto recs =
-          run_requests(client, one, warmups, std::vector<double>(warmups.size(), 0.0));
-      const auto failed =
-          std::count_if(recs.begin(), recs.end(), [](const RequestRecord& r) { return !r.ok; });
-      if (failed)
-        er.notes.push_back(std::to_string(failed) + " of " + std::to_string(recs.size()) +
-                           " warm-up requests failed");
-    }
-    ro.max_concurrency = o.max_concurrency;
-    std::string step;  // what the progress line calls the current run
-    ro.progress = [&log, &ep, &progress, &step](const RunProgress& p) {
-      if (progress.enabled()) return progress.update(ep.label, step, p);
-      // Without a terminal, a line per tenth of a long run, so a person reading the log sees
-      // it move.
-      if (p.total >= 50 && p.done * 10 / p.total != (p.done - 1) * 10 / p.total)
-        log << "[" << ep.label << "]   " << p.done << " / " << p.total << " requests done\n"
-            << std::flush;
-    };
-    int run_index = 0;
-    // One run at this rate, with fresh salts for every run after the first.
-    auto run_at = [&](double rate, int probe) -> const RunReport& {
-      if (run_index > 0) {
-        const std::vector<int> lens(prompt_lens.begin(),
-                                    prompt_lens.begin() + static_cast<std::ptrdiff_t>(n));
-        const auto again =
-            build_prompts(client, ep, er, o, lens, salt0 + per_run * run_index, prefix_salt, log);
-        for (size_t i = 0; i < n; ++i) {
-          requests[i].prompt = again[i].text;
-          requests[i].prompt_tokens = again[i].tokens;
-        }
-      }
-      ++run_index;
-      step = probe > 0 ? "probe " + std::to_string(probe) + ", " + rate_with_unit(rate)
-                       : rate_with_unit(rate);
-      log << "[" << ep.label << "] "
-          << (probe > 0 ? "goodput search, probe " + std::to_string(probe) + " of at most " +
-                              std::to_string(o.goodput_search.max_probes()) + ": "
-                        : std::string())
-          << n << " requests, " << rate_with_unit(rate)
-          << (o.max_concurrency > 0 ? ", concurrency <= " + std::to_string(o.max_concurrency)
-                                    : std::string())
-          << "\n";
-      RunReport run;
-      run.label = ep.label;
-      run.url = er.url;
-      run.model = er.model;
-      run.rate = rate;
-      run.probe = probe;
-      run.records = run_requests(client, ro, requests,
-                                 arrival_times(static_cast<int>(n), rate, o.burstiness, o.seed));
-      progress.clear();
-      run.summary = summarize(run.records, o.slo, o.slo_scale, o.attainment_target);
-      for (double s : rep.scales) run.scale_curve.push_back({s, attainment(run.records, o.slo, s)});
-      log << format_run_summary(run, o.attainment_target);
-      rep.runs.push_back(std::move(run));
-      return rep.runs.back();
-    };
-    auto meets = [&](const RunReport& run) {
-      return run_meets_slo(run.summary, o.slo_definition, o.attainment_target);
-    };
-    if (const GoodputSearch& g = o.goodput_search; g.enabled) {
-      int probe = 0;
-      if (!meets(run_at(g.min_rate, ++probe))) {
-        er.goodput_miss_rate = g.min_rate;
-      } else if (meets(run_at(g.max_rate, ++probe))) {
-        er.goodput_rate = g.max_rate;
-      } else {
-        double hit = g.min_rate, miss = g.max_rate;
-        while (miss - hit > g.resolution && probe < g.max_probes()) {
-          const double mid = (hit + miss) / 2;
-          (meets(run_at(mid, ++probe)) ? hit : miss) = mid;
-        }
-        er.goodput_rate = hit;
-        er.goodput_miss_rate = miss;
-      }
-    } else {
-      std::vector<std::pair<double, bool>> rate_met;
-      for (double rate : o.rates) rate_met.push_back({rate, meets(run_at(rate, 0))});
-      er.goodput_rate = goodput_rate(rate_met);
-      std::sort(rate_met.begin(), rate_met.end());
-      for (const auto& [rate, met] : rate_met)
-        if (!met) {
-          er.goodput_miss_rate = rate;
-          break;
-        }
-    }
-  }
+  const int first = static_cast<int>(invocation * salts);
+  // Runs use salts first + per_run * run + i with i < n <= per_run: the last one is free.
+  return {first, per_run, first + static_cast<int>(salts) - 1};
+}
+
+}  // namespace
+
+ServeReport run_serve(const ServeOptions& options, std::ostream& log) {
+  ServeReport rep = start_report(options);
+  const ServeOptions& o = rep.options;
+  HttpClient client(o.client_threads);
+  TerminalProgress progress;
+  sample_dataset(rep, probe_endpoints(client, rep, log));
+
+  // The requests' prompt lengths, then the warm-up requests' (the dataset's again).
+  const size_t n = rep.lengths.size();
+  std::vector<int> prompt_lens;
+  for (const auto& p : rep.lengths) prompt_lens.push_back(p.input);
+  for (size_t w = 0; w < static_cast<size_t>(o.warmup); ++w)
+    prompt_lens.push_back(rep.lengths[w % n].input);
+  const PromptSalts salts = prompt_salts(o, static_cast<int>(prompt_lens.size()));
+  for (size_t e = 0; e < o.endpoints.size(); ++e)
+    run_endpoint(client, progress, rep, e, prompt_lens, salts, log);
 
   if (!o.output_dir.empty()) {
     if (o.plots) rep.files = write_plots(rep, o.output_dir, log);

@@ -438,7 +438,7 @@ TEST(BenchServeCli, EveryRequestFailingIsANonZeroExit) {
   EXPECT_TRUE(fs::exists(dir / "out/report.md"));
 }
 
-// `sandwich-bench engine` is the engine's own program, run from beside sandwich-bench.
+// `sandwich-bench engine` runs the engine's benchmark in this process.
 TEST(BenchCli, EngineRunsTheEnginesBenchmark) {
   const auto r = test::run_command((test::bin_dir() / "sandwich-bench").string() +
                                    " engine --model /nonexistent/m.gguf bogus");

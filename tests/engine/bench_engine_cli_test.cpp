@@ -1,4 +1,4 @@
-// sandwich-bench-engine (`sandwich-bench engine`) as a user runs it.
+// `sandwich-bench engine` (run_engine_bench in sandwich-bench) as a user runs it.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -16,7 +16,7 @@ namespace {
 // exist, so a check that came later would report that instead).
 TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
   const std::string bin =
-      (test::bin_dir() / "sandwich-bench-engine").string() + " --model /nonexistent/m.gguf ";
+      (test::bin_dir() / "sandwich-bench").string() + " engine --model /nonexistent/m.gguf ";
   auto error_of = [&](const std::string& args) {
     const test::CommandResult r = test::run_command(bin + args);
     EXPECT_EQ(r.code, 1) << args;
@@ -51,7 +51,7 @@ TEST(BenchEngineCli, DecodeAtADepthOverEitherKVCache) {
   SANDWICH_REQUIRE_DATA();
   test::TempDir dir;
   const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
-  const std::string bench = (test::bin_dir() / "sandwich-bench-engine").string() + " --model " +
+  const std::string bench = (test::bin_dir() / "sandwich-bench").string() + " engine --model " +
                             stories + " -t 1 -p 0 -n 4 --depth 40 -r 1 --warmup 1 --json " +
                             (dir / "r.json").string();
   auto run = [&](const std::string& extra) {
@@ -80,7 +80,7 @@ TEST(BenchEngineCli, StreamReportsTheDecodeReadsAsAFractionOfTheStream) {
   test::TempDir dir;
   const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
   const test::CommandResult r = test::run_command(
-      (test::bin_dir() / "sandwich-bench-engine").string() + " --model " + stories +
+      (test::bin_dir() / "sandwich-bench").string() + " engine --model " + stories +
       " -t 1 -p 0 -n 4 --depth 10 -r 2 --warmup 0 --stream --kv-cache-dtype f32 --json " +
       (dir / "r.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -111,7 +111,7 @@ TEST(BenchEngineCli, JsonSaysWhetherATunedScheduleTableWasUsed) {
   SANDWICH_REQUIRE_DATA();
   test::TempDir dir;
   const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
-  const std::string bench = (test::bin_dir() / "sandwich-bench-engine").string() + " --model " +
+  const std::string bench = (test::bin_dir() / "sandwich-bench").string() + " engine --model " +
                             stories + " -t 2 --prompt-tokens 8 --gen-tokens 4 -r 1 --warmup 0";
   const int keys = test::write_covering_schedule_table(bench, dir / "t.json");
   ASSERT_GT(keys, 0);

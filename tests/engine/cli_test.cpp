@@ -56,11 +56,12 @@ TEST(Cli, LlamaCppFlagNamesAreAliases) {
 }
 
 TEST(Cli, EveryToolPrintsItsVersion) {
-  for (const char* tool :
-       {"sandwich-generate", "sandwich-model", "sandwich-perplexity", "sandwich-bench-engine"}) {
-    const CommandResult r = run_cmd(bin(tool) + " --version");
+  // A command's --version names its program.
+  for (const std::string tool :
+       {"sandwich-generate", "sandwich-model", "sandwich-perplexity", "sandwich-bench engine"}) {
+    const CommandResult r = run_cmd(bin(tool.c_str()) + " --version");
     EXPECT_EQ(r.code, 0) << tool;
-    const std::string name = std::string(tool) == "sandwich-bench-engine" ? "sandwich-bench" : tool;
+    const std::string name = tool.substr(0, tool.find(' '));
     EXPECT_EQ(r.out.rfind(name + " " + project_version() + " (git ", 0), 0u) << r.out;
     EXPECT_NE(r.out.find(" build)\n"), std::string::npos) << r.out;
     EXPECT_EQ(r.err, "");

@@ -249,7 +249,7 @@ TEST_F(PlanCli, AKernelTableThatDoesNotValidateRefusesThePlan) {
 // sandwich-bench engine: the same checks (one place), its own log line and JSON.
 TEST_F(PlanCli, BenchEngineRunsAPlanAndRefusesOneForAnotherModel) {
   const std::string bench =
-      (test::bin_dir() / "sandwich-bench-engine").string() + " --model " + test::stories_weights() +
+      (test::bin_dir() / "sandwich-bench").string() + " engine --model " + test::stories_weights() +
       " --prompt-tokens 8 --gen-tokens 4 -r 1 --warmup 0 --json " + path("r.json");
   const int keys =
       test::write_covering_schedule_table(generate() + " -t 2", dir_ / "plan.schedules.json");

@@ -1,0 +1,56 @@
+// sandwich-bench engine: the command line of the engine's benchmark (run_engine_bench).
+#include "engine_command.h"
+
+#include "common/cli.h"
+#include "common/tool.h"
+#include "engine/plans/tool_options.h"
+#include "engine/runtime/engine_bench.h"
+
+namespace sandwich {
+namespace {
+
+using namespace engine;
+
+constexpr const char* kProgram = "sandwich-bench engine";
+
+void add_engine_bench_options(ArgParser& p, EngineBenchOptions& o) {
+  add_model_options(p, o.load);
+  p.add("-p,--prompt-tokens", &o.prompt_tokens,
+        "prompt length of the prefill test (default 512; 0 skips it)");
+  p.add("-n,--gen-tokens", &o.gen_tokens,
+        "decode steps of the generation test (default 128; 0 skips it)");
+  p.add("-d,--depth", &o.depth,
+        "positions already in the KV cache when the generation test starts, as llama-bench's "
+        "--n-depth (default 0): decode at a long context");
+  add_plan_options(p, o.plan);
+  add_kv_cache_dtype_option(p, o.kv_dtype);
+  p.add("-r,--reps", &o.reps, "measured repetitions (default 3)");
+  p.add("--warmup", &o.warmup, "unmeasured repetitions first (default 1)");
+  p.add_flag(
+      "--stream", &o.stream,
+      "also measure the DRAM read stream on the decode CPUs between the decode repetitions and "
+      "report the bytes the decode test reads per second as a fraction of it");
+  p.add("--json", &o.json_path, "also write the results as JSON to this file", "F");
+  p.add("--configs", &o.configs_text,
+        "service configurations to compare, comma-separated: RxT for both phases or "
+        "PREFILL/DECODE, e.g. "
+        "1x2,2x1,1x2/2x1 (instead of --plan, --prefill-config and --decode-config)",
+        "LIST");
+}
+
+}  // namespace
+
+int bench_engine_main(int argc, char** argv, int first_arg) {
+  return run_tool(kProgram, [&] {
+    EngineBenchOptions o;
+    ArgParser p(
+        kProgram,
+        "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
+    add_engine_bench_options(p, o);
+    if (!p.parse(argc, argv, first_arg)) return 0;
+    run_engine_bench(o);
+    return 0;
+  });
+}
+
+}  // namespace sandwich

@@ -1,0 +1,175 @@
+#include "engine/runtime/engine_bench.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "common/cli.h"
+#include "engine/plans/plan.h"
+#include "engine/plans/plan_check.h"
+#include "engine/runtime/executor.h"
+#include "runtime/decode_stream.h"
+#include "runtime/engine_bench_report.h"
+#include "runtime/throughput_tests.h"
+#include "topotree/service_config.h"
+
+namespace sandwich::engine {
+namespace {
+
+constexpr const char* kProgram = "sandwich-bench engine";
+
+// A configuration to compare: as given, and its two phases'.
+struct NamedConfigs {
+  std::string name;
+  topotree::ServiceConfig prefill, decode;
+};
+
+// Everything the command line decides, checked before the model loads (which can take minutes).
+void check_options(const EngineBenchOptions& o) {
+  if (o.load.model.empty()) throw CliError("--model is required (see --help)");
+  if (o.prompt_tokens < 0 || o.gen_tokens < 0 || o.warmup < 0 || o.depth < 0)
+    throw CliError("--prompt-tokens, --gen-tokens, --depth and --warmup must be >= 0");
+  if (o.reps < 1) throw CliError("--reps must be at least 1");
+  if (o.prompt_tokens == 0 && o.gen_tokens == 0)
+    throw CliError("nothing to do: --prompt-tokens and --gen-tokens are both 0");
+  if (o.configs_text && (o.plan.plan || o.plan.prefill_config || o.plan.decode_config))
+    throw CliError("give --configs or --plan/--prefill-config/--decode-config, not both");
+}
+
+// --configs: RxT for both phases, or PREFILL/DECODE.
+std::vector<NamedConfigs> parse_configs(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.empty()) throw CliError("--configs has an empty item: '" + text + "'");
+    items.push_back(item);
+  }
+  if (items.empty())
+    throw CliError("--configs needs at least one configuration, e.g. 1x2 or 1x2/2x1");
+  std::vector<NamedConfigs> configs;
+  for (const auto& item : items) {
+    const size_t slash = item.find('/');
+    try {
+      const topotree::ServiceConfig pc = topotree::parse_service_config(item.substr(0, slash));
+      const topotree::ServiceConfig dc =
+          slash == std::string::npos ? pc : topotree::parse_service_config(item.substr(slash + 1));
+      configs.push_back({item, pc, dc});
+    } catch (const std::invalid_argument& e) {
+      throw CliError("--configs: " + std::string(e.what()));
+    }
+  }
+  return configs;
+}
+
+// As sandwichd and sandwich-generate run: the plan options, else one rank of --threads.
+std::vector<NamedConfigs> configs_of(const Plan& one) {
+  const std::string name = one.prefill == one.decode
+                               ? one.prefill.to_string(2)
+                               : one.prefill.to_string(2) + "/" + one.decode.to_string(2);
+  return {{name, one.prefill, one.decode}};
+}
+
+// A configuration's executors, all made before any measurement (rank processes fork here).
+struct Setup {
+  std::string name;
+  std::unique_ptr<Executor> prefill, decode;
+};
+
+// One test: its warm-up, then its repetitions; with stream_bytes (a decode test with --stream),
+// the DRAM stream on the test's CPUs after each repetition, over at least that many bytes.
+void measure(TestSamples& t, const std::function<double()>& once, const EngineBenchOptions& o,
+             std::optional<size_t> stream_bytes) {
+  for (int i = 0; i < o.warmup; ++i) once();
+  std::optional<DecodeStream> probe;
+  if (stream_bytes) probe.emplace(*t.config, *stream_bytes);
+  for (int i = 0; i < o.reps; ++i) {
+    t.tokens_per_s.push_back(once());
+    if (probe) t.stream_gbs.push_back(probe->gbs());
+  }
+}
+
+void run_tests(const EngineBenchOptions& o, const Model& model, std::vector<Setup>& setups,
+               ThroughputTests& tests, EngineBenchReport& report) {
+  const std::optional<size_t> stream_bytes =
+      o.stream ? std::optional<size_t>(model.decode_read_bytes()) : std::nullopt;
+  for (auto& setup : setups) {
+    if (o.prompt_tokens > 0) {
+      TestSamples pp{setup.name, &setup.prefill->config(), false, o.prompt_tokens, {}, {}};
+      const auto once = [&] { return tests.prefill(*setup.prefill); };
+      measure(pp, once, o, std::nullopt);
+      report.add(pp);
+    }
+    if (o.gen_tokens > 0) {
+      TestSamples tg{setup.name, &setup.decode->config(), true, o.gen_tokens, {}, {}};
+      const auto once = [&] { return tests.decode(*setup.prefill, *setup.decode); };
+      measure(tg, once, o, stream_bytes);
+      report.add(tg);
+    }
+  }
+}
+
+}  // namespace
+
+void run_engine_bench(EngineBenchOptions o) {
+  check_options(o);
+  o.load.threads = o.plan.threads;
+  o.load.require_tokenizer = false;
+  ResolvedPlan resolved;
+  try {
+    resolved = resolve_plan(o.plan);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  const std::vector<NamedConfigs> configs =
+      o.configs_text ? parse_configs(*o.configs_text) : configs_of(resolved.plan);
+  // Opened before the benchmark runs, so that a path that cannot be written fails at once.
+  std::optional<std::ofstream> json_out;
+  if (o.json_path) {
+    json_out.emplace(*o.json_path);
+    if (!*json_out) throw CliError("cannot write --json file " + *o.json_path);
+  }
+
+  auto model = load_model(o.load);
+  const ModelConfig& c = model->config;
+  if (std::max(o.prompt_tokens, o.depth + o.gen_tokens) > c.max_seq_len)
+    throw CliError("the test lengths exceed the model's context of " +
+                   std::to_string(c.max_seq_len));
+  for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
+  // Before any executor: rank processes inherit the installed table.
+  const AppliedPlan applied = apply_plan(resolved, *model, o.load.model, kProgram, std::cerr);
+  if (o.configs_text)
+    std::cerr << kProgram << ": configs " << *o.configs_text << "; " << applied.schedules << "\n";
+  else
+    std::cerr << kProgram << ": " << applied.line << "\n";
+
+  // Room for the prefill test and, beside it, the generation test's context.
+  KVCache kv(c,
+             KVCache::bytes_for_tokens(c, o.prompt_tokens, o.kv_dtype) +
+                 KVCache::bytes_for_tokens(c, o.depth + o.gen_tokens, o.kv_dtype),
+             o.kv_dtype);
+  std::cerr << kProgram << ": kv cache " << kv.describe() << "\n";
+  ExecutorLimits limits;
+  limits.max_tokens = std::max({o.prompt_tokens, std::min(o.depth, 512), 1});
+  limits.max_entries = 1;
+  limits.batch_invariant = o.plan.batch_invariant;
+  std::vector<Setup> setups;
+  for (const NamedConfigs& nc : configs)
+    setups.push_back({nc.name, make_executor(*model, kv, nc.prefill, limits),
+                      make_executor(*model, kv, nc.decode, limits)});
+  ThroughputTests tests(*model, kv, o.prompt_tokens, o.gen_tokens, o.depth, limits.max_tokens);
+  EngineBenchReport report(*model, o.kv_dtype, o.depth, o.reps);
+  report.print_header();
+  run_tests(o, *model, setups, tests, report);
+  report.finish(applied, o.plan.batch_invariant, json_out ? &*json_out : nullptr);
+  if (json_out && !json_out->flush()) throw CliError("cannot write --json file " + *o.json_path);
+}
+
+}  // namespace sandwich::engine
