@@ -1,15 +1,17 @@
 // sandwich-model: make dummy-weight GGUF files, describe model files, and run tokenizers.
-#include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
-#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "common/cli.h"
 #include "common/tool.h"
 #include "engine/formats/dummy_model.h"
-#include "engine/formats/gguf.h"
 #include "engine/formats/model.h"
+#include "engine/formats/model_file_report.h"
 #include "engine/formats/quantize_model.h"
-#include "engine/plans/tool_options.h"
+#include "engine/text/token_id_list.h"
 
 using namespace sandwich;
 using namespace sandwich::engine;
@@ -41,15 +43,7 @@ int cmd_make(int argc, char** argv, int first) {
   const ModelConfig c =
       std::filesystem::exists(preset) ? read_model_config(preset) : load_preset(preset);
   Vocab vocab = vocab_file ? vocab_from_tokenizer_file(*vocab_file) : default_dummy_vocab(c);
-  if (static_cast<int32_t>(vocab.tokens.size()) > c.vocab_size)
-    throw CliError("the vocabulary has " + std::to_string(vocab.tokens.size()) +
-                   " tokens, the preset only " + std::to_string(c.vocab_size));
-  // A real vocabulary smaller than the embedding (padded vocabularies) gets unused filler tokens.
-  for (int32_t i = static_cast<int32_t>(vocab.tokens.size()); i < c.vocab_size; ++i) {
-    vocab.tokens.push_back("<unused_" + std::to_string(i) + ">");
-    if (!vocab.scores.empty()) vocab.scores.push_back(-1e9f);
-    if (!vocab.types.empty()) vocab.types.push_back(TokenType::Unused);
-  }
+  pad_dummy_vocab(vocab, c);
   if (preset_q) {
     write_dummy_gguf_quantized(c, *preset_q, vocab, seed.value_or(0), out);
   } else {
@@ -59,14 +53,6 @@ int cmd_make(int argc, char** argv, int first) {
   std::cerr << "wrote " << out << " (" << c.name << ", " << dtype << ", "
             << static_cast<double>(std::filesystem::file_size(out)) / (1 << 30) << " GiB)\n";
   return 0;
-}
-
-// "4.50" for bits per weight.
-std::string bpw(uint64_t bytes, int64_t elements) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f",
-                elements ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0);
-  return buf;
 }
 
 int cmd_quantize(int argc, char** argv, int first) {
@@ -96,10 +82,8 @@ int cmd_quantize(int argc, char** argv, int first) {
   quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr,
                       tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt);
   const ModelFileInfo info = inspect_model(out);
-  int64_t elements = 0;
-  for (const auto& t : info.tensors) elements += t.elements;
   std::cerr << "wrote " << out << " (" << preset->name << ", " << info.bytes << " bytes, "
-            << bpw(info.bytes, elements) << " bits per weight)\n";
+            << bits_per_weight(info.bytes, weight_count(info)) << " bits per weight)\n";
   return 0;
 }
 
@@ -111,65 +95,7 @@ int cmd_info(int argc, char** argv, int first) {
              "leave out the list of tensors (name, shape, type, bits per weight)");
   if (!p.parse(argc, argv, first)) return 0;
   if (p.positional().size() != 1) throw CliError("info takes one model path");
-  const std::filesystem::path path = p.positional()[0];
-  const ModelFileInfo info = inspect_model(path);
-  const ModelConfig& c = info.config;
-  std::string tokenizer = "none found (pass --tokenizer to the tools)";
-  try {
-    auto tok = load_tokenizer(std::filesystem::is_directory(path) || path.extension() == ".gguf"
-                                  ? path
-                                  : path.parent_path() / "tokenizer.bin");
-    tokenizer = std::to_string(tok->vocab_size()) + " tokens, BOS " +
-                std::to_string(tok->bos_id()) + ", EOS " + std::to_string(tok->eos_id());
-  } catch (const std::exception&) {
-  }
-  std::cout << "file:          " << path.string() << "\n"
-            << "format:        " << info.description << "\n"
-            << "architecture:  llama\n"
-            << "name:          " << c.name << "\n"
-            << "dim:           " << c.dim << "\n"
-            << "layers:        " << c.n_layers << "\n"
-            << "heads:         " << c.n_heads << " (kv " << c.n_kv_heads << ", head size "
-            << c.head_dim << ")\n"
-            << "ffn:           " << c.ffn_dim << "\n"
-            << "vocab:         " << c.vocab_size << "\n"
-            << "context:       " << c.max_seq_len << "\n"
-            << "rope theta:    " << c.rope_theta << "\n"
-            << "norm eps:      " << c.norm_eps << "\n"
-            << "tied output:   " << (c.tied_embeddings ? "yes" : "no") << "\n"
-            << "parameters:    " << c.param_count() << "\n"
-            << "tensors:       " << info.n_tensors << "\n"
-            << "dtypes:       ";
-  for (auto& [name, n] : info.dtypes) std::cout << " " << name << " x" << n;
-  std::map<std::string, std::pair<uint64_t, int64_t>> by_type;  // bytes, elements
-  int64_t elements = 0;
-  for (const auto& t : info.tensors) {
-    by_type[t.type].first += t.bytes;
-    by_type[t.type].second += t.elements;
-    elements += t.elements;
-  }
-  std::cout << "\n"
-            << "bits/weight:   " << bpw(info.bytes, elements) << " (";
-  bool first_type = true;
-  for (auto& [type, be] : by_type) {
-    std::cout << (first_type ? "" : ", ") << type << " " << bpw(be.first, be.second) << " on "
-              << be.second << " weights";
-    first_type = false;
-  }
-  std::cout << ")\n"
-            << "size:          " << info.bytes << " bytes ("
-            << static_cast<double>(info.bytes) / (1 << 30) << " GiB)\n"
-            << "tokenizer:     " << tokenizer << "\n";
-  if (!summary) {
-    std::cout << "tensors (name, shape, type, bits per weight):\n";
-    for (const auto& t : info.tensors) {
-      std::string shape;
-      for (size_t i = 0; i < t.shape.size(); ++i)
-        shape += (i ? " x " : "") + std::to_string(t.shape[i]);
-      std::cout << "  " << t.name << "  [" << shape << "]  " << t.type << "  "
-                << bpw(t.bytes, t.elements) << "\n";
-    }
-  }
+  print_model_report(p.positional()[0], !summary, std::cout);
   return 0;
 }
 
@@ -202,24 +128,7 @@ int cmd_detokenize(int argc, char** argv, int first) {
   if (!p.parse(argc, argv, first)) return 0;
   if (tokenizer.empty()) throw CliError("detokenize needs --tokenizer");
   auto tok = load_tokenizer(tokenizer);
-  std::vector<int32_t> ids;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.empty()) return;
-    const int64_t v = ArgParser::parse_int("--ids", cur);
-    if (v < 0 || v >= tok->vocab_size())
-      throw CliError("token id " + cur + " is outside the vocabulary of " +
-                     std::to_string(tok->vocab_size()));
-    ids.push_back(static_cast<int32_t>(v));
-    cur.clear();
-  };
-  for (char ch : ids_text) {
-    if (ch == ' ' || ch == ',' || ch == '\n' || ch == '\t')
-      flush();
-    else
-      cur += ch;
-  }
-  flush();
+  const std::vector<int32_t> ids = parse_token_ids(ids_text, tok->vocab_size(), "--ids");
   std::cout << tok->decode(ids, keep_special) << "\n";
   return 0;
 }

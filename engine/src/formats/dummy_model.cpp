@@ -96,6 +96,17 @@ Vocab default_dummy_vocab(const ModelConfig& config) {
   return v;
 }
 
+void pad_dummy_vocab(Vocab& vocab, const ModelConfig& config) {
+  if (static_cast<int32_t>(vocab.tokens.size()) > config.vocab_size)
+    throw std::invalid_argument("the vocabulary has " + std::to_string(vocab.tokens.size()) +
+                                " tokens, the preset only " + std::to_string(config.vocab_size));
+  for (int32_t i = static_cast<int32_t>(vocab.tokens.size()); i < config.vocab_size; ++i) {
+    vocab.tokens.push_back("<unused_" + std::to_string(i) + ">");
+    if (!vocab.scores.empty()) vocab.scores.push_back(-1e9f);
+    if (!vocab.types.empty()) vocab.types.push_back(TokenType::Unused);
+  }
+}
+
 void write_dummy_gguf(const ModelConfig& c, WeightDType weight_dtype, const Vocab& vocab,
                       uint64_t seed, const std::filesystem::path& out) {
   const kernels::DType dtype =

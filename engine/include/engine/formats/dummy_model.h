@@ -24,5 +24,8 @@ void write_dummy_gguf_quantized(const ModelConfig& config, const QuantPreset& pr
 
 // The vocabulary a dummy model of this config gets when no tokenizer is given.
 Vocab default_dummy_vocab(const ModelConfig& config);
+// A real vocabulary smaller than the config's embedding (padded vocabularies) gets unused filler
+// tokens up to its vocab_size. Throws std::invalid_argument for one larger than that.
+void pad_dummy_vocab(Vocab& vocab, const ModelConfig& config);
 
 }  // namespace sandwich::engine

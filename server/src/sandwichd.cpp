@@ -1,0 +1,158 @@
+#include "server/sandwichd.h"
+
+#include <chrono>
+#include <iostream>
+#include <thread>
+#include <utility>
+
+#include "common/log.h"
+#include "engine/runtime/executor.h"
+
+namespace sandwich::server {
+
+Sandwichd::Sandwichd(SandwichdOptions options, StartupPlanSearch search)
+    : o_(std::move(options)), search_(std::move(search)) {}
+
+Sandwichd::~Sandwichd() {
+  // No request may reach the scheduler while it goes (a Sandwichd left without serve()).
+  if (server_) server_->stop();
+}
+
+int Sandwichd::run() {
+  start();
+  return serve();
+}
+
+void Sandwichd::start() {
+  // The plan is refused before anything binds.
+  configs_ = resolve_plan(o_.plan);
+  o_.scheduler.batch_invariant = o_.plan.batch_invariant;
+  o_.load.threads = o_.plan.threads;
+  start_http();
+  logf(LogLevel::Info, "sandwichd", "loading %s", o_.load.model.c_str());
+  try {
+    load_engine();
+  } catch (...) {
+    server_->stop();
+    throw;
+  }
+  logf(LogLevel::Info, "sandwichd", "listening on http://%s:%u", o_.http.host.c_str(),
+       server_->port());
+  const SchedulerOptions& sched = o_.scheduler;
+  logf(LogLevel::Info, "sandwichd",
+       "ready: %s, weights %s loaded in %.1f s, max model len %d, "
+       "prefill %s, decode %s",
+       model_->source.c_str(), model_->weight_types.c_str(), model_->load_seconds,
+       scheduler_->max_model_len(), sched.prefill_config->to_string().c_str(),
+       sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
+}
+
+uint16_t Sandwichd::port() const {
+  return server_->port();
+}
+
+void Sandwichd::request_stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_requested_ = true;
+  cv_.notify_all();
+}
+
+void Sandwichd::start_http() {
+  o_.http.reserved_paths = {"/health", "/metrics"};
+  service_ = std::make_unique<OpenAiService>(o_.service);
+  OpenAiService& service = *service_;
+  server_ = std::make_unique<HttpServer>(
+      o_.http,
+      [&service](const HttpRequest& r, std::shared_ptr<Responder> out) {
+        service.handle(r, std::move(out));
+      },
+      [&service](const HttpRequest& r) { return service.check_headers(r); });
+  HttpServer& server = *server_;
+  service.report_http_stats([&server] { return server.stats(); });
+  server.on_signal([this](int) { request_stop(); });
+  server.start();
+}
+
+void Sandwichd::load_engine() {
+  model_ = load_model(o_.load);
+  for (const auto& n : model_->notes) logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
+  choose_default_plan();
+  // Before the scheduler makes its executors: rank processes inherit the installed table.
+  const AppliedPlan applied = apply_plan(configs_, *model_, o_.load.model, "sandwichd", std::cerr);
+  logf(LogLevel::Info, "sandwichd", "%s", applied.line.c_str());
+  o_.scheduler.prefill_config = configs_.plan.prefill;
+  o_.scheduler.decode_config = configs_.plan.decode;
+  scheduler_ = std::make_unique<Scheduler>(*model_, o_.scheduler);
+  logf(LogLevel::Info, "sandwichd", "KV cache: %s", scheduler_->kv_cache().describe().c_str());
+  service_->attach(*model_, *scheduler_);
+  logf(LogLevel::Info, "sandwichd", "chat template: %s", service_->chat_template_note().c_str());
+}
+
+// No plan, configuration or thread count: the start-up search's choice for this machine.
+void Sandwichd::choose_default_plan() {
+  if (!search_ || o_.plan.threads_given || !(configs_.prefill_default || configs_.decode_default))
+    return;
+  const Plan chosen = search_(*model_, o_.scheduler.kv_cache_dtype, &configs_.chosen_by);
+  if (configs_.prefill_default) configs_.plan.prefill = chosen.prefill;
+  if (configs_.decode_default) configs_.plan.decode = chosen.decode;
+}
+
+int Sandwichd::serve() {
+  std::string fatal;
+  if (wait_for_stop(fatal)) return stop_after_fatal(fatal);
+  return drain();
+}
+
+// Until a signal, or until a rank group that lost a rank cannot be re-formed (true, with its
+// message in `fatal`).
+bool Sandwichd::wait_for_stop(std::string& fatal) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_requested_; })) {
+    const ExecutorHealth h = scheduler_->executor_health();
+    if (h.failed) {
+      fatal = h.message;
+      return true;
+    }
+  }
+  return false;
+}
+
+int Sandwichd::stop_after_fatal(const std::string& fatal) {
+  logf(LogLevel::Error, "sandwichd", "fatal: %s; exiting so that the server can be restarted",
+       fatal.c_str());
+  service_->begin_shutdown();
+  server_->stop_accepting();
+  scheduler_->shutdown(false);  // whatever is running or waiting gets its error
+  for (int i = 0; i < 50 && service_->active_requests() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  server_->stop();
+  return 1;
+}
+
+int Sandwichd::drain() {
+  logf(LogLevel::Info, "sandwichd", "shutting down: finishing %d running request(s)",
+       service_->active_requests());
+  // Still accepting while draining: /health says 503 "shutting down" rather than a refused
+  // connection, and new requests get 503 too.
+  service_->begin_shutdown();
+  Scheduler& scheduler = *scheduler_;
+  scheduler.request_shutdown(true);
+  std::thread waiter([&] { scheduler.shutdown(true); });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(o_.shutdown_timeout_seconds);
+  while (scheduler.stats().running + scheduler.stats().waiting > 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  scheduler.request_shutdown(false);  // whatever is left is aborted
+  waiter.join();
+  // Let the last responses reach their clients.
+  for (int i = 0; i < 100 && service_->active_requests() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  server_->stop_accepting();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server_->stop();
+  logf(LogLevel::Info, "sandwichd", "stopped");
+  return 0;
+}
+
+}  // namespace sandwich::server
