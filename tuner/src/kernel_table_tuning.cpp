@@ -1,5 +1,6 @@
 #include "tuner/kernel_table_tuning.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -85,8 +86,8 @@ double gflops_of(const kernels::GemmKey& k, const TunedPoint& p) {
 }
 
 // A group's points as M ranges: consecutive M with the same schedule merged.
-engine::TunedGemm table_entry(const GemmGroupResult& g) {
-  engine::TunedGemm t;
+TunedGemm table_entry(const GemmGroupResult& g) {
+  TunedGemm t;
   t.n = g.key.n;
   t.k = g.key.k;
   t.dtype = kernels::weight_type_name(g.key);
@@ -120,13 +121,13 @@ void add(TunerStats& a, const TunerStats& b) {
 
 namespace {
 
-engine::MachineFingerprint fingerprint_of(const TableTuningSpec& spec) {
+MachineFingerprint fingerprint_of(const TableTuningSpec& spec) {
   std::vector<int> all_cpus;
   for (const GemmJob& j : spec.gemms)
     for (int c : j.cpus)
       if (std::find(all_cpus.begin(), all_cpus.end(), c) == all_cpus.end()) all_cpus.push_back(c);
   std::sort(all_cpus.begin(), all_cpus.end());
-  return engine::this_machine_fingerprint(format_cpu_list(all_cpus));
+  return this_machine_fingerprint(format_cpu_list(all_cpus));
 }
 
 TuneState initial_state(const TableTuningSpec& spec) {
@@ -137,13 +138,13 @@ TuneState initial_state(const TableTuningSpec& spec) {
 
 // The interrupted table's state, checked against this run's machine and options.
 TuneState resume_state(const TableTuningSpec& spec, const std::filesystem::path& out,
-                       const engine::MachineFingerprint& machine) {
+                       const MachineFingerprint& machine) {
   const std::string file = out.string();
   TuneState state = initial_state(spec);
   if (!std::filesystem::exists(out))
     throw std::runtime_error("--resume: " + file +
                              " does not exist (run without --resume to start)");
-  const engine::ScheduleTable old = engine::read_schedule_table(out);
+  const ScheduleTable old = read_schedule_table(out);
   const std::string diff = machine.mismatch(old.machine);
   if (!diff.empty())
     throw std::runtime_error(file + " was tuned on another machine (" + diff +
@@ -167,48 +168,61 @@ TuneState resume_state(const TableTuningSpec& spec, const std::filesystem::path&
   return state;
 }
 
-}  // namespace
-
-void check_resumable(const TableTuningSpec& spec, const std::filesystem::path& out) {
-  resume_state(spec, out, fingerprint_of(spec));
-}
-
-TableTuningResult tune_schedule_table(
-    const TableTuningSpec& spec, const std::filesystem::path& out, bool resume,
-    const std::function<bool()>& interrupted, const std::function<bool()>& out_of_time,
-    const std::function<void(const TableTuningProgress&)>& progress) {
-  const engine::MachineFingerprint machine = fingerprint_of(spec);
-  TuneState state = resume ? resume_state(spec, out, machine) : initial_state(spec);
-
-  std::vector<engine::TunedKernel> attention;
-  auto write = [&](bool finished) {
-    engine::ScheduleTable t;
-    t.machine = machine;
-    t.model = state.model;
-    t.config = state.config;
-    for (const GemmGroupResult& g : state.groups)
-      if (!g.points.empty()) t.gemms.push_back(table_entry(g));
-    t.tunables = attention;
-    if (!finished) t.resume_json = resume_json(state);
-    engine::write_schedule_table(t, out);
-  };
-
-  TableTuningResult result;
-  bool cut = false, stopped = false;
-  auto stop = [&] {
-    if (stopped) return true;
-    if (interrupted && interrupted()) {
-      stopped = true;
+// Polled between measurements: `interrupted` stops a run resumable, `out_of_time` stops it
+// finished (the M not tuned take the cost model's schedule). Once stopped it stays stopped.
+class StopSignal {
+ public:
+  StopSignal(const std::function<bool()>& interrupted, const std::function<bool()>& out_of_time)
+      : interrupted_(interrupted), out_of_time_(out_of_time) {}
+  bool operator()() {
+    if (stopped_) return true;
+    if (interrupted_ && interrupted_()) {
+      stopped_ = true;
       return true;
     }
-    if (out_of_time && out_of_time()) {
-      cut = stopped = true;
+    if (out_of_time_ && out_of_time_()) {
+      cut_ = stopped_ = true;
       return true;
     }
     return false;
-  };
+  }
+  bool interrupted() const { return stopped_ && !cut_; }
+  bool stopped() const { return stopped_; }
+  bool cut() const { return cut_; }
 
-  // One tuner (and profiler) per rank CPU set and M limit; the tuner's cache lives per tuner.
+ private:
+  const std::function<bool()>& interrupted_;
+  const std::function<bool()>& out_of_time_;
+  bool stopped_ = false, cut_ = false;
+};
+
+using ProgressFn = std::function<void(const TableTuningProgress&)>;
+
+void write_table(const std::filesystem::path& out, const MachineFingerprint& machine,
+                 const TuneState& state, const std::vector<TunedKernel>& attention, bool finished) {
+  ScheduleTable t;
+  t.machine = machine;
+  t.model = state.model;
+  t.config = state.config;
+  for (const GemmGroupResult& g : state.groups)
+    if (!g.points.empty()) t.gemms.push_back(table_entry(g));
+  t.tunables = attention;
+  if (!finished) t.resume_json = resume_json(state);
+  write_schedule_table(t, out);
+}
+
+GemmGroupResult* group_of(TuneState& state, const kernels::GemmKey& key) {
+  GemmGroupResult* g = nullptr;
+  for (auto& x : state.groups)
+    if (x.key == key) g = &x;
+  return g;
+}
+
+// Every GEMM job not yet tuned as far as it asks, in order, into `state`; returns the tuners'
+// summed statistics. One tuner (and profiler) per rank CPU set and M limit: a tuner's cache
+// lives with it.
+TunerStats tune_gemms(const TableTuningSpec& spec, TuneState& state, StopSignal& stop,
+                      const ProgressFn& progress) {
   struct Tuner {
     std::unique_ptr<GemmProfiler> profiler;
     std::unique_ptr<GemmTuner> tuner;
@@ -227,7 +241,6 @@ TableTuningResult tune_schedule_table(
     }
     return t;
   };
-
   double total_work = 0;
   for (const GemmJob& j : spec.gemms) {
     GemmTunerOptions o = spec.tuner;
@@ -235,11 +248,10 @@ TableTuningResult tune_schedule_table(
     total_work += tuning_work(j.key, o, 1, j.tune_m);
   }
   double done_work = 0;
-  for (size_t i = 0; i < spec.gemms.size() && !stopped; ++i) {
+  auto stop_fn = [&stop] { return stop(); };
+  for (size_t i = 0; i < spec.gemms.size() && !stop.stopped(); ++i) {
     const GemmJob& job = spec.gemms[i];
-    GemmGroupResult* prev = nullptr;
-    for (auto& g : state.groups)
-      if (g.key == job.key) prev = &g;
+    GemmGroupResult* prev = group_of(state, job.key);
     Tuner& t = tuner_for(job);
     const double group_work = tuning_work(job.key, t.options, 1, job.tune_m);
     if (prev && static_cast<int64_t>(prev->points.size()) >= job.tune_m) {
@@ -260,56 +272,51 @@ TableTuningResult tune_schedule_table(
       p.fraction = (done_work + group_done) / std::max(1e-12, total_work);
       progress(p);
     };
-    GemmGroupResult r = t.tuner->tune(job.key, prev, stop, on_progress);
+    GemmGroupResult r = t.tuner->tune(job.key, prev, stop_fn, on_progress);
     if (prev)
       *prev = std::move(r);
     else
       state.groups.push_back(std::move(r));
     done_work += group_work;
   }
-  for (const auto& [_, t] : tuners) add(result.stats, t.tuner->stats());
-  if (stopped && !cut) {
-    write(false);
-    result.status = TableTuningResult::Status::Interrupted;
-    result.groups = state.groups;
-    return result;
-  }
+  TunerStats stats;
+  for (const auto& [_, t] : tuners) add(stats, t.tuner->stats());
+  return stats;
+}
 
-  // Attention's block sizes after the GEMMs (a minute or so; tuned again on --resume).
-  if (!cut) {
-    const KernelClock clock = timed_runs();
-    for (const AttentionJob& a : spec.attention) {
-      std::unique_ptr<TunableKernel> k =
-          a.prefill ? make_attention_prefill(a.shape, a.max_m)
-                    : make_attention_decode(a.shape, a.max_m, a.decode_context);
-      auto on_progress = [&](const KernelProgress& pr) {
-        if (!progress) return;
-        TableTuningProgress p;
-        p.attention = true;
-        p.what = pr.kernel;
-        p.m = pr.m;
-        p.max_m = pr.max_m;
-        p.fraction = 1;
-        progress(p);
-      };
-      engine::TunedKernel tk =
-          search_kernel(*k, clock, {}, stop, on_progress, &result.attention_stats);
-      if (!tk.ranges.empty()) attention.push_back(std::move(tk));
-      if (stopped) break;
-    }
-    if (stopped && !cut) {
-      write(false);
-      result.status = TableTuningResult::Status::Interrupted;
-      result.groups = state.groups;
-      return result;
-    }
+// Attention's block sizes, after the GEMMs (a minute or so; tuned again on --resume).
+std::vector<TunedKernel> tune_attention(const TableTuningSpec& spec, StopSignal& stop,
+                                        const ProgressFn& progress, KernelSearchStats* stats) {
+  std::vector<TunedKernel> attention;
+  const KernelClock clock = timed_runs();
+  auto stop_fn = [&stop] { return stop(); };
+  for (const AttentionJob& a : spec.attention) {
+    std::unique_ptr<TunableKernel> k =
+        a.prefill ? make_attention_prefill(a.shape, a.max_m)
+                  : make_attention_decode(a.shape, a.max_m, a.decode_context);
+    auto on_progress = [&](const KernelProgress& pr) {
+      if (!progress) return;
+      TableTuningProgress p;
+      p.attention = true;
+      p.what = pr.kernel;
+      p.m = pr.m;
+      p.max_m = pr.max_m;
+      p.fraction = 1;
+      progress(p);
+    };
+    TunedKernel tk = search_kernel(*k, clock, {}, stop_fn, on_progress, stats);
+    if (!tk.ranges.empty()) attention.push_back(std::move(tk));
+    if (stop.stopped()) break;
   }
+  return attention;
+}
 
-  // Every job's table covers 1..cover_m: what was not measured runs the cost model's schedule.
+// Every job's table covers 1..cover_m: what was not measured runs the cost model's schedule.
+// Returns how many of those M were to be tuned.
+int64_t cover_with_cost_model(const TableTuningSpec& spec, TuneState& state) {
+  int64_t untuned = 0;
   for (const GemmJob& job : spec.gemms) {
-    GemmGroupResult* g = nullptr;
-    for (auto& x : state.groups)
-      if (x.key == job.key) g = &x;
+    GemmGroupResult* g = group_of(state, job.key);
     if (!g) {
       state.groups.push_back({job.key, {}});
       g = &state.groups.back();
@@ -320,12 +327,39 @@ TableTuningResult tune_schedule_table(
       p.schedule = kernels::default_schedule(kernels::shape_at(job.key, m));
       p.how = "untuned";
       g->points.push_back(std::move(p));
-      if (m <= job.tune_m) ++result.untuned_m;
+      if (m <= job.tune_m) ++untuned;
     }
   }
-  result.cut_short = cut;
+  return untuned;
+}
+
+}  // namespace
+
+void check_resumable(const TableTuningSpec& spec, const std::filesystem::path& out) {
+  resume_state(spec, out, fingerprint_of(spec));
+}
+
+TableTuningResult tune_schedule_table(const TableTuningSpec& spec, const std::filesystem::path& out,
+                                      bool resume, const std::function<bool()>& interrupted,
+                                      const std::function<bool()>& out_of_time,
+                                      const ProgressFn& progress) {
+  const MachineFingerprint machine = fingerprint_of(spec);
+  TuneState state = resume ? resume_state(spec, out, machine) : initial_state(spec);
+  StopSignal stop(interrupted, out_of_time);
+  TableTuningResult result;
+  result.stats = tune_gemms(spec, state, stop, progress);
+  std::vector<TunedKernel> attention;
+  if (!stop.stopped()) attention = tune_attention(spec, stop, progress, &result.attention_stats);
+  if (stop.interrupted()) {
+    write_table(out, machine, state, attention, false);
+    result.status = TableTuningResult::Status::Interrupted;
+    result.groups = state.groups;
+    return result;
+  }
+  result.untuned_m = cover_with_cost_model(spec, state);
+  result.cut_short = stop.cut();
   result.attention_kernels = attention.size();
-  write(true);
+  write_table(out, machine, state, attention, true);
   result.groups = state.groups;
   return result;
 }

@@ -1,0 +1,17 @@
+#pragma once
+// `sandwich-tune survey`: the configuration search on every shipped topology, for the search's
+// statistics (trees explored, configurations cut, evaluated, seconds) and best configurations.
+#include <string>
+
+namespace sandwich::tuner {
+
+struct SurveyRequest {
+  std::string model = "llama3-8b";  // a preset or a config.json
+  int patience = 8;
+  bool json = false;
+};
+
+// A table of every topology and phase (or JSON rows), then notes about the inputs.
+std::string survey_report(const SurveyRequest& r);
+
+}  // namespace sandwich::tuner
