@@ -1,6 +1,5 @@
 #include "kernels/kernel_tunables.h"
 
-#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -11,76 +10,68 @@
 namespace sandwich::kernels {
 namespace {
 
-using Params = std::map<std::string, int64_t>;
-
-struct ParamRange {
-  int64_t m_lo, m_hi;
-  Params params;
-};
-// Kernel -> key -> ranges sorted by m_lo, not overlapping. Two levels so that a lookup copies
-// neither the name nor the key.
-using Registry = std::map<std::string, std::map<Params, std::vector<ParamRange>>>;
-
-// Copy on write: lookups read the current registry without a lock; an install publishes a new
-// one. Old registries are kept (a few small maps per process) so that returned pointers stay
-// valid while another thread installs.
+// Copy on write: lookups read the current table without a lock; an install publishes a new
+// one. Old tables are kept (a few small maps per process) so that returned pointers stay valid
+// while another thread installs.
 std::mutex g_install_mutex;
-std::vector<std::unique_ptr<const Registry>> g_registries;
-std::atomic<const Registry*> g_current{nullptr};
+std::vector<std::unique_ptr<const KernelParamTable>> g_tables;
+std::atomic<const KernelParamTable*> g_current{nullptr};
 
-std::string describe(const std::string& kernel, const Params& key) {
-  std::string s = kernel;
-  for (const auto& [name, value] : key) s += " " + name + "=" + std::to_string(value);
-  return s;
-}
-
-void publish(std::unique_ptr<const Registry> registry) {
-  g_current.store(registry.get(), std::memory_order_release);
-  g_registries.push_back(std::move(registry));
+void publish(std::unique_ptr<const KernelParamTable> table) {
+  g_current.store(table.get(), std::memory_order_release);
+  g_tables.push_back(std::move(table));
 }
 
 }  // namespace
 
-void install_kernel_params(std::string kernel, Params key, int64_t m_lo, int64_t m_hi,
-                           Params params) {
-  const auto where = [&] {
-    return describe(kernel, key) + " M " + std::to_string(m_lo) + ".." + std::to_string(m_hi);
-  };
-  if (m_lo < 1 || m_lo > m_hi)
-    throw std::invalid_argument("kernel parameters for " + where() + ": not a range of M >= 1");
+std::string KernelParamTable::add(const std::string& kernel, const KernelParams& key, int64_t m_lo,
+                                  int64_t m_hi, KernelParams params) {
+  // Checked before the lookup, which would leave an empty entry behind.
+  if (std::string why = m_range_problem(m_lo, m_hi); !why.empty()) return why;
+  return by_kernel_[kernel][key].add(KernelParamRange{m_lo, m_hi, std::move(params)});
+}
+
+const KernelParams* KernelParamTable::find(const std::string& kernel, const KernelParams& key,
+                                           int64_t m) const {
+  const auto by_kernel = by_kernel_.find(kernel);
+  if (by_kernel == by_kernel_.end()) return nullptr;
+  const auto by_key = by_kernel->second.find(key);
+  if (by_key == by_kernel->second.end()) return nullptr;
+  const KernelParamRange* r = by_key->second.find(m);
+  return r ? &r->params : nullptr;
+}
+
+std::string kernel_params_text(const std::string& kernel, const KernelParams& key, int64_t m_lo,
+                               int64_t m_hi) {
+  std::string s = "kernel parameters for " + kernel;
+  for (const auto& [name, value] : key) s += " " + name + "=" + std::to_string(value);
+  return s + " M " + std::to_string(m_lo) + ".." + std::to_string(m_hi);
+}
+
+void install_kernel_params(std::string kernel, KernelParams key, int64_t m_lo, int64_t m_hi,
+                           KernelParams params) {
   std::lock_guard lock(g_install_mutex);
-  const Registry* current = g_current.load(std::memory_order_acquire);
-  auto next = current ? std::make_unique<Registry>(*current) : std::make_unique<Registry>();
-  auto& ranges = (*next)[kernel][key];
-  for (const ParamRange& r : ranges)
-    if (r.m_lo <= m_hi && m_lo <= r.m_hi)
-      throw std::invalid_argument("kernel parameters for " + where() + ": overlaps M " +
-                                  std::to_string(r.m_lo) + ".." + std::to_string(r.m_hi));
-  ParamRange added{m_lo, m_hi, std::move(params)};
-  ranges.insert(std::upper_bound(ranges.begin(), ranges.end(), m_lo,
-                                 [](int64_t m, const ParamRange& r) { return m < r.m_lo; }),
-                std::move(added));
+  const KernelParamTable* current = g_current.load(std::memory_order_acquire);
+  auto next =
+      current ? std::make_unique<KernelParamTable>(*current) : std::make_unique<KernelParamTable>();
+  if (const std::string why = next->add(kernel, key, m_lo, m_hi, std::move(params)); !why.empty())
+    throw std::invalid_argument(kernel_params_text(kernel, key, m_lo, m_hi) + ": " + why);
   publish(std::move(next));
 }
 
-const Params* kernel_params(const std::string& kernel, const Params& key, int64_t m) {
-  const Registry* current = g_current.load(std::memory_order_acquire);
+void install_kernel_params(KernelParamTable table) {
+  std::lock_guard lock(g_install_mutex);
+  publish(std::make_unique<const KernelParamTable>(std::move(table)));
+}
+
+const KernelParams* kernel_params(const std::string& kernel, const KernelParams& key, int64_t m) {
+  const KernelParamTable* current = g_current.load(std::memory_order_acquire);
   if (!current || current->empty()) return nullptr;
-  auto by_kernel = current->find(kernel);
-  if (by_kernel == current->end()) return nullptr;
-  auto by_key = by_kernel->second.find(key);
-  if (by_key == by_kernel->second.end()) return nullptr;
-  const auto& ranges = by_key->second;
-  auto r = std::upper_bound(ranges.begin(), ranges.end(), m,
-                            [](int64_t v, const ParamRange& x) { return v < x.m_lo; });
-  if (r == ranges.begin()) return nullptr;
-  --r;
-  return m <= r->m_hi ? &r->params : nullptr;
+  return current->find(kernel, key, m);
 }
 
 void clear_kernel_params() {
-  std::lock_guard lock(g_install_mutex);
-  publish(std::make_unique<Registry>());
+  install_kernel_params(KernelParamTable{});
 }
 
 }  // namespace sandwich::kernels

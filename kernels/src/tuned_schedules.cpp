@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
-#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
@@ -16,6 +15,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "kernels/m_ranges.h"
 #include "kernels/microkernel.h"
 
 namespace sandwich::kernels {
@@ -37,8 +37,9 @@ struct KeyHash {
   }
 };
 
-std::string range_text(const GemmKey& key, int64_t m_lo, int64_t m_hi) {
-  return key.to_string() + " M " + std::to_string(m_lo) + ".." + std::to_string(m_hi);
+[[noreturn]] void refuse(const GemmKey& key, int64_t m_lo, int64_t m_hi, const std::string& why) {
+  throw std::invalid_argument("tuned schedule for " + key.to_string() + " M " +
+                              std::to_string(m_lo) + ".." + std::to_string(m_hi) + ": " + why);
 }
 
 struct Installed {
@@ -99,7 +100,7 @@ bool set_weight_type(GemmKey& key, std::string_view name) {
 }
 
 struct TunedSchedules::Impl {
-  std::unordered_map<GemmKey, std::vector<TunedRange>, KeyHash> by_key;  // sorted by m_lo
+  std::unordered_map<GemmKey, MRanges<TunedRange>, KeyHash> by_key;
   size_t ranges = 0;
 };
 
@@ -109,39 +110,38 @@ TunedSchedules::TunedSchedules(TunedSchedules&&) noexcept = default;
 TunedSchedules& TunedSchedules::operator=(TunedSchedules&&) noexcept = default;
 
 void TunedSchedules::add(const GemmKey& key, int64_t m_lo, int64_t m_hi, const Schedule& schedule) {
-  const auto bad = [&](const std::string& why) {
-    throw std::invalid_argument("tuned schedule for " + range_text(key, m_lo, m_hi) + ": " + why);
-  };
-  if (m_lo < 1 || m_lo > m_hi) bad("not a range of M >= 1");
-  if (key.n < 1 || key.k < 1 || key.threads < 1) bad("N, K and threads must be positive");
+  if (const std::string why = m_range_problem(m_lo, m_hi); !why.empty())
+    refuse(key, m_lo, m_hi, why);
+  if (key.n < 1 || key.k < 1 || key.threads < 1)
+    refuse(key, m_lo, m_hi, "N, K and threads must be positive");
   try {
     validate_schedule(shape_at(key, m_lo), schedule);
   } catch (const std::invalid_argument& e) {
-    bad(e.what());
+    refuse(key, m_lo, m_hi, e.what());
   }
   auto& ranges = impl_->by_key[key_of(shape_at(key, m_lo))];
-  const auto at = std::upper_bound(ranges.begin(), ranges.end(), m_lo,
-                                   [](int64_t m, const TunedRange& r) { return m < r.m_lo; });
-  // Sorted and disjoint: only the neighbours can overlap.
-  if (at != ranges.end() && at->m_lo <= m_hi)
-    bad("overlaps M " + std::to_string(at->m_lo) + ".." + std::to_string(at->m_hi));
-  if (at != ranges.begin() && std::prev(at)->m_hi >= m_lo)
-    bad("overlaps M " + std::to_string(std::prev(at)->m_lo) + ".." +
-        std::to_string(std::prev(at)->m_hi));
-  ranges.insert(at, TunedRange{m_lo, m_hi, schedule});
+  if (const std::string why = ranges.add(TunedRange{m_lo, m_hi, schedule}); !why.empty())
+    refuse(key, m_lo, m_hi, why);
   ++impl_->ranges;
+}
+
+void TunedSchedules::add(const GemmKey& key, int64_t m_lo, int64_t m_hi,
+                         const std::string& schedule) {
+  Schedule parsed;
+  try {
+    parsed = parse_schedule(schedule);
+  } catch (const std::invalid_argument& e) {
+    refuse(key, m_lo, m_hi, e.what());
+  }
+  add(key, m_lo, m_hi, parsed);
 }
 
 const Schedule* TunedSchedules::find(const GemmShape& s) const {
   if (s.batch_invariant && !s.qtype) return nullptr;
   const auto it = impl_->by_key.find(key_of(s));
   if (it == impl_->by_key.end()) return nullptr;
-  const auto& ranges = it->second;
-  auto r = std::upper_bound(ranges.begin(), ranges.end(), s.m,
-                            [](int64_t m, const TunedRange& x) { return m < x.m_lo; });
-  if (r == ranges.begin()) return nullptr;
-  --r;
-  return s.m <= r->m_hi ? &r->schedule : nullptr;
+  const TunedRange* r = it->second.find(s.m);
+  return r ? &r->schedule : nullptr;
 }
 
 bool TunedSchedules::has_key(const GemmKey& key) const {
@@ -165,7 +165,7 @@ std::vector<GemmKey> TunedSchedules::all_keys() const {
 }
 const std::vector<TunedRange>* TunedSchedules::ranges_of(const GemmKey& key) const {
   const auto it = impl_->by_key.find(key_of(shape_at(key, 1)));
-  return it == impl_->by_key.end() ? nullptr : &it->second;
+  return it == impl_->by_key.end() ? nullptr : &it->second.all();
 }
 
 void install_tuned_schedules(std::shared_ptr<const TunedSchedules> table,

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "covering_schedule_table.h"
+#include "engine/plans/checked_schedule_table.h"
 #include "engine/plans/tool_options.h"
 #include "plan_files.h"
 #include "test_data.h"

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "covering_schedule_table.h"
+#include "engine/plans/checked_schedule_table.h"
 #include "engine/plans/schedule_table.h"
 #include "kernels/kernel_tunables.h"
 #include "kernels/schedule.h"

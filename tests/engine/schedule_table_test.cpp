@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "covering_schedule_table.h"
+#include "engine/plans/checked_schedule_table.h"
 #include "engine/plans/plan.h"
 #include "kernels/kernel_tunables.h"
 #include "kernels/tuned_schedules.h"
@@ -212,6 +213,31 @@ TEST_F(ScheduleTableTest, BadEntriesWarnAndFallBackToTheCostModel) {
   }
   const GemmShape s{70, 256, 128, DType::BF16, 2};
   EXPECT_EQ(kernels::planned_schedule(s).to_string(), ranges[2].schedule);
+}
+
+// One check serves both: a plan's strict check reads its problems, and its install warns of the
+// same entries and installs the rest, as often as asked.
+TEST_F(ScheduleTableTest, ACheckedTableInstallsWhatItsProblemsLeave) {
+  ScheduleTable t = sample_table();
+  t.gemms[0].ranges.push_back({60, 70, other_schedule({60, 256, 128, DType::BF16, 2}, 0), 0, ""});
+  t.tunables[0].ranges.push_back({8, 32, {}, 0, ""});
+  const CheckedScheduleTable checked(t, "t.json");
+  EXPECT_EQ(checked.problems(),
+            (std::vector<std::string>{
+                "t.json: tuned schedule for N=256 K=128 bf16 threads=2 M 60..70: overlaps M 5..64",
+                "t.json: tuned parameters of attention_decode M 8..32: overlaps M 1..16"}));
+  std::ostringstream warn;
+  EXPECT_EQ(checked.install(warn), 3u);
+  EXPECT_EQ(warn.str(),
+            "sandwich: schedules: t.json: tuned schedule for N=256 K=128 bf16 threads=2 M 60..70: "
+            "overlaps M 5..64; the cost model's schedule is used\n"
+            "sandwich: schedules: t.json: kernel parameters for attention_decode group=2 "
+            "head_dim=64 M 8..32: overlaps M 1..16; the kernel's defaults are used\n");
+  std::ostringstream again;
+  EXPECT_EQ(checked.install(again), 3u);
+  EXPECT_EQ(again.str(), warn.str());
+  EXPECT_EQ(kernels::planned_schedule(GemmShape{7, 256, 128, DType::BF16, 2}).to_string(),
+            t.gemms[0].ranges[1].schedule);
 }
 
 TEST_F(ScheduleTableTest, AMissingCorruptOrForeignTableWarnsOnceAndInstallsNothing) {

@@ -32,7 +32,7 @@
 
 #include "common/huge_page_buffer.h"
 #include "common/uniform_fill.h"
-#include "engine/plans/schedule_table.h"
+#include "engine/plans/checked_schedule_table.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 #include "kernels/peak_probes.h"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <utility>
 
 namespace sandwich::kernels {
 namespace {
@@ -51,6 +52,26 @@ TEST_F(KernelTunables, RejectsBadAndOverlappingRanges) {
   }
   // Another key is independent.
   EXPECT_NO_THROW(install_kernel_params("k", {{"d", 2}}, 4, 8, {}));
+}
+
+// A table built whole refuses by the same rule, installs nothing until asked, then replaces
+// everything installed before.
+TEST_F(KernelTunables, ATableIsBuiltWholeThenInstalled) {
+  install_kernel_params("old", {}, 1, 4, {{"p", 1}});
+  KernelParamTable t;
+  EXPECT_EQ(t.add("k", {{"d", 1}}, 4, 8, {{"p", 2}}), "");
+  EXPECT_EQ(t.add("k", {{"d", 1}}, 8, 9, {}), "overlaps M 4..8");
+  EXPECT_EQ(t.add("k", {{"d", 1}}, 0, 2, {}), "not a range of M >= 1");
+  EXPECT_EQ(t.add("k", {{"d", 2}}, 4, 8, {{"p", 3}}), "");
+  ASSERT_NE(t.find("k", {{"d", 1}}, 8), nullptr);
+  EXPECT_EQ(t.find("k", {{"d", 1}}, 9), nullptr);
+  EXPECT_EQ(kernel_params("k", {{"d", 1}}, 4), nullptr);
+  install_kernel_params(std::move(t));
+  EXPECT_EQ(kernel_params("old", {}, 1), nullptr);
+  ASSERT_NE(kernel_params("k", {{"d", 2}}, 4), nullptr);
+  EXPECT_EQ(kernel_params("k", {{"d", 2}}, 4)->at("p"), 3);
+  EXPECT_EQ(kernel_params_text("k", {{"d", 1}, {"a", 2}}, 1, 16),
+            "kernel parameters for k a=2 d=1 M 1..16");
 }
 
 }  // namespace

@@ -110,6 +110,28 @@ TEST_F(TunedSchedulesTest, AddRejectsBadRangesOverlapsAndSchedulesNamingKeyAndRa
   EXPECT_EQ(t.ranges(), 3u);
 }
 
+// A table read from a file adds its schedules as text: parsed once, here, and refused naming
+// the key and range like any other bad entry.
+TEST_F(TunedSchedulesTest, AddParsesScheduleText) {
+  const GemmKey key{256, 128, DType::BF16, 2, false};
+  TunedSchedules t;
+  const Schedule s = variant(key, 1, 1);
+  t.add(key, 1, 8, s.to_string());
+  ASSERT_NE(t.find(GemmShape{4, 256, 128, DType::BF16, 2}), nullptr);
+  EXPECT_EQ(*t.find(GemmShape{4, 256, 128, DType::BF16, 2}), s);
+  try {
+    t.add(key, 9, 16, std::string("avx512bf16 6x64 slice 96x256"));
+    FAIL() << "a malformed schedule was added";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("tuned schedule for N=256 K=128 bf16 threads=2 M 9..16: "
+                                          "schedule \"avx512bf16 6x64 slice 96x256\": malformed",
+                                          0),
+              0u)
+        << e.what();
+  }
+  EXPECT_EQ(t.ranges(), 1u);
+}
+
 TEST_F(TunedSchedulesTest, PlannedScheduleUsesTheInstalledTableAndReportsEachMissOnce) {
   const GemmKey key{256, 128, DType::BF16, 2, false};
   auto t = std::make_shared<TunedSchedules>();

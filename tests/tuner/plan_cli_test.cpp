@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "engine/plans/checked_schedule_table.h"
 #include "engine/plans/plan.h"
-#include "engine/plans/schedule_table.h"
 #include "test_data.h"
 #include "tune_command.h"
 

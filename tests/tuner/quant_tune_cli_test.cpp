@@ -11,8 +11,8 @@
 
 #include "command.h"
 #include "engine/formats/dummy_model.h"
+#include "engine/plans/checked_schedule_table.h"
 #include "engine/plans/plan.h"
-#include "engine/plans/schedule_table.h"
 #include "kernels/tuned_schedules.h"
 #include "test_data.h"
 #include "tiny_quant_gguf.h"

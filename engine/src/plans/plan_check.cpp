@@ -3,7 +3,9 @@
 #include <ostream>
 #include <stdexcept>
 
-namespace sandwich::engine {
+#include "engine/plans/checked_schedule_table.h"
+
+namespace sandwich {
 namespace {
 
 // The first problem of several, with a count of the rest: a refusal stays one line.
@@ -57,34 +59,33 @@ AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::str
   }
 
   // A table the plan names: strictly, all of it or (error mode) nothing.
-  std::optional<ScheduleTable> table;
+  std::optional<CheckedScheduleTable> table;
   std::string origin;
   if (r.table_from_plan && machine_fits) {
     if (p.inline_schedules) {
-      table = *p.inline_schedules;
       origin = name + ": schedules";
+      table.emplace(*p.inline_schedules, origin);
     } else {
       origin = p.schedules->string();
+      std::optional<ScheduleTable> read;
       try {
-        table = read_schedule_table(*p.schedules);
+        read = read_schedule_table(*p.schedules);
       } catch (const std::invalid_argument& e) {
         if (!warn) throw std::invalid_argument(name + ": its kernel table: " + e.what());
         warning(name + ": its kernel table: " + e.what() + "; the cost model's schedules are used");
       }
+      if (read) table.emplace(*read, origin);
     }
-    if (table && !warn) {
-      const std::vector<std::string> problems = schedule_table_problems(*table, origin);
-      if (!problems.empty())
-        throw std::invalid_argument(name +
-                                    ": its kernel table does not validate: " + first_of(problems));
-    }
+    if (table && !warn && !table->problems().empty())
+      throw std::invalid_argument(
+          name + ": its kernel table does not validate: " + first_of(table->problems()));
   }
 
   AppliedPlan a;
   std::string& schedules = a.schedules;
   schedules = "cost-model schedules";
   if (table) {
-    a.schedule_ranges = install_schedule_table(*table, origin, log);
+    a.schedule_ranges = table->install(log);
     a.table = origin;
     schedules = (p.inline_schedules ? "schedules inline in " + name : "schedules " + origin) +
                 " (" + std::to_string(a.schedule_ranges) + " GEMM ranges)";
@@ -100,4 +101,4 @@ AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::str
   return a;
 }
 
-}  // namespace sandwich::engine
+}  // namespace sandwich

@@ -1,26 +1,17 @@
-// The tuned-schedule table file: reading and writing it, this machine's fingerprint, and
-// installing a table as the process's tuned schedules (kernels/tuned_schedules.h) and
-// tunable-kernel parameters (kernels/kernel_tunables.h), with one warning per thing skipped.
+// The tuned-schedule table file: reading and writing it, and this machine's fingerprint.
 #include "engine/plans/schedule_table.h"
 
-#include <algorithm>
-#include <fstream>
-#include <functional>
-#include <iostream>
-#include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "common/json_file.h"
-#include "kernels/kernel_tunables.h"
+#include "kernels/cpu_identity.h"
 #include "kernels/microkernel.h"
-#include "kernels/schedule.h"
 #include "kernels/tuned_schedules.h"
 
-namespace sandwich::engine {
+namespace sandwich {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -28,58 +19,6 @@ namespace {
 
 constexpr const char* kFormat = "sandwich-schedules";
 constexpr int kVersion = 1;
-constexpr const char* kWarn = "sandwich: schedules: ";
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
-    if (line.find(':') != std::string::npos && value != std::string::npos)
-      return line.substr(value);
-  }
-  return "unknown CPU";
-}
-
-std::string read_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
-
-// sysfs sizes read "32K", "1024K", "32768K" (or plain bytes).
-int64_t parse_size(const std::string& s) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    return 0;
-  }
-  const std::string unit = s.substr(used);
-  if (unit == "K") return v << 10;
-  if (unit == "M") return v << 20;
-  if (unit == "G") return v << 30;
-  return v;
-}
-
-// The first CPU's data and unified caches by level, from sysfs (0 where it has none).
-void read_cache_sizes(MachineFingerprint& f) {
-  std::error_code ec;
-  const fs::path dir = "/sys/devices/system/cpu/cpu0/cache";
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
-    const std::string type = read_line(entry.path() / "type");
-    if (type == "Instruction") continue;
-    const int64_t bytes = parse_size(read_line(entry.path() / "size"));
-    const std::string level = read_line(entry.path() / "level");
-    if (level == "1") f.l1d_bytes = bytes;
-    if (level == "2") f.l2_bytes = bytes;
-    if (level == "3") f.l3_bytes = bytes;
-  }
-}
 
 std::string join(const std::string& where, const std::string& name) {
   return where.empty() ? name : where + "." + name;
@@ -154,64 +93,6 @@ MachineFingerprint machine_from_reader(const Reader& r, const json& j) {
   return f;
 }
 
-// The kernels' key of a table entry (its type was checked when the table was read).
-kernels::GemmKey key_of(const TunedGemm& g) {
-  kernels::GemmKey key{g.n, g.k, kernels::DType::BF16, g.threads, g.pair};
-  if (!kernels::set_weight_type(key, g.dtype))
-    throw std::invalid_argument("unknown weight type \"" + g.dtype + "\"");
-  return key;
-}
-
-void warn_line(std::ostream& warn, const std::string& what) {
-  warn << kWarn << what << "\n" << std::flush;
-}
-
-// From a GEMM's thread: one line, written at once, so that ranks' lines do not interleave.
-void report_miss(const kernels::GemmKey& key) {
-  const kernels::TunedSchedules* t = kernels::installed_tuned_schedules();
-  const std::string line =
-      std::string(kWarn) + (t && t->has_key(key)
-                                ? "the table's ranges of M for " + key.to_string() +
-                                      " do not cover every M; the cost model's schedule is used "
-                                      "outside them\n"
-                                : "the table has no entry for " + key.to_string() +
-                                      "; the cost model's schedule is used\n");
-  std::cerr << line << std::flush;
-}
-
-// The table's GEMM schedules as the kernels take them; each entry that does not parse or
-// validate for its key is left out and reported through `skip` (naming the key and range).
-std::shared_ptr<kernels::TunedSchedules> gemm_schedules(
-    const ScheduleTable& t, const std::function<void(const std::string&)>& skip) {
-  auto table = std::make_shared<kernels::TunedSchedules>();
-  for (const TunedGemm& g : t.gemms) {
-    kernels::GemmKey key;
-    try {
-      key = key_of(g);
-    } catch (const std::invalid_argument& e) {
-      skip("tuned schedules for N=" + std::to_string(g.n) + " K=" + std::to_string(g.k) + ": " +
-           e.what());
-      continue;
-    }
-    for (const TunedGemmRange& r : g.ranges) {
-      try {
-        kernels::Schedule s;
-        try {
-          s = kernels::parse_schedule(r.schedule);
-        } catch (const std::invalid_argument& e) {
-          throw std::invalid_argument("tuned schedule for " + key.to_string() + " M " +
-                                      std::to_string(r.m_lo) + ".." + std::to_string(r.m_hi) +
-                                      ": " + e.what());
-        }
-        table->add(key, r.m_lo, r.m_hi, s);
-      } catch (const std::invalid_argument& e) {
-        skip(e.what());
-      }
-    }
-  }
-  return table;
-}
-
 }  // namespace
 
 json machine_fingerprint_to_json(const MachineFingerprint& f) {
@@ -249,11 +130,14 @@ std::string MachineFingerprint::mismatch(const MachineFingerprint& table,
 }
 
 MachineFingerprint this_machine_fingerprint(const std::string& cores) {
+  const kernels::CpuIdentity& cpu = kernels::cpu_identity();
   MachineFingerprint f;
-  f.cpu = cpu_model_name();
+  f.cpu = cpu.model;
   f.isa = std::string(kernels::isa_name(kernels::gemm_isa(kernels::DType::BF16)));
   f.cores = cores;
-  read_cache_sizes(f);
+  f.l1d_bytes = cpu.l1d_bytes;
+  f.l2_bytes = cpu.l2_bytes;
+  f.l3_bytes = cpu.l3_bytes;
   f.kernels = kernels::kernels_version();
   return f;
 }
@@ -395,86 +279,4 @@ void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
   write_json_file(j, file, 1);
 }
 
-std::vector<std::string> schedule_table_problems(const ScheduleTable& t,
-                                                 const std::string& origin) {
-  std::vector<std::string> out;
-  const std::string differs = this_machine_fingerprint().mismatch(t.machine);
-  if (!differs.empty())
-    out.push_back(origin + " was tuned on another machine or kernel build (" + differs + ")");
-  gemm_schedules(t, [&](const std::string& what) { out.push_back(origin + ": " + what); });
-  // As install_kernel_params checks them, without installing anything.
-  std::map<std::pair<std::string, std::map<std::string, int64_t>>,
-           std::vector<std::pair<int64_t, int64_t>>>
-      taken;
-  for (const TunedKernel& u : t.tunables)
-    for (const TunedKernelRange& r : u.ranges) {
-      const std::string where = origin + ": tuned parameters of " + u.kernel + " M " +
-                                std::to_string(r.m_lo) + ".." + std::to_string(r.m_hi);
-      if (r.m_lo < 1 || r.m_lo > r.m_hi) {
-        out.push_back(where + ": not a range of M >= 1");
-        continue;
-      }
-      auto& ranges = taken[{u.kernel, u.key}];
-      const auto overlap = std::find_if(ranges.begin(), ranges.end(), [&](const auto& o) {
-        return o.first <= r.m_hi && r.m_lo <= o.second;
-      });
-      if (overlap != ranges.end()) {
-        out.push_back(where + ": overlaps M " + std::to_string(overlap->first) + ".." +
-                      std::to_string(overlap->second));
-        continue;
-      }
-      ranges.emplace_back(r.m_lo, r.m_hi);
-    }
-  return out;
-}
-
-size_t install_schedule_table(const fs::path& file, std::ostream& warn) {
-  ScheduleTable t;
-  try {
-    t = read_schedule_table(file);
-  } catch (const std::exception& e) {
-    kernels::install_tuned_schedules(nullptr);
-    kernels::clear_kernel_params();
-    warn_line(warn, std::string(e.what()) + "; the cost model's schedules are used");
-    return 0;
-  }
-  return install_schedule_table(t, file, warn);
-}
-
-size_t install_schedule_table(const ScheduleTable& t, const std::string& origin,
-                              std::ostream& warn) {
-  // Whatever was installed before goes: a table that fails leaves the cost model everywhere.
-  kernels::install_tuned_schedules(nullptr);
-  kernels::clear_kernel_params();
-  const std::string file = origin;
-  try {
-    const std::string differs = this_machine_fingerprint().mismatch(t.machine);
-    if (!differs.empty()) {
-      warn_line(warn, file + " was tuned on another machine or kernel build (" + differs +
-                          "); the cost model's schedules are used");
-      return 0;
-    }
-    auto table = gemm_schedules(t, [&](const std::string& what) {
-      warn_line(warn, file + ": " + what + "; the cost model's schedule is used");
-    });
-    for (const TunedKernel& u : t.tunables)
-      for (const TunedKernelRange& r : u.ranges) {
-        try {
-          kernels::install_kernel_params(u.kernel, u.key, r.m_lo, r.m_hi, r.params);
-        } catch (const std::invalid_argument& e) {
-          warn_line(warn, file + ": " + e.what() + "; the kernel's defaults are used");
-        }
-      }
-    const size_t installed = table->ranges();
-    kernels::install_tuned_schedules(std::move(table), report_miss);
-    return installed;
-  } catch (const std::exception& e) {
-    // Nothing above should throw past its own handlers; never let a table stop a server.
-    kernels::install_tuned_schedules(nullptr);
-    kernels::clear_kernel_params();
-    warn_line(warn, file + ": " + e.what() + "; the cost model's schedules are used");
-    return 0;
-  }
-}
-
-}  // namespace sandwich::engine
+}  // namespace sandwich

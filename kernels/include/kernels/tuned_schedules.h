@@ -53,6 +53,9 @@ class TunedSchedules {
   // validate_schedule for the key, m_lo > m_hi, m_lo < 1, or the range overlaps one already
   // added for the key. Ranges may be added in any order.
   void add(const GemmKey& key, int64_t m_lo, int64_t m_hi, const Schedule& schedule);
+  // The same for a schedule as text (Schedule::to_string's form), parsed here: a table read
+  // from a file holds its schedules parsed once. One that does not parse throws the same way.
+  void add(const GemmKey& key, int64_t m_lo, int64_t m_hi, const std::string& schedule);
   // The schedule for this shape's M, or nullptr when the table has none. Batch-invariant float
   // shapes get nullptr: their one-set kernels were not what the tuner measured. (Quantized ones
   // do not: their integer kernels are the same in both modes, and quant_gemm.cpp replaces a

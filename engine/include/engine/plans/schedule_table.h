@@ -1,8 +1,9 @@
 #pragma once
 // The tuned-schedule table file (JSON): one per machine + model + service configuration,
 // written by `sandwich-tune kernels`, read by sandwich-generate, sandwich-bench engine and
-// sandwichd (--schedules FILE, or "schedules" in a plan). Strings, not kernel types: the
-// engine's public headers stay kernels-free.
+// sandwichd (--schedules FILE, or "schedules" in a plan), checked and installed as
+// checked_schedule_table.h says. Strings, not kernel types: the engine's public headers stay
+// kernels-free.
 //
 // {"format": "sandwich-schedules", "version": 1,
 //  "machine": {"cpu": "AMD EPYC 9R14", "isa": "avx512bf16", "cores": "0-1",
@@ -17,17 +18,16 @@
 //  "resume": {...}}   // the tuner's own state, kept for --resume
 #include <cstdint>
 #include <filesystem>
-#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sandwich::engine {
+namespace sandwich {
 
 struct MachineFingerprint {
-  std::string cpu;    // /proc/cpuinfo "model name"
+  std::string cpu;    // kernels::cpu_identity().model: /proc/cpuinfo "model name"
   std::string isa;    // the GEMM's ISA for BF16 weights
   std::string cores;  // CPU list the tuning ran on ("0-1"): informative, not compared
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
@@ -91,21 +91,4 @@ void write_schedule_table(const ScheduleTable& table, const std::filesystem::pat
 ScheduleTable schedule_table_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json schedule_table_to_json(const ScheduleTable& table);
 
-// What install_schedule_table would skip in `table`, one line each naming `origin`: another
-// machine or kernel build, a schedule that does not parse or validate for its key, an M range
-// that is empty or overlaps another. Empty: every entry would be installed.
-std::vector<std::string> schedule_table_problems(const ScheduleTable& table,
-                                                 const std::string& origin);
-
-// Reads `file`, checks its machine against this one, validates every entry and installs what
-// is valid as the process's tuned schedules (and tunable-kernel parameters). Never throws:
-// a missing or corrupt file, another machine's table or a bad entry is one warning line on
-// `warn` and the cost model for what it would have covered. GEMMs the table lacks warn once
-// each per process, on stderr, when first run (from a rank's own process). A table that fails
-// to load replaces whatever was installed before. Returns the number of GEMM ranges installed.
-size_t install_schedule_table(const std::filesystem::path& file, std::ostream& warn);
-// The same for a table already read (a plan's inline table); `origin` names it in warnings.
-size_t install_schedule_table(const ScheduleTable& table, const std::string& origin,
-                              std::ostream& warn);
-
-}  // namespace sandwich::engine
+}  // namespace sandwich
