@@ -22,6 +22,7 @@
 #include "common/cli.h"
 #include "common/cpu_list.h"
 #include "common/json_file.h"
+#include "common/slo_preset.h"
 #include "engine/formats/file_weights.h"
 #include "engine/formats/matrix_types.h"
 #include "engine/formats/model.h"
@@ -38,7 +39,6 @@
 #include "tuner/model_gemms.h"
 #include "tuner/search_report.h"
 #include "tuner/search_setup.h"
-#include "tuner/slo_target.h"
 #include "tuner/time_budget.h"
 
 namespace sandwich::tuner {
@@ -284,7 +284,7 @@ struct Choice {
 // The pair with the highest estimated goodput; ties go to the lower no-load latency.
 Choice choose_pair(const std::vector<Candidate>& prefill, const std::vector<Candidate>& decode,
                    const std::vector<LengthPair>& trace, double prefill_tokens, const PlanArgs& a,
-                   const SloTarget& slo, bool measured, json* table) {
+                   const SloPreset& slo, bool measured, json* table) {
   std::optional<Choice> best;
   double mean_out = 0;
   for (const auto& r : trace) mean_out += r.output;
@@ -298,7 +298,8 @@ Choice choose_pair(const std::vector<Candidate>& prefill, const std::vector<Cand
       if (measured && (!decode[j].measured_ms || !decode[j].measured_decode_1_ms)) continue;
       const ServiceTimes t =
           service_times(prefill[i], decode[j], prefill_tokens, a.decode_batch, measured);
-      Choice c{i, j, estimate_goodput(t, trace, limits, {slo.ttft_ms, slo.tpot_ms, slo.attainment}),
+      Choice c{i, j,
+               estimate_goodput(t, trace, limits, {slo.ttft_ms, slo.tpot_ms, slo.attainment()}),
                t.prefill_ms_per_token * prefill_tokens + mean_out * t.decode_ms_1};
       if (table)
         table->push_back({{"prefill", short_config(prefill[i].config)},
@@ -316,10 +317,10 @@ Choice choose_pair(const std::vector<Candidate>& prefill, const std::vector<Cand
   return *best;
 }
 
-std::string objective_text(const SloTarget& slo) {
+std::string objective_text(const SloPreset& slo) {
   std::ostringstream os;
   os << "goodput: the highest request rate at which the estimated P"
-     << std::lround(slo.attainment * 100) << " TTFT <= " << slo.ttft_ms
+     << std::lround(slo.attainment() * 100) << " TTFT <= " << slo.ttft_ms
      << " ms and TPOT <= " << slo.tpot_ms << " ms (SLO " << slo.name
      << "), from measured step times (tuner/goodput_estimate.h); ties go to the lower latency";
   return os.str();
@@ -415,8 +416,8 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
   const std::string slo_name = a.slo.empty() ? "" : a.slo;
   const ModelInfo model = describe_model(a.load, a.dry_run);
   if (!(a.slo_scale > 0)) throw CliError("--slo-scale must be positive");
-  SloTarget slo =
-      load_slo_target(slo_name.empty() ? default_slo_preset(model.config.name) : slo_name);
+  SloPreset slo =
+      read_slo_preset(slo_name.empty() ? default_slo_preset(model.config.name) : slo_name);
   slo.ttft_ms *= a.slo_scale;
   slo.tpot_ms *= a.slo_scale;
   if (a.slo_scale != 1) slo.name += " x " + rate_text(a.slo_scale);
@@ -816,7 +817,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
          {{"name", slo.name},
           {"ttft_ms", slo.ttft_ms},
           {"tpot_ms", slo.tpot_ms},
-          {"attainment", slo.attainment}}},
+          {"attainment", slo.attainment()}}},
         {"choice", st.choice},
         {"budget_s", budget.total()},
         {"budget_cuts", st.cuts},
@@ -853,7 +854,7 @@ int run_plan(const PlanArgs& a, const std::string& command_line) {
        << 1000 / D.measured_decode_1_ms.value_or(1) << " tokens/s\n";
     os << "goodput    " << rate_text(st.choice.at("goodput_rps").get<double>())
        << " requests/s estimated (limited by " << st.choice.at("limited_by").get<std::string>()
-       << "; there P" << std::lround(slo.attainment * 100) << " TTFT "
+       << "; there P" << std::lround(slo.attainment() * 100) << " TTFT "
        << st.choice.at("ttft_ms").get<double>() << " ms, TPOT "
        << st.choice.at("tpot_ms").get<double>() << " ms, " << st.choice.at("batch").get<double>()
        << " sequences decoding)\n";

@@ -6,8 +6,8 @@
 
 #include "bench/report.h"
 #include "bench/serve.h"
-#include "bench/slo.h"
 #include "common/cli.h"
+#include "common/slo_preset.h"
 
 namespace sandwich::bench {
 
@@ -164,8 +164,8 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
     o.dataset = parse_dataset_spec(dataset);
     o.slo_definition = parse_slo_definition(slo_definition);
     if (slo_preset) {
-      const SloPreset preset = load_slo_preset(*slo_preset);
-      o.slo = preset.slo;
+      const SloPreset preset = read_slo_preset(*slo_preset);
+      o.slo = {preset.ttft_ms, preset.tpot_ms};
       o.slo_name = preset.name;
       if (preset.attainment_target) o.attainment_target = *preset.attainment_target;
       if (preset.num_prompts && o.single_sequence && !num_prompts) num_prompts = preset.num_prompts;
