@@ -151,7 +151,7 @@ int cmd_kernels(int argc, char** argv, int first) {
   ArgParser p("sandwich-tune kernels",
               "Tune the GEMM schedules of every GEMM of a model for every M from 1 to --max-m, "
               "measured on this machine's cores as the service configuration pins them.");
-  add_model_options(p, r.load);
+  engine::add_model_options(p, r.load);
   p.add("--config", &r.config,
         "service configuration RxT or JSON (default: one rank of all CPUs); the first rank's "
         "CPUs run the measurements",

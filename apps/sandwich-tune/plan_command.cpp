@@ -16,7 +16,7 @@ int cmd_plan(int argc, char** argv, int first) {
               "pair with the best estimated goodput at an SLO, tune the kernels of the pair, and "
               "write the plan (serve it with sandwichd --plan FILE). Progress goes to stderr: a "
               "live line on a terminal, else a line per stage (and one a minute).");
-  add_model_options(p, a.load);
+  engine::add_model_options(p, a.load);
   p.add("--trace", &a.trace,
         "request lengths: sharegpt (default), lmsys (a model of LMSYS-Chat-1M's) or a CSV file",
         "T");

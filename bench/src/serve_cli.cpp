@@ -6,8 +6,8 @@
 
 #include "bench/report.h"
 #include "bench/serve.h"
-#include "bench/slo.h"
 #include "common/cli.h"
+#include "common/slo_preset.h"
 
 namespace sandwich::bench {
 
@@ -176,8 +176,8 @@ void resolve_names(ServeArgs& a) {
     o.dataset = parse_dataset_spec(a.dataset);
     o.slo_definition = parse_slo_definition(a.slo_definition);
     if (a.slo_preset) {
-      const SloPreset preset = load_slo_preset(*a.slo_preset);
-      o.slo = preset.slo;
+      const SloPreset preset = read_slo_preset(*a.slo_preset);
+      o.slo = {preset.ttft_ms, preset.tpot_ms};
       o.slo_name = preset.name;
       if (preset.attainment_target) o.attainment_target = *preset.attainment_target;
       if (preset.num_prompts && o.single_sequence && !a.num_prompts)

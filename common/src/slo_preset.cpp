@@ -14,7 +14,7 @@ namespace sandwich {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-SloPresetFile read_slo_preset(const std::string& name_or_path) {
+SloPreset read_slo_preset(const std::string& name_or_path) {
   fs::path file = name_or_path;
   std::error_code ec;
   if (name_or_path.empty() || !fs::is_regular_file(file, ec)) {
@@ -47,7 +47,7 @@ SloPresetFile read_slo_preset(const std::string& name_or_path) {
   auto text = [&](const char* key, const std::string& fallback) {
     return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
   };
-  SloPresetFile p;
+  SloPreset p;
   p.name = text("name", file.stem().string());
   p.description = text("description", "");
   p.model = text("model", "");
@@ -62,6 +62,24 @@ SloPresetFile read_slo_preset(const std::string& name_or_path) {
   }
   if (j.contains("num_prompts")) p.num_prompts = static_cast<int>(positive("num_prompts"));
   return p;
+}
+
+std::string default_slo_preset(const std::string& model_name) {
+  std::error_code ec;
+  std::string found;
+  std::set<fs::path> files;
+  for (const auto& e : fs::directory_iterator(configs_dir() / "slo", ec))
+    if (e.path().extension() == ".json") files.insert(e.path());
+  for (const fs::path& f : files) {
+    try {
+      const SloPreset p = read_slo_preset(f.string());
+      if (p.model != model_name) continue;
+      if (p.mode == "batched") return f.stem().string();
+      if (found.empty()) found = f.stem().string();
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return found.empty() ? "batched-1.3b" : found;
 }
 
 }  // namespace sandwich

@@ -25,7 +25,7 @@ int Sandwichd::run() {
 
 void Sandwichd::start() {
   // The plan is refused before anything binds.
-  configs_ = resolve_plan(o_.plan);
+  configs_ = engine::resolve_plan(o_.plan);
   o_.scheduler.batch_invariant = o_.plan.batch_invariant;
   o_.load.threads = o_.plan.threads;
   start_http();
@@ -38,7 +38,7 @@ void Sandwichd::start() {
   }
   logf(LogLevel::Info, "sandwichd", "listening on http://%s:%u", o_.http.host.c_str(),
        server_->port());
-  const SchedulerOptions& sched = o_.scheduler;
+  const engine::SchedulerOptions& sched = o_.scheduler;
   logf(LogLevel::Info, "sandwichd",
        "ready: %s, weights %s loaded in %.1f s, max model len %d, "
        "prefill %s, decode %s",
@@ -74,15 +74,16 @@ void Sandwichd::start_http() {
 }
 
 void Sandwichd::load_engine() {
-  model_ = load_model(o_.load);
+  model_ = engine::load_model(o_.load);
   for (const auto& n : model_->notes) logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
   choose_default_plan();
   // Before the scheduler makes its executors: rank processes inherit the installed table.
-  const AppliedPlan applied = apply_plan(configs_, *model_, o_.load.model, "sandwichd", std::cerr);
+  const engine::AppliedPlan applied =
+      engine::apply_plan(configs_, *model_, o_.load.model, "sandwichd", std::cerr);
   logf(LogLevel::Info, "sandwichd", "%s", applied.line.c_str());
   o_.scheduler.prefill_config = configs_.plan.prefill;
   o_.scheduler.decode_config = configs_.plan.decode;
-  scheduler_ = std::make_unique<Scheduler>(*model_, o_.scheduler);
+  scheduler_ = std::make_unique<engine::Scheduler>(*model_, o_.scheduler);
   logf(LogLevel::Info, "sandwichd", "KV cache: %s", scheduler_->kv_cache().describe().c_str());
   service_->attach(*model_, *scheduler_);
   logf(LogLevel::Info, "sandwichd", "chat template: %s", service_->chat_template_note().c_str());
@@ -92,7 +93,7 @@ void Sandwichd::load_engine() {
 void Sandwichd::choose_default_plan() {
   if (!search_ || o_.plan.threads_given || !(configs_.prefill_default || configs_.decode_default))
     return;
-  const Plan chosen = search_(*model_, o_.scheduler.kv_cache_dtype, &configs_.chosen_by);
+  const engine::Plan chosen = search_(*model_, o_.scheduler.kv_cache_dtype, &configs_.chosen_by);
   if (configs_.prefill_default) configs_.plan.prefill = chosen.prefill;
   if (configs_.decode_default) configs_.plan.decode = chosen.decode;
 }
@@ -108,7 +109,7 @@ int Sandwichd::serve() {
 bool Sandwichd::wait_for_stop(std::string& fatal) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_requested_; })) {
-    const ExecutorHealth h = scheduler_->executor_health();
+    const engine::ExecutorHealth h = scheduler_->executor_health();
     if (h.failed) {
       fatal = h.message;
       return true;
@@ -135,7 +136,7 @@ int Sandwichd::drain() {
   // Still accepting while draining: /health says 503 "shutting down" rather than a refused
   // connection, and new requests get 503 too.
   service_->begin_shutdown();
-  Scheduler& scheduler = *scheduler_;
+  engine::Scheduler& scheduler = *scheduler_;
   scheduler.request_shutdown(true);
   std::thread waiter([&] { scheduler.shutdown(true); });
   const auto deadline =

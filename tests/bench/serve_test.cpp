@@ -15,7 +15,6 @@
 #include "bench/arrivals.h"
 #include "bench/plots.h"
 #include "bench/serve.h"
-#include "bench/slo.h"
 #include "command.h"
 #include "common/cli.h"
 #include "error_text.h"
@@ -304,31 +303,6 @@ TEST(BenchGoodputSearch, BoundsThatDoNotBracketTheAnswerSaySo) {
   EXPECT_EQ(s["config"]["slo_definition"], "percentile");
   EXPECT_EQ(s["endpoints"][1]["goodput_miss_rate"], 100.0);
   EXPECT_EQ(s["endpoints"][0]["runs"][1]["probe"], 2);
-}
-
-TEST(BenchSloPresets, ThePapersValues) {
-  test::ScopedEnv configs("SANDWICH_CONFIGS", (test::source_dir() / "configs").string());
-  struct Want {
-    const char* name;
-    double ttft, tpot;
-  };
-  for (const Want& w : {Want{"single-1.3b", 2200, 70}, Want{"single-8b", 8000, 240},
-                        Want{"batched-160m", 200, 100}, Want{"batched-1.3b", 2000, 280}}) {
-    const SloPreset p = load_slo_preset(w.name);
-    EXPECT_EQ(p.slo.ttft_ms, w.ttft) << w.name;
-    EXPECT_EQ(p.slo.tpot_ms, w.tpot) << w.name;
-  }
-  EXPECT_EQ(load_slo_preset("single-8b").num_prompts, 90);
-  EXPECT_EQ(load_slo_preset("batched-160m").attainment_target, 0.9);
-  try {
-    load_slo_preset("nosuch");
-    FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("batched-160m"), std::string::npos) << e.what();
-  }
-  test::TempDir dir;
-  std::ofstream(dir / "bad.json") << R"({"ttft_ms": 100})";
-  EXPECT_THROW(load_slo_preset((dir / "bad.json").string()), std::invalid_argument);
 }
 
 int cli(std::vector<std::string> args) {

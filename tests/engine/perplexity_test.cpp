@@ -229,7 +229,7 @@ TEST(KLDBaseFile, RoundTripsAndRefusesWhatIsNotOne) {
   info.n_ctx = 6;
   info.n_chunks = 2;
   info.tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  const size_t rows = static_cast<size_t>(scored_count(6)) * info.n_vocab;
+  const size_t rows = static_cast<size_t>(scored_count(6)) * info.shape.vocab_size;
   std::vector<float> c0(rows, -1.5f), c1(rows, -2.5f);
   const auto file = dir / "base.kld";
   {
@@ -269,10 +269,10 @@ TEST(KLDBaseFile, RoundTripsAndRefusesWhatIsNotOne) {
   other.vocab_hash ^= 1;
   EXPECT_THROW(check_base_matches(other, *m, file), std::invalid_argument);
   other = r.info();
-  other.n_vocab = 320;
+  other.shape.vocab_size = 320;
   EXPECT_THROW(check_base_matches(other, *m, file), std::invalid_argument);
   other = r.info();
-  other.n_layers = 6;
+  other.shape.n_layers = 6;
   try {
     check_base_matches(other, *m, file);
     FAIL();

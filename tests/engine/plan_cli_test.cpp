@@ -269,7 +269,7 @@ TEST_F(PlanCli, BenchEngineRunsAPlanAndRefusesOneForAnotherModel) {
   EXPECT_GT(j["schedule_ranges"].get<int>(), 0);
   EXPECT_EQ(j["results"][1]["config"], p.decode.to_json());
 
-  p.model->n_layers = 12;
+  p.model->shape.n_layers = 12;
   write_plan(p, dir_ / "other.json");
   r = test::run_command(bench + " --plan " + path("other.json"));
   expect_one_line_error(r, "sandwich-bench engine: error: " + path("other.json") +

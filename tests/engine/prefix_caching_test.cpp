@@ -156,7 +156,7 @@ TEST_F(PrefixCachingStories, TwoRanksAHitGivesTheColdRunsGreedyTokens) {
 }
 
 // BF16 weights, whose GEMMs differ most between their M-dependent schedules.
-TEST(PrefixCachingBf16, BatchInvariantAHitIsBitwiseTheColdRun) {
+void expect_bf16_hit_equals_cold(bool batch_invariant, Equal how) {
   test::TempDir dir;
   test::write_llama_config(dir.path(), {256, 2, 4, 2, 704, 1000, 256},
                            {{"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}});
@@ -165,20 +165,16 @@ TEST(PrefixCachingBf16, BatchInvariantAHitIsBitwiseTheColdRun) {
   const auto model = load_model(lo);
   SchedulerOptions o;
   o.prefill_config = topotree::parse_service_config("1x2");
-  o.batch_invariant = true;
-  expect_hit_equals_cold(*model, o, Equal::Bitwise);
+  o.batch_invariant = batch_invariant;
+  expect_hit_equals_cold(*model, o, how);
+}
+
+TEST(PrefixCachingBf16, BatchInvariantAHitIsBitwiseTheColdRun) {
+  expect_bf16_hit_equals_cold(true, Equal::Bitwise);
 }
 
 TEST(PrefixCachingBf16, AHitGivesTheColdRunsGreedyTokens) {
-  test::TempDir dir;
-  test::write_llama_config(dir.path(), {256, 2, 4, 2, 704, 1000, 256},
-                           {{"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}});
-  LoadOptions lo = test::dummy_weights(dir.path(), WeightDType::BF16);
-  lo.threads = 2;
-  const auto model = load_model(lo);
-  SchedulerOptions o;
-  o.prefill_config = topotree::parse_service_config("1x2");
-  expect_hit_equals_cold(*model, o, Equal::GreedyAndClose);
+  expect_bf16_hit_equals_cold(false, Equal::GreedyAndClose);
 }
 
 }  // namespace

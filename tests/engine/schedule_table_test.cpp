@@ -352,7 +352,7 @@ TEST(PlanFile, WrittenByTheTunerReadsBackWithEveryField) {
   EXPECT_FALSE(r.schedules);
   // Another model's shapes are named.
   ModelIdentity other = *p.model;
-  other.n_layers += 1;
+  other.shape.n_layers += 1;
   EXPECT_NE(other.mismatch(*p.model).find("n_layers"), std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -3,7 +3,7 @@
 #include "engine/text/token_id_list.h"
 #include "error_text.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 TEST(TokenIdList, SpacesCommasTabsAndNewlinesSeparate) {
@@ -20,4 +20,4 @@ TEST(TokenIdList, AnIdOutsideTheVocabularyIsRefused) {
 }
 
 }  // namespace
-}  // namespace sandwich
+}  // namespace sandwich::engine

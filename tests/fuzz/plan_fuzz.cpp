@@ -11,9 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandwich;
   const auto path = fuzz::write_input("plan.json", data, size);
   try {
-    const Plan plan = load_plan(path);
+    const engine::Plan plan = engine::load_plan(path);
     if (plan.inline_schedules)
-      (void)CheckedScheduleTable(*plan.inline_schedules, "plan.json: schedules").problems();
+      (void)engine::CheckedScheduleTable(*plan.inline_schedules, "plan.json: schedules").problems();
   } catch (const std::exception&) {
   }
   return 0;

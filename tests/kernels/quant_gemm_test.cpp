@@ -83,16 +83,15 @@ std::vector<float> run_gemm(const PackedWeight& w, const std::vector<float>& x, 
   std::vector<float> y(static_cast<size_t>(m * nn), -7.0f);
   std::vector<float> xs(static_cast<size_t>(m * kk));
   for (int64_t r = 0; r < m; ++r) std::copy_n(x.data() + r * w.k + k0, kk, xs.data() + r * kk);
-  GemmArgs a;
-  a.x = xs.data();
-  a.ldx = kk;
-  a.m = m;
-  a.y = y.data();
-  a.ldy = nn;
-  a.n0 = n0;
-  a.n1 = n1;
-  a.k0 = k0;
-  a.k1 = k1;
+  const GemmArgs a{.x = xs.data(),
+                   .ldx = kk,
+                   .m = m,
+                   .y = y.data(),
+                   .ldy = nn,
+                   .n0 = n0,
+                   .n1 = n1,
+                   .k0 = k0,
+                   .k1 = k1};
   gemm(w, a, team, s);
   return y;
 }
@@ -270,13 +269,7 @@ TEST(QuantGemm, LargeBatchesMatchSmallOnesBitForBit) {
     Schedule unpack = default_quant_schedule(QuantShape{m, n, k, t, 2});
     unpack.unpack_bf16 = true;
     std::vector<float> y(all.size());
-    GemmArgs a;
-    a.x = x.data();
-    a.ldx = k;
-    a.m = m;
-    a.y = y.data();
-    a.ldy = n;
-    a.batch_invariant = true;
+    GemmArgs a{.x = x.data(), .ldx = k, .m = m, .y = y.data(), .ldy = n, .batch_invariant = true};
     gemm(q.pw, a, team, &unpack);
     EXPECT_EQ(std::memcmp(y.data(), all.data(), y.size() * 4), 0) << name(t);
     a.batch_invariant = false;
@@ -305,27 +298,20 @@ TEST(QuantGemm, ShardsOnBlocksAddUpAndCutsAreRefused) {
       std::vector<float> xs(static_cast<size_t>(m * (k1 - k0)));
       for (int64_t r = 0; r < m; ++r)
         std::copy_n(x.data() + r * k + k0, k1 - k0, xs.data() + r * (k1 - k0));
-      GemmArgs a;
-      a.x = xs.data();
-      a.ldx = k1 - k0;
-      a.m = m;
-      a.y = y.data();
-      a.ldy = n;
-      a.k0 = k0;
-      a.k1 = k1;
-      a.epilogue = part ? Epilogue::Accumulate : Epilogue::Store;
+      const GemmArgs a{.x = xs.data(),
+                       .ldx = k1 - k0,
+                       .m = m,
+                       .y = y.data(),
+                       .ldy = n,
+                       .k0 = k0,
+                       .k1 = k1,
+                       .epilogue = part ? Epilogue::Accumulate : Epilogue::Store};
       gemm(q.pw, a, team);
     }
     for (size_t i = 0; i < y.size(); ++i)
       EXPECT_NEAR(y[i], full[i], 1e-5 * (1 + std::fabs(full[i])));
     // A cut block and a cut panel are refused, naming the size.
-    GemmArgs a;
-    a.x = x.data();
-    a.ldx = k;
-    a.m = m;
-    a.y = y.data();
-    a.ldy = n;
-    a.k0 = 16;
+    GemmArgs a{.x = x.data(), .ldx = k, .m = m, .y = y.data(), .ldy = n, .k0 = 16};
     try {
       gemm(q.pw, a, team);
       ADD_FAILURE() << "a cut block was accepted";
@@ -351,13 +337,8 @@ TEST(QuantGemm, AccumulateAndSiluMulEpilogues) {
   const auto x = test::random_normal(static_cast<size_t>(m * k), 22);
   const auto yg = run_gemm(g.pw, x, m, team, nullptr);
   const auto yu = run_gemm(u.pw, x, m, team, nullptr);
-  GemmArgs a;
-  a.x = x.data();
-  a.ldx = k;
-  a.m = m;
   std::vector<float> y(static_cast<size_t>(m * n)), want(y.size());
-  a.y = y.data();
-  a.ldy = n;
+  GemmArgs a{.x = x.data(), .ldx = k, .m = m, .y = y.data(), .ldy = n};
   gemm_silu_mul(g.pw, u.pw, a, team);
   silu_mul(yg.data(), yu.data(), want.data(), static_cast<int64_t>(want.size()));
   EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0);

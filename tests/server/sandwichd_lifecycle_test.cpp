@@ -21,12 +21,12 @@ server::SandwichdOptions stories_options() {
 TEST(SandwichdLifecycle, SearchesWithoutAPlanServesAndDrainsOnRequest) {
   SANDWICH_REQUIRE_DATA();
   int searches = 0;
-  const auto one_core = [&](const Model& model, KVCacheDType, std::string* how) {
+  const auto one_core = [&](const engine::Model& model, engine::KVCacheDType, std::string* how) {
     ++searches;
     EXPECT_EQ(model.config.vocab_size, 512);
     *how = "chosen by the test";
-    Plan plan;
-    plan.prefill = plan.decode = single_rank_config(1);
+    engine::Plan plan;
+    plan.prefill = plan.decode = engine::single_rank_config(1);
     return plan;
   };
   server::Sandwichd daemon(stories_options(), one_core);
@@ -50,10 +50,11 @@ TEST(SandwichdLifecycle, AThreadCountSkipsTheSearch) {
   o.plan.threads = 1;
   o.plan.threads_given = true;
   bool searched = false;
-  server::Sandwichd daemon(std::move(o), [&](const Model&, KVCacheDType, std::string*) {
-    searched = true;
-    return Plan{};
-  });
+  server::Sandwichd daemon(std::move(o),
+                           [&](const engine::Model&, engine::KVCacheDType, std::string*) {
+                             searched = true;
+                             return engine::Plan{};
+                           });
   daemon.start();
   EXPECT_FALSE(searched);
   daemon.request_stop();

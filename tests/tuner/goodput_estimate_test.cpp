@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "tuner/slo_target.h"
-
 namespace sandwich::tuner {
 namespace {
 
@@ -74,22 +72,6 @@ TEST(GoodputEstimate, TtftIsTheAttainmentQuantileOfTheTrace) {
   EXPECT_GT(e.ttft_ms, estimate_load(flat_times(), trace, {}, 1.0, 2).ttft_ms);
   EXPECT_THROW(estimate_load(flat_times(), {}, {}, 0.9, 1), std::invalid_argument);
   EXPECT_THROW(estimate_goodput(flat_times(), trace, {}, {0, 10, 0.9}), std::invalid_argument);
-}
-
-TEST(SloTarget, PresetsAndTheirDefaults) {
-  const SloTarget b = load_slo_target("batched-1.3b");
-  EXPECT_EQ(b.ttft_ms, 2000);
-  EXPECT_EQ(b.tpot_ms, 280);
-  EXPECT_DOUBLE_EQ(b.attainment, 0.9);
-  EXPECT_EQ(default_slo_preset("llama-1.3b"), "batched-1.3b");
-  EXPECT_EQ(default_slo_preset("llama3-8b"), "single-8b");
-  EXPECT_EQ(default_slo_preset("stories260K"), "batched-1.3b");
-  try {
-    load_slo_target("nosuchslo");
-    FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("known: batched-1.3b"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

@@ -12,15 +12,12 @@
 #include "tuner/latency_simulator.h"
 #include "tuner/machine_description.h"
 
+#include "small_trace.h"
+
 namespace sandwich::tuner {
 namespace {
 
-RequestTrace small_trace() {
-  RequestTrace t;
-  t.requests = {{200, 100}, {600, 50}, {40, 300}};
-  t.source = "test";
-  return t;
-}
+using test::small_trace;
 
 // Figures of the order calibration measures on the 2-core development machine.
 MachineParams two_core_params() {

@@ -12,15 +12,12 @@
 #include "tuner/latency_simulator.h"
 #include "tuner/machine_description.h"
 
+#include "small_trace.h"
+
 namespace sandwich::tuner {
 namespace {
 
-RequestTrace small_trace() {
-  RequestTrace t;
-  t.requests = {{200, 100}, {600, 50}, {40, 300}};
-  t.source = "test";
-  return t;
-}
+using test::small_trace;
 
 // The Kunpeng 920 without its clusters in the tree, and its published figures, with a
 // calibrated latent group as the probe would report it: 4 consecutive cores sharing 20 GB/s.

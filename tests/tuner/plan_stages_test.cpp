@@ -43,9 +43,9 @@ TEST(PlanStages, TheStateSurvivesJson) {
   st.options = resume_options_json(dry_run("kunpeng920-4s"));
   st.done = {"search", "measure"};
   st.seconds = {{"search", 1.5}, {"measure", 2}};
-  st.prefill.push_back({single_rank_config(1), 12.5});
+  st.prefill.push_back({engine::single_rank_config(1), 12.5});
   st.prefill[0].measured_ms = 11;
-  st.decode.push_back({single_rank_config(1), 3, 0.5});
+  st.decode.push_back({engine::single_rank_config(1), 3, 0.5});
   st.trace = {{100, 20}, {7, 300}};
   st.kernel_cap = 64;
   const PlanState back = PlanState::from_json(st.to_json());

@@ -100,12 +100,7 @@ double probe_gemm_gflops(int m, int n, int k, int cpu, double seconds) {
   for (auto& v : x) v = u(rng);
   pack_weight(w, src.data(), DType::F32, k);
   ThreadTeam team(1, {cpu});
-  GemmArgs a;
-  a.x = x.data();
-  a.ldx = k;
-  a.m = m;
-  a.y = y.data();
-  a.ldy = n;
+  const GemmArgs a{.x = x.data(), .ldx = k, .m = m, .y = y.data(), .ldy = n};
   gemm(w, a, team);  // warm up
   int64_t runs = 0;
   const auto t0 = Clock::now();

@@ -86,8 +86,8 @@ double gflops_of(const kernels::GemmKey& k, const TunedPoint& p) {
 }
 
 // A group's points as M ranges: consecutive M with the same schedule merged.
-TunedGemm table_entry(const GemmGroupResult& g) {
-  TunedGemm t;
+engine::TunedGemm table_entry(const GemmGroupResult& g) {
+  engine::TunedGemm t;
   t.n = g.key.n;
   t.k = g.key.k;
   t.dtype = kernels::weight_type_name(g.key);
@@ -121,13 +121,13 @@ void add(TunerStats& a, const TunerStats& b) {
 
 namespace {
 
-MachineFingerprint fingerprint_of(const TableTuningSpec& spec) {
+engine::MachineFingerprint fingerprint_of(const TableTuningSpec& spec) {
   std::vector<int> all_cpus;
   for (const GemmJob& j : spec.gemms)
     for (int c : j.cpus)
       if (std::find(all_cpus.begin(), all_cpus.end(), c) == all_cpus.end()) all_cpus.push_back(c);
   std::sort(all_cpus.begin(), all_cpus.end());
-  return this_machine_fingerprint(format_cpu_list(all_cpus));
+  return engine::this_machine_fingerprint(format_cpu_list(all_cpus));
 }
 
 TuneState initial_state(const TableTuningSpec& spec) {
@@ -138,13 +138,13 @@ TuneState initial_state(const TableTuningSpec& spec) {
 
 // The interrupted table's state, checked against this run's machine and options.
 TuneState resume_state(const TableTuningSpec& spec, const std::filesystem::path& out,
-                       const MachineFingerprint& machine) {
+                       const engine::MachineFingerprint& machine) {
   const std::string file = out.string();
   TuneState state = initial_state(spec);
   if (!std::filesystem::exists(out))
     throw std::runtime_error("--resume: " + file +
                              " does not exist (run without --resume to start)");
-  const ScheduleTable old = read_schedule_table(out);
+  const engine::ScheduleTable old = engine::read_schedule_table(out);
   const std::string diff = machine.mismatch(old.machine);
   if (!diff.empty())
     throw std::runtime_error(file + " was tuned on another machine (" + diff +
@@ -198,9 +198,10 @@ class StopSignal {
 
 using ProgressFn = std::function<void(const TableTuningProgress&)>;
 
-void write_table(const std::filesystem::path& out, const MachineFingerprint& machine,
-                 const TuneState& state, const std::vector<TunedKernel>& attention, bool finished) {
-  ScheduleTable t;
+void write_table(const std::filesystem::path& out, const engine::MachineFingerprint& machine,
+                 const TuneState& state, const std::vector<engine::TunedKernel>& attention,
+                 bool finished) {
+  engine::ScheduleTable t;
   t.machine = machine;
   t.model = state.model;
   t.config = state.config;
@@ -208,7 +209,7 @@ void write_table(const std::filesystem::path& out, const MachineFingerprint& mac
     if (!g.points.empty()) t.gemms.push_back(table_entry(g));
   t.tunables = attention;
   if (!finished) t.resume_json = resume_json(state);
-  write_schedule_table(t, out);
+  engine::write_schedule_table(t, out);
 }
 
 GemmGroupResult* group_of(TuneState& state, const kernels::GemmKey& key) {
@@ -285,9 +286,10 @@ TunerStats tune_gemms(const TableTuningSpec& spec, TuneState& state, StopSignal&
 }
 
 // Attention's block sizes, after the GEMMs (a minute or so; tuned again on --resume).
-std::vector<TunedKernel> tune_attention(const TableTuningSpec& spec, StopSignal& stop,
-                                        const ProgressFn& progress, KernelSearchStats* stats) {
-  std::vector<TunedKernel> attention;
+std::vector<engine::TunedKernel> tune_attention(const TableTuningSpec& spec, StopSignal& stop,
+                                                const ProgressFn& progress,
+                                                KernelSearchStats* stats) {
+  std::vector<engine::TunedKernel> attention;
   const KernelClock clock = timed_runs();
   auto stop_fn = [&stop] { return stop(); };
   for (const AttentionJob& a : spec.attention) {
@@ -304,7 +306,7 @@ std::vector<TunedKernel> tune_attention(const TableTuningSpec& spec, StopSignal&
       p.fraction = 1;
       progress(p);
     };
-    TunedKernel tk = search_kernel(*k, clock, {}, stop_fn, on_progress, stats);
+    engine::TunedKernel tk = search_kernel(*k, clock, {}, stop_fn, on_progress, stats);
     if (!tk.ranges.empty()) attention.push_back(std::move(tk));
     if (stop.stopped()) break;
   }
@@ -343,12 +345,12 @@ TableTuningResult tune_schedule_table(const TableTuningSpec& spec, const std::fi
                                       bool resume, const std::function<bool()>& interrupted,
                                       const std::function<bool()>& out_of_time,
                                       const ProgressFn& progress) {
-  const MachineFingerprint machine = fingerprint_of(spec);
+  const engine::MachineFingerprint machine = fingerprint_of(spec);
   TuneState state = resume ? resume_state(spec, out, machine) : initial_state(spec);
   StopSignal stop(interrupted, out_of_time);
   TableTuningResult result;
   result.stats = tune_gemms(spec, state, stop, progress);
-  std::vector<TunedKernel> attention;
+  std::vector<engine::TunedKernel> attention;
   if (!stop.stopped()) attention = tune_attention(spec, stop, progress, &result.attention_stats);
   if (stop.interrupted()) {
     write_table(out, machine, state, attention, false);

@@ -7,14 +7,14 @@
 
 namespace sandwich::tuner {
 
-MachineFingerprint plan_machine(const topo::ServiceConfig& prefill,
-                                const topo::ServiceConfig& decode) {
+engine::MachineFingerprint plan_machine(const topotree::ServiceConfig& prefill,
+                                        const topotree::ServiceConfig& decode) {
   std::vector<int> cpus;
   for (const auto* c : {&prefill, &decode})
     for (const auto& r : c->ranks) cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-  return this_machine_fingerprint(format_cpu_list(cpus));
+  return engine::this_machine_fingerprint(format_cpu_list(cpus));
 }
 
 }  // namespace sandwich::tuner

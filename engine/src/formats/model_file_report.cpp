@@ -7,7 +7,7 @@
 
 #include "engine/text/tokenizer.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // The tokenizer the tools would find next to the model, in brief.
@@ -96,4 +96,4 @@ void print_model_report(const std::filesystem::path& path, bool list_tensors, st
   if (list_tensors) print_tensors(info, out);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

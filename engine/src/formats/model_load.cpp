@@ -414,6 +414,140 @@ DType choose_storage(const ModelSource* src, WeightDType want, std::vector<std::
   return auto_matrix_storage(any_f16 || any_bf16, any_f32, any_quantized);
 }
 
+std::string preset_list() {
+  std::string s;
+  for (auto& n : preset_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// Sets m's shape and source; the tensors of real weights, none for dummy ones.
+std::optional<ModelSource> open_source(const LoadOptions& o, const std::optional<fs::path>& path,
+                                       const std::string& looked, Model& m) {
+  const bool is_preset = !path && fs::exists(configs_dir() / "models" / (o.model + ".json"));
+  if (o.load_format == LoadFormat::Dummy) {
+    if (path) {
+      m.config = read_config_only(*path);
+      m.source = "dummy weights with the shapes of " + path->string();
+    } else if (is_preset) {
+      m.config = load_preset(o.model);
+      m.source = "dummy weights with the shapes of preset " + o.model;
+    } else {
+      throw std::runtime_error("model '" + o.model +
+                               "' is neither a file or folder nor a known preset (" +
+                               preset_list() + ")");
+    }
+    return std::nullopt;
+  }
+  if (!path) {
+    if (is_preset)
+      throw std::runtime_error(
+          "no weights found for preset '" + o.model + "' (looked in " + looked +
+          "); put a GGUF file or Hugging Face folder there (or set SANDWICH_MODELS), "
+          "or run with --load-format dummy for random weights with its shapes");
+    throw std::runtime_error("model '" + o.model +
+                             "' not found: no such file or folder, and it is not a preset name");
+  }
+  std::optional<ModelSource> src;
+  switch (detect_format(*path)) {
+    case FileFormat::GGUF:
+      src = read_gguf(*path);
+      break;
+    case FileFormat::SafetensorsFolder:
+    case FileFormat::SafetensorsFile:
+      src = read_safetensors(*path);
+      break;
+    case FileFormat::Llama2c:
+      src = read_llama2c(*path);
+      break;
+    case FileFormat::Unknown:
+      throw std::runtime_error(
+          path->string() + ": unrecognised model file (expected GGUF, safetensors or llama2.c)");
+  }
+  m.config = src->config;
+  m.source = path->string() + " (" + src->description + ")";
+  // Quantized matrices stay quantized; an explicit --dtype widens them (a logged fallback).
+  if (o.dtype != WeightDType::Auto)
+    widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16, m.notes);
+  return src;
+}
+
+// Packs the weights (src's, or dummy ones when it is null) and records their storage types.
+// `where` (the file, else the model's name) prefixes a packing error.
+void build_weights(Model& m, const ModelSource* src, DType storage, int threads, uint64_t seed,
+                   const std::string& where) {
+  ModelBuilder b(m, storage, threads);
+  try {
+    b.build(src, seed);
+    m.weight_types = b.summary();
+    m.bytes_per_weight = b.bytes_per_weight();
+    m.main_weight_type = b.main_matrix_type();
+    if (b.any_quantized()) {
+      m.weight_storage = b.type_counts();
+      const auto preset =
+          src && src->file_type ? quant_preset_of_file_type(*src->file_type) : std::nullopt;
+      m.weight_storage_name = preset ? *preset : m.main_weight_type;
+    } else {
+      m.weight_storage = m.weight_storage_name = std::string(weight_dtype_name(m.weight_dtype()));
+    }
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(where + ": " + e.what());
+  }
+}
+
+// Tokenizer: explicit, else the model's own, else (dummy only) a synthetic one.
+void attach_tokenizer(Model& m, const LoadOptions& o, const std::optional<fs::path>& path,
+                      const ModelSource* src) {
+  if (o.tokenizer) {
+    m.tokenizer = load_tokenizer(*o.tokenizer);
+  } else if (src && src->vocab) {
+    m.tokenizer = make_tokenizer(*src->vocab);
+  } else if (src && src->tokenizer_path) {
+    m.tokenizer = load_tokenizer(*src->tokenizer_path);
+  } else if (!src) {
+    if (path) {
+      // Dummy weights for a real file: use its tokenizer when it has one.
+      try {
+        ModelSource real =
+            detect_format(*path) == FileFormat::GGUF ? read_gguf(*path) : ModelSource{};
+        if (real.vocab) m.tokenizer = make_tokenizer(*real.vocab);
+      } catch (const std::exception&) {
+      }
+    }
+    if (!m.tokenizer) {
+      m.tokenizer = make_tokenizer(default_dummy_vocab(m.config));
+      m.notes.push_back("no tokenizer given: using a synthetic vocabulary of " +
+                        std::to_string(m.config.vocab_size) +
+                        " tokens (pass --tokenizer for a real one)");
+    }
+  } else if (o.require_tokenizer) {
+    throw std::runtime_error("no tokenizer found for " + path->string() + " (looked in " +
+                             src->tokenizer_searched + "); pass --tokenizer FILE");
+  }
+  if (m.tokenizer) {
+    if (m.tokenizer->vocab_size() > m.config.vocab_size)
+      throw std::runtime_error("the tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +
+                               " tokens but the model's vocabulary has only " +
+                               std::to_string(m.config.vocab_size));
+    if (m.config.bos_id < 0) m.config.bos_id = m.tokenizer->bos_id();
+    if (m.config.eos_id < 0) m.config.eos_id = m.tokenizer->eos_id();
+  }
+}
+
+// RoPE tables for every position (angles in double: positions reach 1e5+).
+void fill_rope_tables(Model& m) {
+  const ModelConfig& c = m.config;
+  const auto inv = rope_inv_freq(c);
+  const int half = c.head_dim / 2;
+  m.rope_cos.resize(static_cast<size_t>(c.max_seq_len) * half);
+  m.rope_sin.resize(m.rope_cos.size());
+  for (int p = 0; p < c.max_seq_len; ++p)
+    for (int i = 0; i < half; ++i) {
+      const double a = p * inv[i];
+      m.rope_cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a));
+      m.rope_sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(a));
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> load_model(const LoadOptions& o) {
@@ -423,129 +557,13 @@ std::unique_ptr<Model> load_model(const LoadOptions& o) {
   const int threads = resolve_threads(o.threads, "the thread count");
   auto m = std::make_unique<Model>();
   std::string looked;
-  std::optional<fs::path> path = resolve_weights(o.model, &looked);
-  const bool is_preset = !path && fs::exists(configs_dir() / "models" / (o.model + ".json"));
-  std::optional<ModelSource> src;
-  if (o.load_format == LoadFormat::Dummy) {
-    if (path) {
-      m->config = read_config_only(*path);
-      m->source = "dummy weights with the shapes of " + path->string();
-    } else if (is_preset) {
-      m->config = load_preset(o.model);
-      m->source = "dummy weights with the shapes of preset " + o.model;
-    } else {
-      throw std::runtime_error("model '" + o.model +
-                               "' is neither a file or folder nor a known preset (" +
-                               [] {
-                                 std::string s;
-                                 for (auto& n : preset_names()) s += (s.empty() ? "" : ", ") + n;
-                                 return s;
-                               }() +
-                               ")");
-    }
-  } else {
-    if (!path) {
-      if (is_preset)
-        throw std::runtime_error(
-            "no weights found for preset '" + o.model + "' (looked in " + looked +
-            "); put a GGUF file or Hugging Face folder there (or set SANDWICH_MODELS), "
-            "or run with --load-format dummy for random weights with its shapes");
-      throw std::runtime_error("model '" + o.model +
-                               "' not found: no such file or folder, and it is not a preset name");
-    }
-    switch (detect_format(*path)) {
-      case FileFormat::GGUF:
-        src = read_gguf(*path);
-        break;
-      case FileFormat::SafetensorsFolder:
-      case FileFormat::SafetensorsFile:
-        src = read_safetensors(*path);
-        break;
-      case FileFormat::Llama2c:
-        src = read_llama2c(*path);
-        break;
-      case FileFormat::Unknown:
-        throw std::runtime_error(
-            path->string() + ": unrecognised model file (expected GGUF, safetensors or llama2.c)");
-    }
-    m->config = src->config;
-    m->source = path->string() + " (" + src->description + ")";
-    // Quantized matrices stay quantized; an explicit --dtype widens them (a logged fallback).
-    if (o.dtype != WeightDType::Auto)
-      widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16,
-                              m->notes);
-  }
-
-  const DType storage = choose_storage(src ? &*src : nullptr, o.dtype, m->notes);
-  {
-    ModelBuilder b(*m, storage, threads);
-    try {
-      b.build(src ? &*src : nullptr, o.seed);
-      m->weight_types = b.summary();
-      m->bytes_per_weight = b.bytes_per_weight();
-      m->main_weight_type = b.main_matrix_type();
-      if (b.any_quantized()) {
-        m->weight_storage = b.type_counts();
-        const auto preset =
-            src && src->file_type ? quant_preset_of_file_type(*src->file_type) : std::nullopt;
-        m->weight_storage_name = preset ? *preset : m->main_weight_type;
-      } else {
-        m->weight_storage = m->weight_storage_name =
-            std::string(weight_dtype_name(m->weight_dtype()));
-      }
-    } catch (const std::runtime_error& e) {
-      throw std::runtime_error((path ? path->string() : o.model) + ": " + e.what());
-    }
-  }
-
-  // Tokenizer: explicit, else the model's own, else (dummy only) a synthetic one.
-  if (o.tokenizer) {
-    m->tokenizer = load_tokenizer(*o.tokenizer);
-  } else if (src && src->vocab) {
-    m->tokenizer = make_tokenizer(*src->vocab);
-  } else if (src && src->tokenizer_path) {
-    m->tokenizer = load_tokenizer(*src->tokenizer_path);
-  } else if (!src) {
-    if (path) {
-      // Dummy weights for a real file: use its tokenizer when it has one.
-      try {
-        ModelSource real =
-            detect_format(*path) == FileFormat::GGUF ? read_gguf(*path) : ModelSource{};
-        if (real.vocab) m->tokenizer = make_tokenizer(*real.vocab);
-      } catch (const std::exception&) {
-      }
-    }
-    if (!m->tokenizer) {
-      m->tokenizer = make_tokenizer(default_dummy_vocab(m->config));
-      m->notes.push_back("no tokenizer given: using a synthetic vocabulary of " +
-                         std::to_string(m->config.vocab_size) +
-                         " tokens (pass --tokenizer for a real one)");
-    }
-  } else if (o.require_tokenizer) {
-    throw std::runtime_error("no tokenizer found for " + path->string() + " (looked in " +
-                             src->tokenizer_searched + "); pass --tokenizer FILE");
-  }
-  if (m->tokenizer) {
-    if (m->tokenizer->vocab_size() > m->config.vocab_size)
-      throw std::runtime_error("the tokenizer has " + std::to_string(m->tokenizer->vocab_size()) +
-                               " tokens but the model's vocabulary has only " +
-                               std::to_string(m->config.vocab_size));
-    if (m->config.bos_id < 0) m->config.bos_id = m->tokenizer->bos_id();
-    if (m->config.eos_id < 0) m->config.eos_id = m->tokenizer->eos_id();
-  }
-
-  // RoPE tables for every position (angles in double: positions reach 1e5+).
-  const ModelConfig& c = m->config;
-  const auto inv = rope_inv_freq(c);
-  const int half = c.head_dim / 2;
-  m->rope_cos.resize(static_cast<size_t>(c.max_seq_len) * half);
-  m->rope_sin.resize(m->rope_cos.size());
-  for (int p = 0; p < c.max_seq_len; ++p)
-    for (int i = 0; i < half; ++i) {
-      const double a = p * inv[i];
-      m->rope_cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a));
-      m->rope_sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(a));
-    }
+  const std::optional<fs::path> path = resolve_weights(o.model, &looked);
+  std::optional<ModelSource> src = open_source(o, path, looked, *m);
+  const ModelSource* source = src ? &*src : nullptr;
+  const DType storage = choose_storage(source, o.dtype, m->notes);
+  build_weights(*m, source, storage, threads, o.seed, path ? path->string() : o.model);
+  attach_tokenizer(*m, o, path, source);
+  fill_rope_tables(*m);
   m->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return m;
 }

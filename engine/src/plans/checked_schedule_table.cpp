@@ -8,7 +8,7 @@
 #include "kernels/kernel_tunables.h"
 #include "kernels/tuned_schedules.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 
 namespace {
@@ -162,4 +162,4 @@ size_t install_schedule_table(const ScheduleTable& table, const std::string& ori
   return CheckedScheduleTable(table, origin).install(warn);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -119,13 +119,13 @@ ModelIdentity identity_from_json(const fs::path& file, const json& j) {
   str("dtype", m.dtype, true);
   str("weights", m.weights, false);
   str("weights_name", m.weights_name, false);
-  num("dim", m.dim, true);
-  num("n_layers", m.n_layers, true);
-  num("n_heads", m.n_heads, true);
-  num("n_kv_heads", m.n_kv_heads, true);
-  num("head_dim", m.head_dim, true);
-  num("ffn_dim", m.ffn_dim, true);
-  num("vocab_size", m.vocab_size, true);
+  num("dim", m.shape.dim, true);
+  num("n_layers", m.shape.n_layers, true);
+  num("n_heads", m.shape.n_heads, true);
+  num("n_kv_heads", m.shape.n_kv_heads, true);
+  num("head_dim", m.shape.head_dim, true);
+  num("ffn_dim", m.shape.ffn_dim, true);
+  num("vocab_size", m.shape.vocab_size, true);
   str("file", m.file, false);
   num("file_bytes", m.file_bytes, false);
   num("file_mtime", m.file_mtime, false);
@@ -133,11 +133,12 @@ ModelIdentity identity_from_json(const fs::path& file, const json& j) {
 }
 
 json identity_json(const ModelIdentity& m) {
+  const ModelShape& s = m.shape;
   json j = {
       {"name", m.name},         {"architecture", m.architecture}, {"dtype", m.dtype},
-      {"weights", m.weights},   {"weights_name", m.weights_name}, {"dim", m.dim},
-      {"n_layers", m.n_layers}, {"n_heads", m.n_heads},           {"n_kv_heads", m.n_kv_heads},
-      {"head_dim", m.head_dim}, {"ffn_dim", m.ffn_dim},           {"vocab_size", m.vocab_size}};
+      {"weights", m.weights},   {"weights_name", m.weights_name}, {"dim", s.dim},
+      {"n_layers", s.n_layers}, {"n_heads", s.n_heads},           {"n_kv_heads", s.n_kv_heads},
+      {"head_dim", s.head_dim}, {"ffn_dim", s.ffn_dim},           {"vocab_size", s.vocab_size}};
   if (!m.file.empty()) {
     j["file"] = m.file;
     j["file_bytes"] = m.file_bytes;
@@ -173,13 +174,13 @@ std::string ModelIdentity::mismatch(const ModelIdentity& plan) const {
     };
     add("the plan was made for " + named(plan) + " weights, this model is " + named(*this));
   }
-  num("dim", dim, plan.dim);
-  num("n_layers", n_layers, plan.n_layers);
-  num("n_heads", n_heads, plan.n_heads);
-  num("n_kv_heads", n_kv_heads, plan.n_kv_heads);
-  num("head_dim", head_dim, plan.head_dim);
-  num("ffn_dim", ffn_dim, plan.ffn_dim);
-  num("vocab_size", vocab_size, plan.vocab_size);
+  num("dim", shape.dim, plan.shape.dim);
+  num("n_layers", shape.n_layers, plan.shape.n_layers);
+  num("n_heads", shape.n_heads, plan.shape.n_heads);
+  num("n_kv_heads", shape.n_kv_heads, plan.shape.n_kv_heads);
+  num("head_dim", shape.head_dim, plan.shape.head_dim);
+  num("ffn_dim", shape.ffn_dim, plan.shape.ffn_dim);
+  num("vocab_size", shape.vocab_size, plan.shape.vocab_size);
   return out;
 }
 
@@ -200,13 +201,7 @@ ModelIdentity model_identity(const ModelConfig& c, const std::string& dtype,
   m.dtype = dtype;
   m.weights = weights.empty() ? dtype : weights;
   m.weights_name = weights_name.empty() ? m.weights : weights_name;
-  m.dim = c.dim;
-  m.n_layers = c.n_layers;
-  m.n_heads = c.n_heads;
-  m.n_kv_heads = c.n_kv_heads;
-  m.head_dim = c.head_dim;
-  m.ffn_dim = c.ffn_dim;
-  m.vocab_size = c.vocab_size;
+  m.shape = shape_of(c);
   std::error_code ec;
   if (weights_file.empty() || !fs::exists(weights_file, ec)) return m;
   m.file = weights_file;

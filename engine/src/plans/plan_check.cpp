@@ -5,7 +5,7 @@
 
 #include "engine/plans/checked_schedule_table.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 // The first problem of several, with a count of the rest: a refusal stays one line.
@@ -101,4 +101,4 @@ AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::str
   return a;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

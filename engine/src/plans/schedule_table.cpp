@@ -11,7 +11,7 @@
 #include "kernels/microkernel.h"
 #include "kernels/tuned_schedules.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -279,4 +279,4 @@ void write_schedule_table(const ScheduleTable& table, const fs::path& file) {
   write_json_file(j, file, 1);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

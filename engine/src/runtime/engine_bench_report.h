@@ -18,7 +18,7 @@ namespace sandwich::engine {
 // One test under one configuration: tokens/s of each measured repetition and, for a decode
 // test with --stream, the DRAM stream measured after each (GB/s).
 struct TestSamples {
-  std::string configs;                          // the configuration as given ("1x2" or "1x2/2x1")
+  std::string configs;  // the configuration as given ("1x2" or "1x2/2x1")
   const topotree::ServiceConfig* config = nullptr;  // the phase's
   bool decode = false;
   int tokens = 0;

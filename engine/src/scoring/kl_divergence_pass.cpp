@@ -6,7 +6,7 @@
 
 #include "engine/scoring/score_stats.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 void print_kld_summary(const KLDivergenceStats& s) {
@@ -79,4 +79,4 @@ void kl_divergence_pass(const Model& model, ChunkScorer& scorer, const KLDBaseRe
   print_kld_summary(stats);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -11,10 +11,11 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'A', 'N', 'D', 'K', 'L', 'D', '1'};
 
-std::string shape_of(const KLDBaseInfo& i) {
-  return "dim " + std::to_string(i.dim) + ", " + std::to_string(i.n_layers) + " layers, " +
-         std::to_string(i.n_heads) + " heads (" + std::to_string(i.n_kv_heads) + " KV), FFN " +
-         std::to_string(i.ffn_dim);
+// The sizes the file records apart from the vocabulary's.
+std::string shape_text(const ModelShape& s) {
+  return "dim " + std::to_string(s.dim) + ", " + std::to_string(s.n_layers) + " layers, " +
+         std::to_string(s.n_heads) + " heads (" + std::to_string(s.n_kv_heads) + " KV), FFN " +
+         std::to_string(s.ffn_dim);
 }
 
 // The bytes the tokens and rows of a header take; nullopt past 2^64 (a corrupt header).
@@ -22,7 +23,7 @@ std::optional<uint64_t> body_bytes(const KLDBaseInfo& i) {
   uint64_t tokens = 0, rows = 0, row_bytes = 0, all = 0;
   if (__builtin_mul_overflow(uint64_t(i.n_chunks), uint64_t(i.n_ctx), &tokens) ||
       __builtin_mul_overflow(uint64_t(i.n_chunks), uint64_t(scored_count(i.n_ctx)), &rows) ||
-      __builtin_mul_overflow(rows, uint64_t(i.n_vocab) * sizeof(float), &row_bytes) ||
+      __builtin_mul_overflow(rows, uint64_t(i.shape.vocab_size) * sizeof(float), &row_bytes) ||
       __builtin_add_overflow(tokens * sizeof(int32_t), row_bytes, &all))
     return std::nullopt;
   return all;
@@ -44,15 +45,9 @@ uint64_t vocab_hash(const Tokenizer& tok) {
 }
 
 KLDBaseInfo KLDBaseInfo::of(const Model& m) {
-  const ModelConfig& c = m.config;
   KLDBaseInfo i;
-  i.n_vocab = c.vocab_size;
-  i.dim = c.dim;
-  i.n_layers = c.n_layers;
-  i.n_heads = c.n_heads;
-  i.n_kv_heads = c.n_kv_heads;
-  i.ffn_dim = c.ffn_dim;
-  i.vocab_hash = m.tokenizer ? sandwich::engine::vocab_hash(*m.tokenizer) : 0;
+  i.shape = shape_of(m.config);
+  i.vocab_hash = m.tokenizer ? engine::vocab_hash(*m.tokenizer) : 0;
   i.model = m.source;
   return i;
 }
@@ -61,16 +56,17 @@ void check_base_matches(const KLDBaseInfo& base, const Model& model,
                         const std::filesystem::path& file) {
   const KLDBaseInfo ours = KLDBaseInfo::of(model);
   const std::string where = file.string() + ": the base model (" + base.model + ")";
-  if (base.n_vocab != ours.n_vocab)
-    throw std::invalid_argument(where + " has a vocabulary of " + std::to_string(base.n_vocab) +
-                                " tokens, this model " + std::to_string(ours.n_vocab) +
+  const int32_t base_vocab = base.shape.vocab_size, our_vocab = ours.shape.vocab_size;
+  if (base_vocab != our_vocab)
+    throw std::invalid_argument(where + " has a vocabulary of " + std::to_string(base_vocab) +
+                                " tokens, this model " + std::to_string(our_vocab) +
                                 "; compare versions of one model");
   if (base.vocab_hash != ours.vocab_hash)
     throw std::invalid_argument(where + " has other tokens than this model's vocabulary of " +
-                                std::to_string(ours.n_vocab) + "; compare versions of one model");
-  if (shape_of(base) != shape_of(ours))
-    throw std::invalid_argument(where + " has another shape (" + shape_of(base) +
-                                ") than this model (" + shape_of(ours) +
+                                std::to_string(our_vocab) + "; compare versions of one model");
+  if (shape_text(base.shape) != shape_text(ours.shape))
+    throw std::invalid_argument(where + " has another shape (" + shape_text(base.shape) +
+                                ") than this model (" + shape_text(ours.shape) +
                                 "); compare versions of one model");
 }
 
@@ -82,8 +78,9 @@ KLDBaseWriter::KLDBaseWriter(const std::filesystem::path& path, const KLDBaseInf
   if (!out_) throw std::runtime_error("cannot write " + partial_.string());
   auto u32 = [this](uint32_t v) { out_.write(reinterpret_cast<const char*>(&v), 4); };
   out_.write(kMagic, sizeof kMagic);
-  for (int32_t v : {info.n_ctx, info.n_chunks, info.n_vocab, info.dim, info.n_layers, info.n_heads,
-                    info.n_kv_heads, info.ffn_dim})
+  const ModelShape& sh = info.shape;
+  for (int32_t v : {info.n_ctx, info.n_chunks, sh.vocab_size, sh.dim, sh.n_layers, sh.n_heads,
+                    sh.n_kv_heads, sh.ffn_dim})
     u32(static_cast<uint32_t>(v));
   out_.write(reinterpret_cast<const char*>(&info.vocab_hash), 8);
   u32(static_cast<uint32_t>(info.model.size()));
@@ -102,7 +99,7 @@ KLDBaseWriter::~KLDBaseWriter() {
 }
 
 void KLDBaseWriter::add_chunk(std::span<const float> log_probs) {
-  const size_t want = static_cast<size_t>(scored_count(info_.n_ctx)) * info_.n_vocab;
+  const size_t want = static_cast<size_t>(scored_count(info_.n_ctx)) * info_.shape.vocab_size;
   if (log_probs.size() != want || written_ >= info_.n_chunks)
     throw std::logic_error("KLDBaseWriter: a chunk of the wrong size, or one too many");
   out_.write(reinterpret_cast<const char*>(log_probs.data()),
@@ -137,18 +134,19 @@ KLDBaseReader::KLDBaseReader(const std::filesystem::path& path) : file_(path) {
   if (n < sizeof magic || std::memcmp(p, kMagic, sizeof kMagic) != 0)
     fail("not a KL-divergence base file (sandwich-perplexity --kl-divergence-base writes them)");
   take(magic, sizeof magic);
-  int32_t* fields[] = {&info_.n_ctx,    &info_.n_chunks, &info_.n_vocab,    &info_.dim,
-                       &info_.n_layers, &info_.n_heads,  &info_.n_kv_heads, &info_.ffn_dim};
+  ModelShape& sh = info_.shape;
+  int32_t* fields[] = {&info_.n_ctx, &info_.n_chunks, &sh.vocab_size, &sh.dim,
+                       &sh.n_layers, &sh.n_heads,     &sh.n_kv_heads, &sh.ffn_dim};
   for (int32_t* f : fields) {
     uint32_t v = 0;
     take(&v, 4);
     if (v > (1u << 30)) fail("corrupt header");
     *f = static_cast<int32_t>(v);
   }
-  if (info_.n_ctx < kMinScoringContext || info_.n_chunks < 1 || info_.n_vocab < 1)
+  if (info_.n_ctx < kMinScoringContext || info_.n_chunks < 1 || info_.shape.vocab_size < 1)
     fail("corrupt header (context " + std::to_string(info_.n_ctx) + ", " +
-         std::to_string(info_.n_chunks) + " chunks, vocabulary " + std::to_string(info_.n_vocab) +
-         ")");
+         std::to_string(info_.n_chunks) + " chunks, vocabulary " +
+         std::to_string(info_.shape.vocab_size) + ")");
   take(&info_.vocab_hash, 8);
   uint32_t len = 0;
   take(&len, 4);
@@ -164,7 +162,7 @@ KLDBaseReader::KLDBaseReader(const std::filesystem::path& path) : file_(path) {
   info_.tokens.resize(n_tokens);
   take(info_.tokens.data(), n_tokens * sizeof(int32_t));
   for (int32_t t : info_.tokens)
-    if (t < 0 || t >= info_.n_vocab) fail("corrupt token id " + std::to_string(t));
+    if (t < 0 || t >= info_.shape.vocab_size) fail("corrupt token id " + std::to_string(t));
   rows_offset_ = pos;
 }
 
@@ -172,7 +170,7 @@ std::span<const float> KLDBaseReader::chunk(int32_t i) const {
   if (i < 0 || i >= info_.n_chunks)
     throw std::out_of_range("chunk " + std::to_string(i) + " of a base of " +
                             std::to_string(info_.n_chunks));
-  const size_t rows = static_cast<size_t>(scored_count(info_.n_ctx)) * info_.n_vocab;
+  const size_t rows = static_cast<size_t>(scored_count(info_.n_ctx)) * info_.shape.vocab_size;
   // The rows start 4-byte aligned in a page-aligned map.
   const auto* base = reinterpret_cast<const float*>(file_.data() + rows_offset_);
   return {base + static_cast<size_t>(i) * rows, rows};

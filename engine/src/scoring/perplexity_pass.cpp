@@ -5,7 +5,7 @@
 
 #include "engine/scoring/score_stats.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 void print_eta(std::chrono::steady_clock::time_point chunk_start, int32_t chunks) {
   const double pass_seconds =
@@ -53,4 +53,4 @@ void perplexity_pass(const Model& model, ChunkScorer& scorer, const std::vector<
   std::printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl.value, ppl.error);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -15,7 +15,7 @@
 #include "engine/scoring/perplexity.h"
 #include "scoring/scoring_passes.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 namespace {
 
 std::string read_text(const std::string& path) {
@@ -151,4 +151,4 @@ void run_perplexity_tool(const PerplexityToolOptions& o) {
     perplexity_pass(*model, scorer, in.tokens, in.n_ctx, in.n_chunks, o.base_file);
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -10,7 +10,7 @@
 #include "engine/scoring/kld_base_file.h"
 #include "engine/scoring/perplexity.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // After the first chunk, as llama-perplexity: how long the rest will take.
 void print_eta(std::chrono::steady_clock::time_point chunk_start, int32_t chunks);
@@ -27,4 +27,4 @@ void perplexity_pass(const Model& model, ChunkScorer& scorer, const std::vector<
 void kl_divergence_pass(const Model& model, ChunkScorer& scorer, const KLDBaseReader& base,
                         int32_t n_chunks);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

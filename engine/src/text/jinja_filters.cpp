@@ -1,6 +1,8 @@
 // jinja2's filters and tests, those chat templates use.
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <unordered_map>
 
 #include "text/jinja_builtins.h"
 
@@ -126,217 +128,308 @@ Value to_float(const Value& in, const Value& fallback) {
   return fallback;
 }
 
+// Each filter gets its own name too: some serve two names ("first" and "last").
+using Filter = Value (*)(const std::string& name, const Value& in, const CallArgs& a);
+
+Value trim(const std::string&, const Value& in, const CallArgs& a) {
+  const Value& chars = arg(a, 0, "chars");
+  return py_strip(to_str(in), chars.is_string() ? &chars.as_string() : nullptr, true, true);
+}
+
+Value tojson(const std::string&, const Value& in, const CallArgs& a) {
+  const Value& indent = arg(a, 0, "indent");
+  if (!indent.is_none() && !indent.is_int())
+    throw ValueError("tojson(): indent must be an integer");
+  return to_json(
+      in, indent.is_int() ? static_cast<int>(std::clamp<int64_t>(indent.as_int(), 0, 64)) : -1);
+}
+
+Value length_of(const std::string&, const Value& in, const CallArgs&) {
+  return length(in);
+}
+
+Value string_case(const std::string& f, const Value& in, const CallArgs&) {
+  return string_method(in, f.c_str());
+}
+
+Value default_value(const std::string&, const Value& in, const CallArgs& a) {
+  static const Value empty{std::string()};
+  const bool boolean = arg(a, 1, "boolean", Value(false)).truthy();
+  if (in.is_undefined() || (boolean && !in.truthy())) return arg(a, 0, "default_value", empty);
+  return in;
+}
+
+Value first_or_last(const std::string& f, const Value& in, const CallArgs&) {
+  const List items = iterate(in);
+  if (items.empty()) return Undefined{"first"};
+  return f == "first" ? items.front() : items.back();
+}
+
+Value join(const std::string&, const Value& in, const CallArgs& a) {
+  static const Value empty{std::string()};
+  const Value& sep = arg(a, 0, "d", empty);
+  const Value& attr = arg(a, 1, "attribute");
+  std::string out;
+  bool first = true;
+  for (const Value& v : iterate(in)) {
+    if (!first) out += to_str(sep);
+    first = false;
+    out += to_str(attr.is_string() ? attribute(v, attr.as_string()) : v);
+  }
+  return out;
+}
+
+Value replace(const std::string&, const Value& in, const CallArgs& a) {
+  CallArgs m = method_args({arg(a, 0, "old"), arg(a, 1, "new")});
+  if (const Value* c = a.positional.size() > 2 ? &a.positional[2] : a.kw("count"))
+    m.positional.push_back(*c);
+  return *call_method(Value(to_str(in)), "replace", m);
+}
+
+Value format(const std::string&, const Value& in, const CallArgs& a) {
+  if (!in.is_string()) throw ValueError("format needs a format string");
+  return py_format(in.as_string(), a.positional);
+}
+
+Value list_of(const std::string&, const Value& in, const CallArgs&) {
+  return iterate(in);
+}
+Value string_of(const std::string&, const Value& in, const CallArgs&) {
+  return to_str(in);
+}
+Value safe(const std::string&, const Value& in, const CallArgs&) {
+  return in;
+}
+
+Value int_of(const std::string&, const Value& in, const CallArgs& a) {
+  return to_int(in, arg(a, 0, "default", Value(0)));
+}
+
+Value float_of(const std::string&, const Value& in, const CallArgs& a) {
+  return to_float(in, arg(a, 0, "default", Value(0.0)));
+}
+
+Value abs_of(const std::string&, const Value& in, const CallArgs&) {
+  if (in.is_int()) return in.as_int() < 0 ? -in.as_int() : in.as_int();
+  if (in.is_float()) return std::fabs(in.as_number());
+  throw ValueError("bad operand type for abs(): '" + in.type_name() + "'");
+}
+
+Value items(const std::string&, const Value& in, const CallArgs&) {
+  if (in.is_undefined()) return List{};
+  if (!in.is_dict()) throw ValueError("items() needs a mapping, not " + in.type_name());
+  return *call_method(in, "items", {});
+}
+
+Value dictsort(const std::string&, const Value& in, const CallArgs& a) {
+  if (!in.is_dict()) throw ValueError("dictsort needs a mapping, not " + in.type_name());
+  List items = call_method(in, "items", {})->as_list();
+  const bool by_value =
+      arg(a, 1, "by", Value("key")).truthy() && to_str(arg(a, 1, "by", Value("key"))) == "value";
+  std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+    return less(x.as_list()[by_value ? 1 : 0], y.as_list()[by_value ? 1 : 0]);
+  });
+  return items;
+}
+
+Value select_by_attribute(const std::string& f, const Value& in, const CallArgs& a) {
+  return select(in, a, true, f == "selectattr");
+}
+
+Value select_by_test(const std::string& f, const Value& in, const CallArgs& a) {
+  return select(in, a, false, f == "select");
+}
+
+Value map(const std::string&, const Value& in, const CallArgs& a) {
+  List out;
+  const Value* attr = a.kw("attribute");
+  for (const Value& v : iterate(in)) {
+    if (attr) {
+      Value x = attribute(v, to_str(*attr));
+      if (x.is_undefined())
+        if (const Value* d = a.kw("default")) x = *d;
+      out.push_back(std::move(x));
+    } else {
+      if (a.positional.empty() || !a.positional[0].is_string())
+        throw ValueError("map() needs a filter name or attribute=");
+      CallArgs rest;
+      rest.positional.assign(a.positional.begin() + 1, a.positional.end());
+      out.push_back(apply_filter(a.positional[0].as_string(), v, rest));
+    }
+  }
+  return out;
+}
+
+Value reverse(const std::string&, const Value& in, const CallArgs&) {
+  if (in.is_string()) {
+    List chars = iterate(in);
+    std::string out;
+    for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
+    return out;
+  }
+  List l = iterate(in);
+  std::reverse(l.begin(), l.end());
+  return l;
+}
+
+Value sort(const std::string&, const Value& in, const CallArgs& a) {
+  List l = iterate(in);
+  const bool reverse = arg(a, 0, "reverse", Value(false)).truthy();
+  const Value& attr = arg(a, 2, "attribute");
+  auto key = [&](const Value& v) { return attr.is_string() ? attribute(v, attr.as_string()) : v; };
+  std::stable_sort(l.begin(), l.end(), [&](const Value& x, const Value& y) {
+    return reverse ? less(key(y), key(x)) : less(key(x), key(y));
+  });
+  return l;
+}
+
+Value unique(const std::string&, const Value& in, const CallArgs&) {
+  List out;
+  for (const Value& v : iterate(in)) {
+    bool seen = false;
+    for (const Value& o : out) seen = seen || values_equal(o, v);
+    if (!seen) out.push_back(v);
+  }
+  return out;
+}
+
+Value sum(const std::string&, const Value& in, const CallArgs& a) {
+  Value total = arg(a, 1, "start", Value(0));
+  const Value& attr = arg(a, 0, "attribute");
+  for (const Value& v : iterate(in)) {
+    const Value x = attr.is_string() ? attribute(v, attr.as_string()) : v;
+    if (!x.is_number() || !total.is_number()) throw ValueError("sum() needs numbers");
+    if (x.is_int() && total.is_int())
+      total = total.as_int() + x.as_int();
+    else
+      total = total.as_number() + x.as_number();
+  }
+  return total;
+}
+
+Value min_or_max(const std::string& f, const Value& in, const CallArgs&) {
+  const List l = iterate(in);
+  if (l.empty()) return Undefined{f};
+  Value best = l[0];
+  for (const Value& v : l)
+    if (f == "min" ? less(v, best) : less(best, v)) best = v;
+  return best;
+}
+
+Value round(const std::string&, const Value& in, const CallArgs& a) {
+  const Value& p = arg(a, 0, "precision", Value(0));
+  const std::string method = to_str(arg(a, 1, "method", Value("common")));
+  if (!in.is_number() || !p.is_int()) throw ValueError("round() needs a number");
+  const double scale = std::pow(10.0, static_cast<double>(p.as_int()));
+  const double x = in.as_number() * scale;
+  const double r = method == "floor"  ? std::floor(x)
+                   : method == "ceil" ? std::ceil(x)
+                                      : std::round(x);
+  return r / scale;
+}
+
+Value indent(const std::string&, const Value& in, const CallArgs& a) {
+  const Value& w = arg(a, 0, "width", Value(4));
+  const std::string pad =
+      w.is_string()
+          ? w.as_string()
+          : std::string(
+                static_cast<size_t>(std::clamp<int64_t>(w.is_int() ? w.as_int() : 4, 0, 256)), ' ');
+  const bool first = arg(a, 1, "first", Value(false)).truthy();
+  const bool blank = arg(a, 2, "blank", Value(false)).truthy();
+  const std::string s = to_str(in);
+  std::string out;
+  size_t b = 0;
+  bool first_line = true;
+  for (;;) {
+    const size_t e = s.find('\n', b);
+    const std::string line = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if ((!first_line || first) && (blank || !line.empty())) out += pad;
+    out += line;
+    first_line = false;
+    if (e == std::string::npos) break;
+    out += '\n';
+    b = e + 1;
+  }
+  return out;
+}
+
+Value escape(const std::string&, const Value& in, const CallArgs&) {
+  std::string out;
+  for (char c : to_str(in)) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+const std::unordered_map<std::string_view, Filter>& filters() {
+  static const std::unordered_map<std::string_view, Filter> table = {
+      {"trim", trim},
+      {"tojson", tojson},
+      {"length", length_of},
+      {"count", length_of},
+      {"upper", string_case},
+      {"lower", string_case},
+      {"title", string_case},
+      {"capitalize", string_case},
+      {"default", default_value},
+      {"d", default_value},
+      {"first", first_or_last},
+      {"last", first_or_last},
+      {"join", join},
+      {"replace", replace},
+      {"format", format},
+      {"list", list_of},
+      {"string", string_of},
+      {"safe", safe},
+      {"int", int_of},
+      {"float", float_of},
+      {"abs", abs_of},
+      {"items", items},
+      {"dictsort", dictsort},
+      {"selectattr", select_by_attribute},
+      {"rejectattr", select_by_attribute},
+      {"select", select_by_test},
+      {"reject", select_by_test},
+      {"map", map},
+      {"reverse", reverse},
+      {"sort", sort},
+      {"unique", unique},
+      {"sum", sum},
+      {"min", min_or_max},
+      {"max", min_or_max},
+      {"round", round},
+      {"indent", indent},
+      {"escape", escape},
+      {"e", escape},
+  };
+  return table;
+}
+
 }  // namespace
 
 Value apply_filter(const std::string& f, const Value& in, const CallArgs& a) {
-  if (f == "trim") {
-    const Value& chars = arg(a, 0, "chars");
-    return py_strip(to_str(in), chars.is_string() ? &chars.as_string() : nullptr, true, true);
-  }
-  if (f == "tojson") {
-    const Value& indent = arg(a, 0, "indent");
-    if (!indent.is_none() && !indent.is_int())
-      throw ValueError("tojson(): indent must be an integer");
-    return to_json(
-        in, indent.is_int() ? static_cast<int>(std::clamp<int64_t>(indent.as_int(), 0, 64)) : -1);
-  }
-  if (f == "length" || f == "count") return length(in);
-  if (f == "upper" || f == "lower" || f == "title" || f == "capitalize")
-    return string_method(in, f.c_str());
-  if (f == "default" || f == "d") {
-    static const Value empty{std::string()};
-    const bool boolean = arg(a, 1, "boolean", Value(false)).truthy();
-    if (in.is_undefined() || (boolean && !in.truthy())) return arg(a, 0, "default_value", empty);
-    return in;
-  }
-  if (f == "first" || f == "last") {
-    const List items = iterate(in);
-    if (items.empty()) return Undefined{"first"};
-    return f == "first" ? items.front() : items.back();
-  }
-  if (f == "join") {
-    static const Value empty{std::string()};
-    const Value& sep = arg(a, 0, "d", empty);
-    const Value& attr = arg(a, 1, "attribute");
-    std::string out;
-    bool first = true;
-    for (const Value& v : iterate(in)) {
-      if (!first) out += to_str(sep);
-      first = false;
-      out += to_str(attr.is_string() ? attribute(v, attr.as_string()) : v);
-    }
-    return out;
-  }
-  if (f == "replace") {
-    CallArgs m = method_args({arg(a, 0, "old"), arg(a, 1, "new")});
-    if (const Value* c = a.positional.size() > 2 ? &a.positional[2] : a.kw("count"))
-      m.positional.push_back(*c);
-    return *call_method(Value(to_str(in)), "replace", m);
-  }
-  if (f == "format") {
-    if (!in.is_string()) throw ValueError("format needs a format string");
-    return py_format(in.as_string(), a.positional);
-  }
-  if (f == "list") return iterate(in);
-  if (f == "string") return to_str(in);
-  if (f == "safe") return in;
-  if (f == "int") return to_int(in, arg(a, 0, "default", Value(0)));
-  if (f == "float") return to_float(in, arg(a, 0, "default", Value(0.0)));
-  if (f == "abs") {
-    if (in.is_int()) return in.as_int() < 0 ? -in.as_int() : in.as_int();
-    if (in.is_float()) return std::fabs(in.as_number());
-    throw ValueError("bad operand type for abs(): '" + in.type_name() + "'");
-  }
-  if (f == "items") {
-    if (in.is_undefined()) return List{};
-    if (!in.is_dict()) throw ValueError("items() needs a mapping, not " + in.type_name());
-    return *call_method(in, "items", {});
-  }
-  if (f == "dictsort") {
-    if (!in.is_dict()) throw ValueError("dictsort needs a mapping, not " + in.type_name());
-    List items = call_method(in, "items", {})->as_list();
-    const bool by_value =
-        arg(a, 1, "by", Value("key")).truthy() && to_str(arg(a, 1, "by", Value("key"))) == "value";
-    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-      return less(x.as_list()[by_value ? 1 : 0], y.as_list()[by_value ? 1 : 0]);
-    });
-    return items;
-  }
-  if (f == "selectattr" || f == "rejectattr") return select(in, a, true, f == "selectattr");
-  if (f == "select" || f == "reject") return select(in, a, false, f == "select");
-  if (f == "map") {
-    List out;
-    const Value* attr = a.kw("attribute");
-    for (const Value& v : iterate(in)) {
-      if (attr) {
-        Value x = attribute(v, to_str(*attr));
-        if (x.is_undefined())
-          if (const Value* d = a.kw("default")) x = *d;
-        out.push_back(std::move(x));
-      } else {
-        if (a.positional.empty() || !a.positional[0].is_string())
-          throw ValueError("map() needs a filter name or attribute=");
-        CallArgs rest;
-        rest.positional.assign(a.positional.begin() + 1, a.positional.end());
-        out.push_back(apply_filter(a.positional[0].as_string(), v, rest));
-      }
-    }
-    return out;
-  }
-  if (f == "reverse") {
-    if (in.is_string()) {
-      List chars = iterate(in);
-      std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
-      return out;
-    }
-    List l = iterate(in);
-    std::reverse(l.begin(), l.end());
-    return l;
-  }
-  if (f == "sort") {
-    List l = iterate(in);
-    const bool reverse = arg(a, 0, "reverse", Value(false)).truthy();
-    const Value& attr = arg(a, 2, "attribute");
-    auto key = [&](const Value& v) {
-      return attr.is_string() ? attribute(v, attr.as_string()) : v;
-    };
-    std::stable_sort(l.begin(), l.end(), [&](const Value& x, const Value& y) {
-      return reverse ? less(key(y), key(x)) : less(key(x), key(y));
-    });
-    return l;
-  }
-  if (f == "unique") {
-    List out;
-    for (const Value& v : iterate(in)) {
-      bool seen = false;
-      for (const Value& o : out) seen = seen || values_equal(o, v);
-      if (!seen) out.push_back(v);
-    }
-    return out;
-  }
-  if (f == "sum") {
-    Value total = arg(a, 1, "start", Value(0));
-    const Value& attr = arg(a, 0, "attribute");
-    for (const Value& v : iterate(in)) {
-      const Value x = attr.is_string() ? attribute(v, attr.as_string()) : v;
-      if (!x.is_number() || !total.is_number()) throw ValueError("sum() needs numbers");
-      if (x.is_int() && total.is_int())
-        total = total.as_int() + x.as_int();
-      else
-        total = total.as_number() + x.as_number();
-    }
-    return total;
-  }
-  if (f == "min" || f == "max") {
-    const List l = iterate(in);
-    if (l.empty()) return Undefined{f};
-    Value best = l[0];
-    for (const Value& v : l)
-      if (f == "min" ? less(v, best) : less(best, v)) best = v;
-    return best;
-  }
-  if (f == "round") {
-    const Value& p = arg(a, 0, "precision", Value(0));
-    const std::string method = to_str(arg(a, 1, "method", Value("common")));
-    if (!in.is_number() || !p.is_int()) throw ValueError("round() needs a number");
-    const double scale = std::pow(10.0, static_cast<double>(p.as_int()));
-    const double x = in.as_number() * scale;
-    const double r = method == "floor"  ? std::floor(x)
-                     : method == "ceil" ? std::ceil(x)
-                                        : std::round(x);
-    return r / scale;
-  }
-  if (f == "indent") {
-    const Value& w = arg(a, 0, "width", Value(4));
-    const std::string pad = w.is_string() ? w.as_string()
-                                          : std::string(static_cast<size_t>(std::clamp<int64_t>(
-                                                            w.is_int() ? w.as_int() : 4, 0, 256)),
-                                                        ' ');
-    const bool first = arg(a, 1, "first", Value(false)).truthy();
-    const bool blank = arg(a, 2, "blank", Value(false)).truthy();
-    const std::string s = to_str(in);
-    std::string out;
-    size_t b = 0;
-    bool first_line = true;
-    for (;;) {
-      const size_t e = s.find('\n', b);
-      const std::string line = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-      if ((!first_line || first) && (blank || !line.empty())) out += pad;
-      out += line;
-      first_line = false;
-      if (e == std::string::npos) break;
-      out += '\n';
-      b = e + 1;
-    }
-    return out;
-  }
-  if (f == "escape" || f == "e") {
-    std::string out;
-    for (char c : to_str(in)) {
-      switch (c) {
-        case '&':
-          out += "&amp;";
-          break;
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '"':
-          out += "&#34;";
-          break;
-        case '\'':
-          out += "&#39;";
-          break;
-        default:
-          out += c;
-      }
-    }
-    return out;
-  }
-  throw ValueError("unknown filter '" + f + "'");
+  const auto it = filters().find(f);
+  if (it == filters().end()) throw ValueError("unknown filter '" + f + "'");
+  return it->second(f, in, a);
 }
 
 bool apply_test(const std::string& t, const Value& in, const CallArgs& a) {

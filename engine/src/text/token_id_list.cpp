@@ -2,7 +2,7 @@
 
 #include "common/cli.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 std::vector<int32_t> parse_token_ids(const std::string& text, int32_t vocab_size,
                                      const std::string& flag) {
@@ -27,4 +27,4 @@ std::vector<int32_t> parse_token_ids(const std::string& text, int32_t vocab_size
   return ids;
 }
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

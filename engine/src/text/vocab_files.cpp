@@ -243,17 +243,8 @@ Vocab vocab_from_tokenizer_json(const fs::path& path) {
 
 namespace {
 
-Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
-  const nlohmann::json j = read_json_file(path);
-  const std::string where = path.string();
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
-    throw std::runtime_error(where + ": not a tokenizer.json (no \"model\")");
-  const auto& m = j["model"];
-  if (m.value("type", "") != "BPE")
-    throw std::runtime_error(where + ": unsupported tokenizer model '" +
-                             m.value("type", std::string("?")) + "' (supported: BPE)");
-  if (!m.contains("vocab") || !m["vocab"].is_object())
-    throw std::runtime_error(where + ": the BPE model has no vocab");
+// The tokens by id: the BPE model's vocab, then the added tokens; ids nobody names are unused.
+Vocab tokens_by_id(const nlohmann::json& j, const nlohmann::json& m, const std::string& where) {
   std::map<int32_t, std::pair<std::string, TokenType>> by_id;
   for (auto& [tok, id] : m["vocab"].items())
     by_id[token_id(id, "vocab token '" + tok + "'", where)] = {tok, TokenType::Normal};
@@ -278,6 +269,11 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
     v.tokens[id] = t.first;
     v.types[id] = t.second;
   }
+  return v;
+}
+
+// "a b" per merge, from either form tokenizer.json writes: "a b" or ["a", "b"].
+std::vector<std::string> merges_of(const nlohmann::json& m) {
   std::vector<std::string> merges;
   if (m.contains("merges") && m["merges"].is_array())
     for (auto& e : m["merges"]) {
@@ -286,58 +282,65 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
       else if (e.is_array() && e.size() == 2)
         merges.push_back(e[0].get<std::string>() + " " + e[1].get<std::string>());
     }
-  const bool spm_style = m.value("byte_fallback", false) ||
-                         mentions(j.value("normalizer", nlohmann::json()), "\xe2\x96\x81") ||
-                         mentions(j.value("pre_tokenizer", nlohmann::json()), "Metaspace");
-  if (spm_style) {
-    v.kind = Vocab::Kind::SentencePiece;
-    // Merge order is the score order SentencePiece trained; turn ranks back into scores.
-    v.scores.assign(n, 0.0f);
-    std::unordered_map<std::string, int32_t> id_of;
-    for (int32_t i = 0; i < n; ++i) id_of.emplace(v.tokens[i], i);
-    for (size_t r = 0; r < merges.size(); ++r) {
-      const size_t sp = merges[r].find(' ', 1);
-      if (sp == std::string::npos) continue;
-      auto it = id_of.find(merges[r].substr(0, sp) + merges[r].substr(sp + 1));
-      if (it != id_of.end() && v.scores[it->second] == 0.0f)
-        v.scores[it->second] = -static_cast<float>(r + 1);
-    }
-    for (int32_t i = 0; i < n; ++i) {
-      if (v.types[i] != TokenType::Normal) continue;
-      if (tok::parse_byte_piece(v.tokens[i]) >= 0) v.types[i] = TokenType::Byte;
-    }
-    if (m.contains("unk_token") && m["unk_token"].is_string()) {
-      auto it = id_of.find(m["unk_token"].get<std::string>());
-      if (it != id_of.end()) {
-        v.unk_id = it->second;
-        v.types[it->second] = TokenType::Unknown;
-      }
-    }
-    v.add_space_prefix = mentions(j.value("normalizer", nlohmann::json()), "Prepend") ||
-                         mentions(j.value("pre_tokenizer", nlohmann::json()), "Metaspace");
-  } else {
-    v.kind = Vocab::Kind::ByteLevelBPE;
-    v.merges = std::move(merges);
-    v.add_space_prefix = false;
-    const auto& pre = j.value("pre_tokenizer", nlohmann::json());
-    std::function<void(const nlohmann::json&)> find_regex = [&](const nlohmann::json& p) {
-      if (p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") &&
-          p["pattern"].contains("Regex"))
-        v.pre_regex = p["pattern"]["Regex"].get<std::string>();
-      if (p.is_object() && p.contains("pretokenizers"))
-        for (auto& q : p["pretokenizers"]) find_regex(q);
-    };
-    find_regex(pre);
-    if (m.value("ignore_merges", false) || v.pre_regex.find("\\p{N}{1,3}") != std::string::npos)
-      v.pre = "llama-bpe";
+  return merges;
+}
+
+void set_sentencepiece_style(Vocab& v, const nlohmann::json& j, const nlohmann::json& m,
+                             const std::vector<std::string>& merges) {
+  const int32_t n = static_cast<int32_t>(v.tokens.size());
+  v.kind = Vocab::Kind::SentencePiece;
+  // Merge order is the score order SentencePiece trained; turn ranks back into scores.
+  v.scores.assign(n, 0.0f);
+  std::unordered_map<std::string, int32_t> id_of;
+  for (int32_t i = 0; i < n; ++i) id_of.emplace(v.tokens[i], i);
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const size_t sp = merges[r].find(' ', 1);
+    if (sp == std::string::npos) continue;
+    auto it = id_of.find(merges[r].substr(0, sp) + merges[r].substr(sp + 1));
+    if (it != id_of.end() && v.scores[it->second] == 0.0f)
+      v.scores[it->second] = -static_cast<float>(r + 1);
   }
-  // Special ids and settings live in tokenizer_config.json / generation_config.json beside it.
+  for (int32_t i = 0; i < n; ++i) {
+    if (v.types[i] != TokenType::Normal) continue;
+    if (tok::parse_byte_piece(v.tokens[i]) >= 0) v.types[i] = TokenType::Byte;
+  }
+  if (m.contains("unk_token") && m["unk_token"].is_string()) {
+    auto it = id_of.find(m["unk_token"].get<std::string>());
+    if (it != id_of.end()) {
+      v.unk_id = it->second;
+      v.types[it->second] = TokenType::Unknown;
+    }
+  }
+  v.add_space_prefix = mentions(j.value("normalizer", nlohmann::json()), "Prepend") ||
+                       mentions(j.value("pre_tokenizer", nlohmann::json()), "Metaspace");
+}
+
+void set_byte_level_style(Vocab& v, const nlohmann::json& j, const nlohmann::json& m,
+                          std::vector<std::string> merges) {
+  v.kind = Vocab::Kind::ByteLevelBPE;
+  v.merges = std::move(merges);
+  v.add_space_prefix = false;
+  const auto& pre = j.value("pre_tokenizer", nlohmann::json());
+  std::function<void(const nlohmann::json&)> find_regex = [&](const nlohmann::json& p) {
+    if (p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") &&
+        p["pattern"].contains("Regex"))
+      v.pre_regex = p["pattern"]["Regex"].get<std::string>();
+    if (p.is_object() && p.contains("pretokenizers"))
+      for (auto& q : p["pretokenizers"]) find_regex(q);
+  };
+  find_regex(pre);
+  if (m.value("ignore_merges", false) || v.pre_regex.find("\\p{N}{1,3}") != std::string::npos)
+    v.pre = "llama-bpe";
+}
+
+// Special ids and settings live in tokenizer_config.json / generation_config.json beside it.
+void read_special_tokens(Vocab& v, const nlohmann::json& j, const fs::path& dir) {
+  const int32_t n = static_cast<int32_t>(v.tokens.size());
   auto id_of_text = [&](const std::string& s) -> int32_t {
     for (int32_t i = 0; i < n; ++i)
       if (v.tokens[i] == s) return i;
     return -1;
   };
-  const fs::path dir = path.parent_path();
   bool add_bos_known = false;
   if (fs::exists(dir / "tokenizer_config.json")) {
     const auto c = read_json_file(dir / "tokenizer_config.json");
@@ -367,6 +370,29 @@ Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
       }
   }
   if (v.eot_id < 0) v.eot_id = id_of_text("<|eot_id|>");
+}
+
+Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
+  const nlohmann::json j = read_json_file(path);
+  const std::string where = path.string();
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
+    throw std::runtime_error(where + ": not a tokenizer.json (no \"model\")");
+  const auto& m = j["model"];
+  if (m.value("type", "") != "BPE")
+    throw std::runtime_error(where + ": unsupported tokenizer model '" +
+                             m.value("type", std::string("?")) + "' (supported: BPE)");
+  if (!m.contains("vocab") || !m["vocab"].is_object())
+    throw std::runtime_error(where + ": the BPE model has no vocab");
+  Vocab v = tokens_by_id(j, m, where);
+  std::vector<std::string> merges = merges_of(m);
+  const bool spm_style = m.value("byte_fallback", false) ||
+                         mentions(j.value("normalizer", nlohmann::json()), "\xe2\x96\x81") ||
+                         mentions(j.value("pre_tokenizer", nlohmann::json()), "Metaspace");
+  if (spm_style)
+    set_sentencepiece_style(v, j, m, merges);
+  else
+    set_byte_level_style(v, j, m, std::move(merges));
+  read_special_tokens(v, j, path.parent_path());
   return v;
 }
 

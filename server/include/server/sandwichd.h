@@ -24,19 +24,19 @@ namespace sandwich::server {
 
 // What sandwichd's command line says, checked.
 struct SandwichdOptions {
-  LoadOptions load;
+  engine::LoadOptions load;
   HttpServerOptions http;
   ServiceOptions service;
-  SchedulerOptions scheduler;
-  PlanOptions plan;
+  engine::SchedulerOptions scheduler;
+  engine::PlanOptions plan;
   int shutdown_timeout_seconds = 30;  // running requests' time to finish on SIGTERM
 };
 
 // The configurations to run when no plan, configuration or thread count is given: the program
 // hands in the tuner's start-up search (server/ does not use the tuner). `how` gets how they
 // were chosen, for the start-up log.
-using StartupPlanSearch =
-    std::function<Plan(const Model& model, KVCacheDType kv_cache_dtype, std::string* how)>;
+using StartupPlanSearch = std::function<engine::Plan(
+    const engine::Model& model, engine::KVCacheDType kv_cache_dtype, std::string* how)>;
 
 class Sandwichd {
  public:
@@ -66,15 +66,15 @@ class Sandwichd {
 
   SandwichdOptions o_;
   StartupPlanSearch search_;
-  ResolvedPlan configs_;
+  engine::ResolvedPlan configs_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_requested_ = false;
   // Destroyed in reverse: the scheduler and the model before the server and the service.
   std::unique_ptr<OpenAiService> service_;
   std::unique_ptr<HttpServer> server_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<engine::Model> model_;
+  std::unique_ptr<engine::Scheduler> scheduler_;
 };
 
 }  // namespace sandwich::server

@@ -5,7 +5,7 @@
 
 namespace sandwich::tuner {
 
-MachineFingerprint plan_machine(const topo::ServiceConfig& prefill,
-                                const topo::ServiceConfig& decode);
+engine::MachineFingerprint plan_machine(const topotree::ServiceConfig& prefill,
+                                        const topotree::ServiceConfig& decode);
 
 }  // namespace sandwich::tuner

@@ -13,7 +13,7 @@
 namespace sandwich::tuner {
 
 std::string calibration_report(const CalibrateRequest& r) {
-  const topo::LoadedTopology& local = topo::this_machine();
+  const topotree::LoadedTopology& local = topotree::this_machine();
   std::filesystem::path cache;
   const Calibration c = local_calibration(local.tree, r.recalibrate, &cache);
   const MachineParams params = c.params();

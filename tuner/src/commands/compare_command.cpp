@@ -41,7 +41,7 @@ nlohmann::json compare_phase(Phase ph, const SearchSetup& s, LatencySimulator& s
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const size_t real_rank =
         static_cast<size_t>(std::find(by_real.begin(), by_real.end(), i) - by_real.begin()) + 1;
-    const topo::ServiceConfig& c = r.ranked[i].config;
+    const topotree::ServiceConfig& c = r.ranked[i].config;
     std::ostringstream shape;
     shape << c.rank_count() << " x " << c.threads_per_rank() << " "
           << c.to_string(2).substr(c.to_string(2).find(' ') + 1);

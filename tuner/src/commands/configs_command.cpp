@@ -28,23 +28,24 @@ std::vector<Phase> checked_phases(const ConfigsRequest& r) {
 
 // A plan is written for a weights file's own type, and only with rank counts its weights split
 // over (a quantized file's whole blocks): the file is loaded before the search.
-std::unique_ptr<Model> plan_weights(const ConfigsRequest& r) {
+std::unique_ptr<engine::Model> plan_weights(const ConfigsRequest& r) {
   const std::string& model = r.common.setup.model;
   if (r.plan_out.empty() || !std::filesystem::is_regular_file(model) ||
       std::filesystem::path(model).extension() == ".json")
     return nullptr;
-  LoadOptions lo;
+  engine::LoadOptions lo;
   lo.model = model;
   lo.require_tokenizer = false;
-  return load_model(lo);
+  return engine::load_model(lo);
 }
 
 // The best prefill and decode configurations as a plan, without a kernel table.
-Plan configs_plan(const ConfigsRequest& r, const SearchSetup& s,
-                  const std::vector<SearchResult>& results, const Model* weights,
-                  const std::string& evaluator, bool simulated, const nlohmann::json& details) {
-  Plan plan;
-  plan.version = kPlanVersion;
+engine::Plan configs_plan(const ConfigsRequest& r, const SearchSetup& s,
+                          const std::vector<SearchResult>& results, const engine::Model* weights,
+                          const std::string& evaluator, bool simulated,
+                          const nlohmann::json& details) {
+  engine::Plan plan;
+  plan.version = engine::kPlanVersion;
   const RankedConfig& pf = results.at(0).ranked.front();
   const RankedConfig& dc = results.at(1).ranked.front();
   plan.prefill = pf.config;
@@ -52,13 +53,13 @@ Plan configs_plan(const ConfigsRequest& r, const SearchSetup& s,
   // A weights file says its own type (dummy weights of a preset are BF16).
   std::string dtype = "bf16", storage, storage_name;
   if (weights) {
-    if (weights->weight_dtype() == WeightDType::F32) dtype = "f32";
+    if (weights->weight_dtype() == engine::WeightDType::F32) dtype = "f32";
     storage = weights->weight_storage;
     storage_name = weights->weight_storage_name;
   }
   const std::string& model = r.common.setup.model;
-  plan.model = model_identity(s.model, dtype, std::filesystem::exists(model) ? model : "", storage,
-                              storage_name);
+  plan.model = engine::model_identity(s.model, dtype, std::filesystem::exists(model) ? model : "",
+                                      storage, storage_name);
   plan.machine = plan_machine(pf.config, dc.config);
   (simulated ? plan.prefill_figures.simulated_ms : plan.prefill_figures.measured_ms) =
       pf.prediction.ms;
@@ -79,7 +80,7 @@ void run_configs(const ConfigsRequest& r, std::ostream& out, std::ostream& err) 
   const std::vector<Phase> phases = checked_phases(r);
   SearchOptions so = r.search;
   so.numa_local = r.numa_local;
-  so.hash = r.placement_hash ? topo::HashMode::Placement : topo::HashMode::Structure;
+  so.hash = r.placement_hash ? topotree::HashMode::Placement : topotree::HashMode::Structure;
   if (!r.plan_out.empty() && !r.phase.empty())
     throw CliError("--plan-out needs both phases; drop --phase");
   SearchSetup s = command_search_setup(r.common, "configs");
@@ -99,11 +100,11 @@ void run_configs(const ConfigsRequest& r, std::ostream& out, std::ostream& err) 
     measured = std::make_unique<MeasuredEvaluator>(r.common.setup.model, s.trace, w, mo);
   }
   ConfigEvaluator& ev = measured ? static_cast<ConfigEvaluator&>(*measured) : sim;
-  const std::unique_ptr<Model> weights = plan_weights(r);
+  const std::unique_ptr<engine::Model> weights = plan_weights(r);
   if (measured)
     so.ranks_fit = [&](int n) { return measured->ranks_fit(n); };
   else if (weights)
-    so.ranks_fit = [&](int n) { return rank_count_fits(*weights, n); };
+    so.ranks_fit = [&](int n) { return engine::rank_count_fits(*weights, n); };
   std::vector<SearchResult> results;
   for (Phase ph : phases) {
     so.phase = ph;
@@ -119,16 +120,16 @@ void run_configs(const ConfigsRequest& r, std::ostream& out, std::ostream& err) 
     out << report_header(ctx);
     ConfigNote note;
     if (!ctx.contention.empty())
-      note = [&sim](const topo::ServiceConfig& c) {
+      note = [&sim](const topotree::ServiceConfig& c) {
         return "busiest latent group: " + std::to_string(sim.busiest_latent_group(c)) + " of " +
                std::to_string(sim.params().latent_group.cores) + " cores";
       };
     for (const auto& res : results) out << report_text(res, note);
   }
   if (r.plan_out.empty()) return;
-  const Plan plan = configs_plan(r, s, results, weights.get(), ev.name(), !measured,
-                                 report_json(ctx, results, s.params.to_json()));
-  write_plan(plan, r.plan_out);
+  const engine::Plan plan = configs_plan(r, s, results, weights.get(), ev.name(), !measured,
+                                         report_json(ctx, results, s.params.to_json()));
+  engine::write_plan(plan, r.plan_out);
   (r.json ? err : out) << "wrote " << r.plan_out << " (prefill " << plan.prefill.to_string(8)
                        << ", decode " << plan.decode.to_string(8) << ")\n";
 }

@@ -40,23 +40,23 @@ void check_options(const KernelsRequest& r) {
 // The shape and every matrix's type only: dummy weights need not be made. A weights file is
 // loaded, so that a quantized one keys each GEMM by its matrix's own type (q4_k, q6_k, ...).
 struct ModelMatrices {
-  ModelConfig model;
-  MatrixTypes types;
+  engine::ModelConfig model;
+  engine::MatrixTypes types;
   std::string storage, storage_name;
 };
 
-ModelMatrices model_matrices(LoadOptions lo) {
+ModelMatrices model_matrices(engine::LoadOptions lo) {
   ModelMatrices m;
-  if (lo.load_format == LoadFormat::Dummy) {
-    m.model =
-        std::filesystem::exists(lo.model) ? read_model_config(lo.model) : load_preset(lo.model);
-    m.storage = m.storage_name = lo.dtype == WeightDType::F32 ? "f32" : "bf16";
-    m.types = uniform_matrix_types(m.model, m.storage);
+  if (lo.load_format == engine::LoadFormat::Dummy) {
+    m.model = std::filesystem::exists(lo.model) ? engine::read_model_config(lo.model)
+                                                : engine::load_preset(lo.model);
+    m.storage = m.storage_name = lo.dtype == engine::WeightDType::F32 ? "f32" : "bf16";
+    m.types = engine::uniform_matrix_types(m.model, m.storage);
   } else {
     lo.require_tokenizer = false;
-    const auto loaded = load_model(lo);
+    const auto loaded = engine::load_model(lo);
     m.model = loaded->config;
-    m.types = matrix_types(*loaded);
+    m.types = engine::matrix_types(*loaded);
     m.storage = loaded->weight_storage;
     m.storage_name = loaded->weight_storage_name;
   }
@@ -64,7 +64,7 @@ ModelMatrices model_matrices(LoadOptions lo) {
 }
 
 TableTuningSpec kernels_spec(const KernelsRequest& r, const std::string& config_text,
-                             const topo::ServiceConfig& config, const ModelMatrices& m,
+                             const topotree::ServiceConfig& config, const ModelMatrices& m,
                              const std::vector<kernels::GemmKey>& keys) {
   TableTuningSpec spec;
   spec.model = r.load.model;
@@ -154,8 +154,9 @@ std::string summary(const KernelsRequest& r, const TableTuningResult& result, si
 int run_kernels(KernelsRequest r) {
   check_options(r);
   std::string config_text = r.config;
-  const topo::ServiceConfig config =
-      config_text.empty() ? single_rank_config(0) : topo::parse_service_config(config_text);
+  const topotree::ServiceConfig config = config_text.empty()
+                                             ? engine::single_rank_config(0)
+                                             : topotree::parse_service_config(config_text);
   if (config_text.empty()) config_text = "1x" + std::to_string(config.threads_per_rank());
   r.profiler.cpus = config.ranks.at(0).cpus;
   const std::vector<int>& cpus = r.profiler.cpus;

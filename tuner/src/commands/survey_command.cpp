@@ -41,7 +41,7 @@ void row_line(std::ostream& os, const std::string& name, const MachineDescriptio
 }  // namespace
 
 std::string survey_report(const SurveyRequest& r) {
-  const ModelConfig model = load_model_shape(r.model, "survey");
+  const engine::ModelConfig model = load_model_shape(r.model, "survey");
   std::vector<std::string> notes;
   const SetupOptions defaults{};
   const RequestTrace trace = request_trace("", defaults.trace_samples, defaults.seed, model, notes);

@@ -18,9 +18,11 @@ std::string topology_report(const TopologyRequest& r) {
   os << "PUs       " << m.tree.leaf_count() << " in " << m.tree.numa_count() << " NUMA node"
      << (m.tree.numa_count() == 1 ? "" : "s") << "\n";
   for (const auto& n : m.notes) os << "note      " << n << "\n";
-  os << "\n" << topo::level_table(m.tree) << "\n" << topo::text_tree(m.tree, r.full ? 0 : 2);
+  os << "\n"
+     << topotree::level_table(m.tree) << "\n"
+     << topotree::text_tree(m.tree, r.full ? 0 : 2);
   if (!r.dot.empty()) {
-    const std::string graph = topo::dot_graph(m.tree, m.name);
+    const std::string graph = topotree::dot_graph(m.tree, m.name);
     if (r.dot == "-") return graph;
     std::ofstream out(r.dot);
     if (!out || !(out << graph)) throw std::runtime_error("cannot write " + r.dot);

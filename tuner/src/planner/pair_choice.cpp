@@ -44,7 +44,7 @@ const PlanCandidate& chosen_decode(const PlanState& st) {
 PairChoice choose_pair(const std::vector<PlanCandidate>& prefill,
                        const std::vector<PlanCandidate>& decode,
                        const std::vector<LengthPair>& trace, double prefill_tokens,
-                       const PlanRequest& r, const SloTarget& slo, bool measured,
+                       const PlanRequest& r, const SloPreset& slo, bool measured,
                        nlohmann::json* table) {
   std::optional<PairChoice> best;
   double mean_out = 0;
@@ -60,7 +60,7 @@ PairChoice choose_pair(const std::vector<PlanCandidate>& prefill,
       const ServiceTimes t =
           service_times(prefill[i], decode[j], prefill_tokens, r.decode_batch, measured);
       PairChoice c{i, j,
-                   estimate_goodput(t, trace, limits, {slo.ttft_ms, slo.tpot_ms, slo.attainment}),
+                   estimate_goodput(t, trace, limits, {slo.ttft_ms, slo.tpot_ms, slo.attainment()}),
                    t.prefill_ms_per_token * prefill_tokens + mean_out * t.decode_ms_1};
       if (table)
         table->push_back({{"prefill", short_config(prefill[i].config)},
@@ -78,10 +78,10 @@ PairChoice choose_pair(const std::vector<PlanCandidate>& prefill,
   return *best;
 }
 
-std::string objective_text(const SloTarget& slo) {
+std::string objective_text(const SloPreset& slo) {
   std::ostringstream os;
   os << "goodput: the highest request rate at which the estimated P"
-     << std::lround(slo.attainment * 100) << " TTFT <= " << slo.ttft_ms
+     << std::lround(slo.attainment() * 100) << " TTFT <= " << slo.ttft_ms
      << " ms and TPOT <= " << slo.tpot_ms << " ms (SLO " << slo.name
      << "), from measured step times (tuner/goodput_estimate.h); ties go to the lower latency";
   return os.str();

@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/slo_preset.h"
 #include "tuner/goodput_estimate.h"
 #include "tuner/planner/plan_request.h"
 #include "tuner/planner/plan_state.h"
-#include "tuner/slo_target.h"
 
 namespace sandwich::tuner {
 
@@ -37,11 +37,11 @@ const PlanCandidate& chosen_decode(const PlanState& st);
 PairChoice choose_pair(const std::vector<PlanCandidate>& prefill,
                        const std::vector<PlanCandidate>& decode,
                        const std::vector<LengthPair>& trace, double prefill_tokens,
-                       const PlanRequest& r, const SloTarget& slo, bool measured,
+                       const PlanRequest& r, const SloPreset& slo, bool measured,
                        nlohmann::json* table);
 
 // What the choice maximizes, in words (the plan's "objective").
-std::string objective_text(const SloTarget& slo);
+std::string objective_text(const SloPreset& slo);
 
 // Figures and words as the plan's messages print them.
 std::string ms_text(double ms);

@@ -33,7 +33,7 @@ void decide_kernel_cap(PlanRun& run) {
 
 // The GEMMs of configuration `c`, each covering M = 1..cover (the LM head: head_cover) and tuned
 // up to `cap`; a key both configurations share is tuned once, over the larger range.
-void add_gemm_jobs(TableTuningSpec& spec, const PlanModel& model, const topo::ServiceConfig& c,
+void add_gemm_jobs(TableTuningSpec& spec, const PlanModel& model, const topotree::ServiceConfig& c,
                    int64_t cover, int64_t head_cover, int64_t cap) {
   const auto heads = lm_head_gemms(model.config, c.rank_count(), c.threads_per_rank(), model.types);
   for (const auto& key :
@@ -54,8 +54,8 @@ void add_gemm_jobs(TableTuningSpec& spec, const PlanModel& model, const topo::Se
 TableTuningSpec kernel_spec(PlanRun& run) {
   const PlanRequest& a = run.request;
   const PlanModel& model = run.model;
-  const topo::ServiceConfig& P = chosen_prefill(run.state).config;
-  const topo::ServiceConfig& D = chosen_decode(run.state).config;
+  const topotree::ServiceConfig& P = chosen_prefill(run.state).config;
+  const topotree::ServiceConfig& D = chosen_decode(run.state).config;
   TableTuningSpec spec;
   spec.model = a.load.model;
   spec.config = "prefill " + short_config(P) + "; decode " + short_config(D);

@@ -13,7 +13,7 @@ void plan_search(PlanRun& run) {
     run.progress.stage(1, "search", "simulator-ranked configurations of " + run.machine.name);
     const MachineParams& params = *run.search_params;
     const RequestTrace& trace = *run.search_trace;
-    const ModelConfig& model = run.model.config;
+    const engine::ModelConfig& model = run.model.config;
     LatencySimulator sim(run.machine.tree, params, model, trace, run.workload);
     WorkloadOptions w1 = run.workload;
     w1.decode_batch = 1;

@@ -33,9 +33,9 @@ void check_what_to_write(const PlanRequest& r, const MachineDescription& machine
   if (!r.dry_run && r.out.empty()) throw CliError("plan needs -o FILE (the plan to write)");
 }
 
-SloTarget scaled_slo(const PlanRequest& r, const ModelConfig& model) {
+SloPreset scaled_slo(const PlanRequest& r, const engine::ModelConfig& model) {
   if (!(r.slo_scale > 0)) throw CliError("--slo-scale must be positive");
-  SloTarget slo = load_slo_target(r.slo.empty() ? default_slo_preset(model.name) : r.slo);
+  SloPreset slo = read_slo_preset(r.slo.empty() ? default_slo_preset(model.name) : r.slo);
   slo.ttft_ms *= r.slo_scale;
   slo.tpot_ms *= r.slo_scale;
   if (r.slo_scale != 1) slo.name += " x " + rate_text(r.slo_scale);
@@ -88,7 +88,7 @@ PlanSetup prepare_plan(const PlanRequest& request) {
   MachineDescription machine = load_machine(request.topology);
   check_what_to_write(request, machine);
   PlanModel model = describe_plan_model(request.load, request.dry_run);
-  SloTarget slo = scaled_slo(request, model.config);
+  SloPreset slo = scaled_slo(request, model.config);
   const fs::path out = request.out;
   const fs::path table_file =
       request.dry_run ? fs::path() : out.parent_path() / (out.stem().string() + ".schedules.json");

@@ -7,7 +7,7 @@ namespace sandwich::tuner {
 
 using json = nlohmann::json;
 
-std::string short_config(const topo::ServiceConfig& c) {
+std::string short_config(const topotree::ServiceConfig& c) {
   return c.to_string(8);
 }
 
@@ -22,7 +22,7 @@ json PlanCandidate::to_json() const {
 }
 
 PlanCandidate PlanCandidate::from_json(const json& j) {
-  PlanCandidate c{topo::service_config_from_json(j.at("config")),
+  PlanCandidate c{topotree::service_config_from_json(j.at("config")),
                   j.at("simulated_ms").get<double>()};
   c.simulated_decode_1_ms = j.value("simulated_decode_1_ms", 0.0);
   if (j.contains("measured_ms")) c.measured_ms = j["measured_ms"].get<double>();

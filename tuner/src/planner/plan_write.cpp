@@ -33,7 +33,7 @@ json plan_details(const PlanRun& run) {
            {{"name", run.slo.name},
             {"ttft_ms", run.slo.ttft_ms},
             {"tpot_ms", run.slo.tpot_ms},
-            {"attainment", run.slo.attainment}}},
+            {"attainment", run.slo.attainment()}}},
           {"choice", st.choice},
           {"budget_s", run.budget.total()},
           {"budget_cuts", st.cuts},
@@ -58,7 +58,7 @@ void pair_lines(std::ostream& os, const PlanRun& run) {
      << 1000 / D.measured_decode_1_ms.value_or(1) << " tokens/s\n";
   os << "goodput    " << rate_text(st.choice.at("goodput_rps").get<double>())
      << " requests/s estimated (limited by " << st.choice.at("limited_by").get<std::string>()
-     << "; there P" << std::lround(run.slo.attainment * 100) << " TTFT "
+     << "; there P" << std::lround(run.slo.attainment() * 100) << " TTFT "
      << st.choice.at("ttft_ms").get<double>() << " ms, TPOT "
      << st.choice.at("tpot_ms").get<double>() << " ms, " << st.choice.at("batch").get<double>()
      << " sequences decoding)\n";
@@ -69,18 +69,18 @@ void pair_lines(std::ostream& os, const PlanRun& run) {
 
 }  // namespace
 
-Plan plan_write(PlanRun& run) {
+engine::Plan plan_write(PlanRun& run) {
   PlanState& st = run.state;
   run.progress.stage(5, "write", run.out.string());
   const PlanCandidate& P = chosen_prefill(st);
   const PlanCandidate& D = chosen_decode(st);
-  Plan plan;
-  plan.version = kPlanVersion;
+  engine::Plan plan;
+  plan.version = engine::kPlanVersion;
   plan.prefill = P.config;
   plan.decode = D.config;
   plan.schedules = run.table_file;
-  plan.model = model_identity(run.model.config, run.model.dtype, run.model.weights_file,
-                              run.model.storage, run.model.storage_name);
+  plan.model = engine::model_identity(run.model.config, run.model.dtype, run.model.weights_file,
+                                      run.model.storage, run.model.storage_name);
   plan.machine = plan_machine(P.config, D.config);
   plan.created = utc_now_text();
   plan.command = run.request.command_line;
@@ -89,7 +89,7 @@ Plan plan_write(PlanRun& run) {
   plan.decode_figures = {D.simulated_ms, D.measured_ms.value_or(-1)};
   st.seconds["write"] = 0;
   plan.details_json = plan_details(run).dump();
-  write_plan(plan, run.out);
+  engine::write_plan(plan, run.out);
   st.seconds["write"] = run.progress.seconds();
   run.progress.done("");
   std::error_code ec;
@@ -97,7 +97,7 @@ Plan plan_write(PlanRun& run) {
   return plan;
 }
 
-std::string plan_summary(const PlanRun& run, const Plan& plan) {
+std::string plan_summary(const PlanRun& run, const engine::Plan& plan) {
   const PlanState& st = run.state;
   const PlanModel& model = run.model;
   std::ostringstream os;
@@ -127,7 +127,7 @@ std::string plan_summary(const PlanRun& run, const Plan& plan) {
     for (const auto& c : st.cuts) os << "budget     cut: " << c << "\n";
   }
   os << "serve with: sandwichd --model " << shell_quote(run.request.load.model)
-     << (run.request.load.load_format == LoadFormat::Dummy ? " --load-format dummy" : "")
+     << (run.request.load.load_format == engine::LoadFormat::Dummy ? " --load-format dummy" : "")
      << " --plan " << shell_quote(run.out.string()) << "\n";
   return os.str();
 }

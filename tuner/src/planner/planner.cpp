@@ -29,7 +29,7 @@ int run_plan(const PlanRequest& request) {
     plan_measure(run);
     plan_choose(run);
     plan_kernels(run);
-    const Plan plan = plan_write(run);
+    const engine::Plan plan = plan_write(run);
     std::cout << plan_summary(run, plan);
     return 0;
   } catch (const PlanInterrupted&) {

@@ -8,7 +8,7 @@
 
 #include "engine/formats/model.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 // "4.50": bits per weight of `bytes` holding `elements` weights ("0.00" for none).
 std::string bits_per_weight(uint64_t bytes, int64_t elements);
@@ -19,4 +19,4 @@ int64_t weight_count(const ModelFileInfo& info);
 // type and bits per weight. Throws as inspect_model does for a file that is no model.
 void print_model_report(const std::filesystem::path& path, bool list_tensors, std::ostream& out);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -12,7 +12,7 @@
 
 #include "engine/plans/schedule_table.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 class CheckedScheduleTable {
  public:
@@ -49,4 +49,4 @@ size_t install_schedule_table(const std::filesystem::path& file, std::ostream& w
 size_t install_schedule_table(const ScheduleTable& table, const std::string& origin,
                               std::ostream& warn);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

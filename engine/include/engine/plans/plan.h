@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/formats/model_config.h"
+#include "engine/formats/model_shape.h"
 #include "engine/plans/schedule_table.h"
 #include "topotree/service_config.h"
 
@@ -33,8 +34,7 @@ struct ModelIdentity {
   // tensors by type, "q4_k x 73, f32 x 25, q6_k x 13"; weights_name names it in messages
   // ("q4_k_m"). Empty in a plan written before they existed: such a plan compares dtype alone.
   std::string weights, weights_name;
-  int32_t dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0,
-          vocab_size = 0;
+  ModelShape shape;
   std::string file;         // the weights' path as given; "" for dummy weights
   int64_t file_bytes = -1;  // size of the file (a folder: its files), -1 when there is none
   int64_t file_mtime = -1;  // seconds since the epoch, -1 when there is none

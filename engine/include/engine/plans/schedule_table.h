@@ -24,7 +24,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct MachineFingerprint {
   std::string cpu;    // kernels::cpu_identity().model: /proc/cpuinfo "model name"
@@ -91,4 +91,4 @@ void write_schedule_table(const ScheduleTable& table, const std::filesystem::pat
 ScheduleTable schedule_table_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json schedule_table_to_json(const ScheduleTable& table);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

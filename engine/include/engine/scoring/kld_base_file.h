@@ -19,12 +19,14 @@
 
 #include "engine/formats/mapped_file.h"
 #include "engine/formats/model.h"
+#include "engine/formats/model_shape.h"
 
 namespace sandwich::engine {
 
 struct KLDBaseInfo {
-  int32_t n_ctx = 0, n_chunks = 0, n_vocab = 0;
-  int32_t dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, ffn_dim = 0;
+  int32_t n_ctx = 0, n_chunks = 0;
+  // The base model's shape; shape.vocab_size is n_vocab. The file has no head_dim (0 when read).
+  ModelShape shape;
   uint64_t vocab_hash = 0;
   std::string model;            // the base model, for messages
   std::vector<int32_t> tokens;  // n_chunks * n_ctx

@@ -11,7 +11,7 @@
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/kv_cache.h"
 
-namespace sandwich {
+namespace sandwich::engine {
 
 struct PerplexityToolOptions {
   LoadOptions load;
@@ -37,4 +37,4 @@ void check_perplexity_options(const PerplexityToolOptions& o);
 // std::invalid_argument for a base of another model (check_base_matches).
 void run_perplexity_tool(const PerplexityToolOptions& o);
 
-}  // namespace sandwich
+}  // namespace sandwich::engine

@@ -10,7 +10,7 @@
 namespace sandwich::tuner {
 
 struct KernelsRequest {
-  LoadOptions load;
+  engine::LoadOptions load;
   std::string config;  // RxT or JSON; "" : one rank of all CPUs
   std::string out;     // the schedule table to write
   bool resume = false, no_attention = false;

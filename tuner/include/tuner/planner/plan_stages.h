@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/slo_preset.h"
 #include "engine/formats/matrix_types.h"
 #include "engine/formats/model_config.h"
 #include "engine/plans/plan.h"
@@ -22,7 +23,6 @@
 #include "tuner/planner/plan_progress.h"
 #include "tuner/planner/plan_request.h"
 #include "tuner/planner/plan_state.h"
-#include "tuner/slo_target.h"
 #include "tuner/time_budget.h"
 #include "tuner/trace_sampler.h"
 
@@ -30,12 +30,12 @@ namespace sandwich::tuner {
 
 // The model as the stages need it.
 struct PlanModel {
-  ModelConfig config;
+  engine::ModelConfig config;
   kernels::DType weights = kernels::DType::BF16;
   std::string dtype, weights_file;
   // Every matrix's type (the GEMM keys), and the storage as a plan records it
   // (Model::weight_storage, weight_storage_name): "bf16", or "q4_k x 73, ..." named "q4_k_m".
-  MatrixTypes types;
+  engine::MatrixTypes types;
   std::string storage, storage_name;
   bool quantized = false;       // some matrices keep quantized blocks
   double bytes_per_weight = 0;  // a loaded model's packed bytes (quantized: under 1)
@@ -46,7 +46,7 @@ struct PlanModel {
 };
 
 // `shape_only`: the shape and the file's header, no weights loaded (a dry run's).
-PlanModel describe_plan_model(LoadOptions lo, bool shape_only);
+PlanModel describe_plan_model(engine::LoadOptions lo, bool shape_only);
 
 // The request checked, with what it names loaded.
 struct PlanSetup {
@@ -54,7 +54,7 @@ struct PlanSetup {
   double budget_s = 0;
   MachineDescription machine;
   PlanModel model;
-  SloTarget slo;         // scaled by --slo-scale
+  SloPreset slo;         // scaled by --slo-scale
   int decode_batch = 1;  // of the decode step measured: --decode-batch, at most --max-num-seqs
   std::filesystem::path out, state_file, table_file;
   PlanState state;  // a resumed run's, else a fresh one
@@ -94,8 +94,8 @@ void plan_choose(PlanRun& run);
 // 4. The chosen pair's GEMM schedules (and attention blocks) into the table beside the plan.
 void plan_kernels(PlanRun& run);
 // 5. Writes the plan and removes the state; returns the plan written.
-Plan plan_write(PlanRun& run);
+engine::Plan plan_write(PlanRun& run);
 // What the run printed at the end: the plan, its figures, the budget and how to serve it.
-std::string plan_summary(const PlanRun& run, const Plan& plan);
+std::string plan_summary(const PlanRun& run, const engine::Plan& plan);
 
 }  // namespace sandwich::tuner

@@ -16,7 +16,7 @@
 namespace sandwich::tuner {
 
 struct PlanCandidate {
-  topo::ServiceConfig config;
+  topotree::ServiceConfig config;
   double simulated_ms = 0;           // the phase's figure (prefill: per request; decode: per step)
   double simulated_decode_1_ms = 0;  // decode: one sequence
   std::optional<double> measured_ms, measured_decode_1_ms;
@@ -46,6 +46,6 @@ struct PlanState {
 };
 
 // The compact form of a configuration that plans' messages use.
-std::string short_config(const topo::ServiceConfig& c);
+std::string short_config(const topotree::ServiceConfig& c);
 
 }  // namespace sandwich::tuner
