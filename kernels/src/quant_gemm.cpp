@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/partition.h"
+#include "isa_table.h"
 #include "kernels/cpu_features.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
@@ -260,10 +261,9 @@ QKernelFn quant_kernel(Isa isa, QType t, int rows, bool prefetch) {
 // AVX-512 one needs no VNNI).
 void quantize_activations(Isa isa, const float* x, int64_t ldx, int64_t rows, int64_t kk, int8_t* q,
                           float* d, int32_t* s16, float* ds) {
-  for (const QuantKernels* k : {&kQuantAvx512, &kQuantAvx2})
-    if (k->isa <= isa && cpu_has(k->isa))
-      return k->quantize_activations(x, ldx, rows, kk, q, d, s16, ds);
-  kQuantScalar.quantize_activations(x, ldx, rows, kk, q, d, s16, ds);
+  pick_isa_table({&kQuantAvx512, &kQuantAvx2, &kQuantScalar}, [&](const QuantKernels& k) {
+    return k.isa <= isa;
+  }).quantize_activations(x, ldx, rows, kk, q, d, s16, ds);
 }
 
 Isa quant_gemm_isa() {
