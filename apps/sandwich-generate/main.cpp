@@ -98,7 +98,7 @@ void print_statistics(const AppliedPlan& applied, const Model& model, const Gene
 
 int main(int argc, char** argv) {
   // Nothing to drain: a signal stops the run, with one line (ranks go with the program).
-  stop_on_signal("sandwich-generate", "loading the model");
+  stop_on_signal("sandwich-generate", "starting");
   return run_tool("sandwich-generate", [&]() -> int {
     Options o;
     o.req.max_tokens = 128;
@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
     go.prefill = configs.plan.prefill;
     go.decode = configs.plan.decode;
 
+    set_stop_phase("loading the model");
     auto model = load_model(o.load);
     for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
     // Before the generator makes its executors: rank processes inherit the installed table.

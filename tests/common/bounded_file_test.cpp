@@ -140,7 +140,7 @@ TEST(BoundedFile, JsonFilesOfEveryKindAreBounded) {
   for (const FileKind& kind :
        {file_kinds::kPlan, file_kinds::kScheduleTable, file_kinds::kModelMetadata,
         file_kinds::kTokenizer, file_kinds::kCalibration, file_kinds::kMachineDescription,
-        file_kinds::kSearchParameters, file_kinds::kPlannerState, file_kinds::kSloPreset})
+        file_kinds::kMachineParameters, file_kinds::kPlannerState, file_kinds::kSloPreset})
     EXPECT_EQ(test::error_text([&] { read_json_file("/dev/zero", kind); }),
               std::string(kind.name) + " /dev/zero: a character device, not a file");
 }

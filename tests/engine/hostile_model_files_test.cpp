@@ -1,6 +1,8 @@
 // Model and tokenizer paths come from the internet: one naming a device, a FIFO or a symlink to
 // /dev/zero fails at once with a message, instead of blocking on open() or reading forever.
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "engine/formats/mapped_file.h"
 #include "engine/formats/model.h"
@@ -95,6 +98,38 @@ TEST_F(HostileModelFiles, AModelFoldersConfigIsBounded) {
                       ": a character device, not a file"),
             std::string::npos)
       << load_error(dir_ / "hf");
+}
+
+// sandwich-generate waiting on a prompt FIFO that never gets a writer: SIGTERM ends it at once
+// with one line and the status a shell reports for the signal.
+TEST_F(HostileModelFiles, SigtermStopsGenerateWhileItWaits) {
+  SANDWICH_REQUIRE_DATA();
+  const std::string stories = (test::data_dir() / "models/stories260K").string();
+  const std::string cmd = "exec " + (test::bin_dir() / "sandwich-generate").string() + " --model " +
+                          stories + "/stories260K.bin --tokenizer " + stories +
+                          "/tok512.bin --prompt-file " + fifo_.string() + " 2>" +
+                          (dir_ / "err").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int st = 0;
+  EXPECT_EQ(waitpid(pid, &st, WNOHANG), 0) << test::slurp(dir_ / "err");
+  kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  pid_t done = 0;
+  while ((done = waitpid(pid, &st, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (done != pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    FAIL() << "still running 1 s after SIGTERM";
+  }
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 128 + SIGTERM);
+  EXPECT_EQ(test::slurp(dir_ / "err"), "sandwich-generate: stopped by SIGTERM while starting\n");
 }
 
 }  // namespace

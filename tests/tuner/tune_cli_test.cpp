@@ -119,7 +119,7 @@ TEST(TuneCli, StrayArgumentsAndHugeTopologiesAreErrors) {
   test::TempDir dir;
   expect_tune_error(
       tune("configs --model llama-160m --topology kunpeng920-4s --params " + dir.path().string()),
-      "is a directory");
+      "machine parameters file " + dir.path().string() + ": a directory, not a file");
 }
 
 TEST(TuneCli, NoCommandIsAUsageError) {

@@ -26,11 +26,11 @@ inline constexpr FileKind kModelMetadata{"model metadata file", 64 * kMiB};
 // Plans and the schedule tables they refer to: MBs.
 inline constexpr FileKind kPlan{"plan", 256 * kMiB};
 inline constexpr FileKind kScheduleTable{"schedule table", 256 * kMiB};
-// The tuner's own inputs: calibration, machine descriptions, search parameters, planner state,
+// The tuner's own inputs: calibration, machine descriptions and parameters, planner state,
 // SLO presets.
 inline constexpr FileKind kCalibration{"calibration file", 64 * kMiB};
 inline constexpr FileKind kMachineDescription{"machine description", 64 * kMiB};
-inline constexpr FileKind kSearchParameters{"search parameters file", 64 * kMiB};
+inline constexpr FileKind kMachineParameters{"machine parameters file", 64 * kMiB};
 inline constexpr FileKind kPlannerState{"planner state file", 256 * kMiB};
 inline constexpr FileKind kSloPreset{"SLO preset file", 64 * kMiB};
 // hwloc XML of a machine: KBs to a few MB for the largest servers.
