@@ -41,9 +41,11 @@ const char* refused_type(mode_t mode, bool pipes_allowed) {
 
 struct stat stat_or_throw(const std::filesystem::path& p, const FileKind& kind) {
   struct stat st {};
-  if (::stat(p.c_str(), &st) != 0)
+  if (::stat(p.c_str(), &st) != 0) {
+    const int e = errno;
     throw std::runtime_error(where(p, kind) + ": " +
-                             (errno == ENOENT ? "no such file" : std::strerror(errno)));
+                             (e == ENOENT ? "no such file" : std::strerror(e)));
+  }
   return st;
 }
 
@@ -68,13 +70,17 @@ std::string read_bounded_file(const std::filesystem::path& p, const FileKind& ki
   while ((fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (fifo ? 0 : O_NONBLOCK))) < 0 &&
          errno == EINTR) {
   }
-  if (fd < 0)
-    throw std::runtime_error(where(p, kind) + ": cannot open (" + std::strerror(errno) + ")");
+  if (fd < 0) {
+    const int e = errno;
+    throw std::runtime_error(where(p, kind) + ": cannot open (" + std::strerror(e) + ")");
+  }
   std::string text;
   try {
     struct stat st {};
-    if (::fstat(fd, &st) != 0)
-      throw std::runtime_error(where(p, kind) + ": " + std::strerror(errno));
+    if (::fstat(fd, &st) != 0) {
+      const int e = errno;
+      throw std::runtime_error(where(p, kind) + ": " + std::strerror(e));
+    }
     check_type_and_size(st, p, kind, fifo);
     if (S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
     // At most limit + 1 bytes: one more than allowed says the file is too large, whatever
@@ -84,8 +90,10 @@ std::string read_bounded_file(const std::filesystem::path& p, const FileKind& ki
       const std::uint64_t want = std::min<std::uint64_t>(sizeof buf, kind.limit + 1 - text.size());
       const ssize_t n = ::read(fd, buf, static_cast<size_t>(want));
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0)
-        throw std::runtime_error(where(p, kind) + ": cannot read (" + std::strerror(errno) + ")");
+      if (n < 0) {
+        const int e = errno;
+        throw std::runtime_error(where(p, kind) + ": cannot read (" + std::strerror(e) + ")");
+      }
       if (n == 0) break;
       text.append(buf, static_cast<size_t>(n));
       if (text.size() > kind.limit) too_large(p, kind);

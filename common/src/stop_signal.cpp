@@ -13,7 +13,7 @@ std::atomic<const char*> g_program{"program"};
 std::atomic<const char*> g_doing{"starting"};
 
 void put(const char* s) {
-  size_t n = std::strlen(s);  // async-signal-safe in practice (glibc's is a pure function)
+  size_t n = std::strlen(s);  // async-signal-safe since POSIX.1-2016
   while (n > 0) {
     const ssize_t w = ::write(STDERR_FILENO, s, n);
     if (w <= 0) return;
