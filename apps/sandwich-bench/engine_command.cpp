@@ -2,6 +2,7 @@
 #include "engine_command.h"
 
 #include "common/cli.h"
+#include "common/stop_signal.h"
 #include "common/tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/engine_bench.h"
@@ -41,6 +42,8 @@ void add_engine_bench_options(ArgParser& p, EngineBenchOptions& o) {
 }  // namespace
 
 int bench_engine_main(int argc, char** argv, int first_arg) {
+  // Nothing to drain: a signal stops the run, with one line (ranks go with the program).
+  stop_on_signal(kProgram, "benchmarking the engine");
   return run_tool(kProgram, [&] {
     EngineBenchOptions o;
     ArgParser p(

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/bounded_file.h"
+#include "common/stop_signal.h"
 #include "common/tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/generator.h"
@@ -64,15 +66,7 @@ void check_options(Options& o) {
   if (o.req.logprobs < -1) throw CliError("--logprobs must not be negative");
   o.req.sampling.validate();
   if (o.prompt_file) {
-    std::error_code ec;
-    // An ifstream opens a directory and then reads nothing: that would be an empty prompt.
-    if (std::filesystem::is_directory(*o.prompt_file, ec))
-      throw CliError("--prompt-file " + *o.prompt_file + " is a directory, not a file");
-    std::ifstream in(*o.prompt_file, std::ios::binary);
-    if (!in) throw CliError("cannot read prompt file " + *o.prompt_file);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    o.prompt = ss.str();
+    o.prompt = read_bounded_file(*o.prompt_file, file_kinds::kPromptFile);
   }
 }
 
@@ -103,6 +97,8 @@ void print_statistics(const AppliedPlan& applied, const Model& model, const Gene
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Nothing to drain: a signal stops the run, with one line (ranks go with the program).
+  stop_on_signal("sandwich-generate", "starting");
   return run_tool("sandwich-generate", [&]() -> int {
     Options o;
     o.req.max_tokens = 128;
@@ -120,6 +116,7 @@ int main(int argc, char** argv) {
     go.prefill = configs.plan.prefill;
     go.decode = configs.plan.decode;
 
+    set_stop_phase("loading the model");
     auto model = load_model(o.load);
     for (const auto& n : model->notes) std::cerr << "note: " << n << "\n";
     // Before the generator makes its executors: rank processes inherit the installed table.
@@ -131,6 +128,7 @@ int main(int argc, char** argv) {
     if (req.prompt.empty())
       throw CliError("the prompt is empty and this tokenizer adds no BOS token: give --prompt");
 
+    set_stop_phase("generating");
     Generator gen(*model, go);
     GenerationResult r;
     if (o.output_ids) {

@@ -2,6 +2,7 @@
 // and prints perplexity and KL divergence as llama.cpp's llama-perplexity does.
 #include <string>
 
+#include "common/stop_signal.h"
 #include "common/tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/scoring/perplexity_tool.h"
@@ -49,6 +50,8 @@ int run(int argc, char** argv) {
 }  // namespace sandwich::engine
 
 int main(int argc, char** argv) {
+  // Nothing to drain: a signal stops the run, with one line (ranks go with the program).
+  sandwich::stop_on_signal("sandwich-perplexity", "scoring");
   return sandwich::run_tool("sandwich-perplexity",
                             [&]() -> int { return sandwich::engine::run(argc, argv); });
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/stop_signal.h"
 #include "common/tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/executor.h"
@@ -197,6 +198,8 @@ Plan startup_plan_search(const Model& model, KVCacheDType kv_cache_dtype, std::s
 }  // namespace
 
 int main(int argc, char** argv) {
+  // From the first line: a signal while the command line is read or the model loads stops it.
+  stop_on_signal("sandwichd", "starting");
   return run_tool("sandwichd", [&]() -> int {
     CommandLine c;
     ArgParser p(

@@ -3,32 +3,19 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "common/bounded_file.h"
 
 namespace sandwich {
 
-nlohmann::json read_json_file(const std::filesystem::path& p) {
-  std::error_code ec;
-  // An ifstream opens a directory fine and only fails inside the parser, with a message
-  // ("basic_filebuf::underflow") that names neither the file nor the problem.
-  if (std::filesystem::is_directory(p, ec))
-    throw std::runtime_error(p.string() + " is a directory, not a JSON file");
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + p.string());
-  std::string text;
-  try {
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  } catch (const std::exception& e) {
-    throw std::runtime_error("cannot read " + p.string() + " (" + e.what() + ")");
-  }
-  if (in.bad()) throw std::runtime_error("cannot read " + p.string());
+nlohmann::json read_json_file(const std::filesystem::path& p, const FileKind& kind) {
+  const std::string text = read_bounded_file(p, kind);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(p.string() + ": invalid JSON (" + e.what() + ")");
+    throw std::runtime_error(std::string(kind.name) + " " + p.string() + ": invalid JSON (" +
+                             e.what() + ")");
   }
 }
 

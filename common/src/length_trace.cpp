@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "common/bounded_file.h"
 
 namespace sandwich {
 namespace {
@@ -41,11 +42,7 @@ int32_t parse_length(const std::string& text, const std::string& what) {
 
 std::vector<LengthPair> read_length_trace(const std::filesystem::path& csv) {
   const std::string path = csv.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(csv, ec))
-    throw std::runtime_error(path + " is a directory, not a length-trace CSV");
-  std::ifstream in(csv);
-  if (!in) throw std::runtime_error("cannot read length trace " + path);
+  std::istringstream in(read_bounded_file(csv, file_kinds::kLengthTrace));
   std::vector<LengthPair> out;
   size_t in_col = 0, out_col = 1;
   bool header_seen = false;

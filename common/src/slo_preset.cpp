@@ -34,7 +34,7 @@ SloPreset read_slo_preset(const std::string& name_or_path) {
   }
   json j;
   try {
-    j = read_json_file(file);
+    j = read_json_file(file, file_kinds::kSloPreset);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());
   }

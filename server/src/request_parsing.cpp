@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "api_error.h"
+#include "common/bounded_file.h"
 
 namespace sandwich::server {
 namespace {
@@ -361,17 +362,17 @@ ChosenChatTemplate choose_chat_template(const std::optional<std::string>& chat_t
     if (const auto f = value_named(t, engine::kChatFormatNames))
       return {std::string(engine::builtin_chat_template(*f)),
               "built-in " + t + " (--chat-template)"};
-    std::ifstream in(t);
-    std::stringstream ss;
-    if (!in || !(ss << in.rdbuf()))
+    std::error_code ec;
+    if (!std::filesystem::exists(t, ec))
       throw std::runtime_error("--chat-template '" + t + "' is not a built-in template (" +
-                               names_of(engine::kChatFormatNames) + ") and not a readable file");
+                               names_of(engine::kChatFormatNames) + ") and not a file");
+    std::string text = read_bounded_file(t, file_kinds::kChatTemplate);
     try {
-      check_usable(ss.str(), tok);
+      check_usable(text, tok);
     } catch (const engine::jinja::Error& e) {
       throw std::runtime_error("--chat-template " + t + ": " + e.what());
     }
-    return {ss.str(), "file " + t + " (--chat-template)"};
+    return {std::move(text), "file " + t + " (--chat-template)"};
   }
   std::string why = "the model has none";
   if (!tok.chat_template().empty()) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/stop_signal.h"
 #include "engine/runtime/executor.h"
 
 namespace sandwich::server {
@@ -25,11 +26,13 @@ int Sandwichd::run() {
 
 void Sandwichd::start() {
   // The plan is refused before anything binds.
+  set_stop_phase("reading the plan");
   configs_ = engine::resolve_plan(o_.plan);
   o_.scheduler.batch_invariant = o_.plan.batch_invariant;
   o_.load.threads = o_.plan.threads;
   start_http();
   logf(LogLevel::Info, "sandwichd", "loading %s", o_.load.model.c_str());
+  set_stop_phase("loading the model");
   try {
     load_engine();
   } catch (...) {
@@ -45,6 +48,7 @@ void Sandwichd::start() {
        model_->source.c_str(), model_->weight_types.c_str(), model_->load_seconds,
        scheduler_->max_model_len(), sched.prefill_config->to_string().c_str(),
        sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
+  serving_ = true;
 }
 
 uint16_t Sandwichd::port() const {
@@ -69,7 +73,12 @@ void Sandwichd::start_http() {
       [&service](const HttpRequest& r) { return service.check_headers(r); });
   HttpServer& server = *server_;
   service.report_http_stats([&server] { return server.stats(); });
-  server.on_signal([this](int) { request_stop(); });
+  // The server's signal handler replaces stop_on_signal's: until serving there is nothing to
+  // drain, and a load may take minutes (or wait forever on a FIFO), so the signal stops it now.
+  server.on_signal([this](int sig) {
+    if (!serving_) stop_by_signal(sig);
+    request_stop();
+  });
   server.start();
 }
 

@@ -231,8 +231,9 @@ TEST(Cli, StrayOrOutOfRangeInputIsRejected) {
   std::filesystem::create_directories(dir / "folder");
   const std::string folder = (dir / "folder").string();
   expect_one_line_error(run_cmd(generate() + " --prompt-file " + folder),
-                        "--prompt-file " + folder + " is a directory");
-  expect_one_line_error(run_cmd(generate() + " --plan " + folder), folder + " is a directory");
+                        "prompt file " + folder + ": a directory, not a file");
+  expect_one_line_error(run_cmd(generate() + " --plan " + folder),
+                        "plan " + folder + ": a directory, not a file");
   expect_one_line_error(run_cmd(generate() + " -t 1000"), "--threads must be 0 (all cores) to");
   expect_one_line_error(run_cmd(generate() + " -t -3"), "got -3");
   expect_one_line_error(run_cmd(generate() + " -n 5 bogus"), "unexpected argument 'bogus'");

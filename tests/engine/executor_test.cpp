@@ -314,8 +314,9 @@ TEST(Plan, PlanThatIsADirectoryNamesIt) {
     load_plan(dir.path());
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(dir.path().string() + " is a directory"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("plan " + dir.path().string() + ": a directory, not a file"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -213,12 +213,13 @@ TEST_F(PlanCli, AKernelTableThatDoesNotValidateRefusesThePlan) {
                             path("inline.json") + ": schedules: tuned schedule for N=64 K=64");
   p.inline_schedules.reset();
   p.schedules = dir_ / "missing.json";
-  expect_one_line_error(
-      run(p, "missing.json.plan"),
-      path("missing.json.plan") + ": its kernel table: cannot open " + path("missing.json"));
+  expect_one_line_error(run(p, "missing.json.plan"), path("missing.json.plan") +
+                                                         ": its kernel table: schedule table " +
+                                                         path("missing.json") + ": no such file");
   std::ofstream(dir_ / "cut.json") << R"({"format": "sandwich-sched)";
   p.schedules = dir_ / "cut.json";
-  expect_one_line_error(run(p, "cut.plan"), path("cut.plan") + ": its kernel table: " +
+  expect_one_line_error(run(p, "cut.plan"), path("cut.plan") +
+                                                ": its kernel table: schedule table " +
                                                 path("cut.json") + ": invalid JSON");
   ScheduleTable foreign = test::empty_schedule_table();
   foreign.machine.l2_bytes += 1024;

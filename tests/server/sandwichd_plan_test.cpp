@@ -127,7 +127,7 @@ TEST_F(SandwichdPlan, RefusesAPlanThatDoesNotFitBeforeItServes) {
   std::ofstream(dir_ / "cut.json") << test::slurp(dir_ / "table.json").substr(0, 200);
   const CommandResult cut = refused("--plan " + path("cut.json"));
   EXPECT_EQ(cut.code, 1);
-  EXPECT_EQ(cut.err, "sandwichd: error: " + path("cut.json") + ": invalid JSON" +
+  EXPECT_EQ(cut.err, "sandwichd: error: plan " + path("cut.json") + ": invalid JSON" +
                          cut.err.substr(cut.err.find(" (")));  // before it loads the model
 }
 

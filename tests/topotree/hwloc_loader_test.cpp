@@ -86,6 +86,22 @@ TEST(HwlocLoader, BrokenXmlIsAClearError) {
   EXPECT_THROW(load_topology(bad.string()), std::invalid_argument);
 }
 
+// hwloc reads an XML file whole: one larger than a topology's limit (a sparse file here) is
+// refused before it does.
+TEST(HwlocLoader, AnOversizedXmlIsRefusedBeforeHwlocReadsIt) {
+  sandwich::test::TempDir dir;
+  const auto big = dir / "big.xml";
+  std::ofstream(big) << "<topology>";
+  std::filesystem::resize_file(big, (std::uintmax_t{64} << 20) + 1);
+  try {
+    load_topology(big.string());
+    FAIL() << "loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "topology XML " + big.string() +
+                                         ": larger than 64 MiB (the limit for a topology XML)");
+  }
+}
+
 // An XML file of a machine whose second package lost a core: hwloc's restrict drops PU 7 of a
 // 2 x 4 machine, and the XML export is what lstopo would write on such a machine.
 TEST(HwlocLoader, AsymmetricMachineKeepsItsLargestSymmetricPart) {

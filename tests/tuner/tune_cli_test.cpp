@@ -68,7 +68,8 @@ TEST(TuneCli, ConfigsTextShowsRankingAndStatistics) {
 TEST(TuneCli, ConfigsTextShowsTheLatentGroupTerm) {
   test::TempDir dir;
   nlohmann::json params =
-      read_json_file(test::source_dir() / "configs/topologies/kunpeng920-4s.json")["params"];
+      read_json_file(test::source_dir() / "configs/topologies/kunpeng920-4s.json",
+                     file_kinds::kMachineDescription)["params"];
   params["latent_group"] = {{"cores", 4}, {"stride", 1}, {"bw_gbs", 20}};
   std::ofstream(dir / "p.json") << params.dump();
   const std::string args =
@@ -118,7 +119,7 @@ TEST(TuneCli, StrayArgumentsAndHugeTopologiesAreErrors) {
   test::TempDir dir;
   expect_tune_error(
       tune("configs --model llama-160m --topology kunpeng920-4s --params " + dir.path().string()),
-      "is a directory");
+      "machine parameters file " + dir.path().string() + ": a directory, not a file");
 }
 
 TEST(TuneCli, NoCommandIsAUsageError) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "common/bounded_file.h"
 #include "raw_tree.h"
 
 namespace sandwich::topotree {
@@ -155,6 +156,11 @@ LoadedTopology load_topology(const std::string& spec) {
     source = "this machine";
   } else if (looks_like_xml_file(spec)) {
     source = "XML: " + spec;
+    try {
+      check_bounded_file(spec, file_kinds::kTopologyXml);  // hwloc reads it whole
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(e.what());
+    }
     StderrCapture capture;
     const int rc = hwloc_topology_set_xml(raw, spec.c_str());
     const std::string why = capture.text();

@@ -160,7 +160,7 @@ std::optional<Calibration> cached_calibration(const topotree::TopoTree& local,
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;
   try {
-    return Calibration::from_json(read_json_file(file));
+    return Calibration::from_json(read_json_file(file, file_kinds::kCalibration));
   } catch (const std::exception&) {
     return std::nullopt;  // a stale or damaged cache counts as none
   }

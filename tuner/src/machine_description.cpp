@@ -22,7 +22,7 @@ std::string names_list() {
 
 nlohmann::json read_json(const fs::path& file) {
   try {
-    return read_json_file(file);
+    return read_json_file(file, file_kinds::kMachineDescription);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument("topology descriptor: " + std::string(e.what()));
   }

@@ -27,7 +27,7 @@ engine::ModelConfig load_model_shape(const std::string& m, const std::string& co
 MachineParams machine_params_for(const MachineDescription& m, const std::string& params_file,
                                  bool recalibrate, std::vector<std::string>& notes) {
   if (!params_file.empty()) {
-    const nlohmann::json j = read_json_file(params_file);
+    const nlohmann::json j = read_json_file(params_file, file_kinds::kMachineParameters);
     MachineParams p = MachineParams::from_json(j.contains("params") ? j["params"] : j, params_file);
     if (p.source == "generic defaults") p.source = params_file;
     return p;

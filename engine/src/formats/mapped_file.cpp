@@ -13,13 +13,15 @@
 namespace sandwich::engine {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO in a weights path is refused below instead of waiting for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw std::runtime_error(path.string() + " is not a regular file");
+    throw std::runtime_error(path.string() +
+                             " is not a regular file (a device or a pipe cannot be mapped)");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

@@ -190,7 +190,8 @@ ModelConfig load_preset(const std::string& name) {
         "unknown model preset '" + name + "' (known: " +
         (known.empty() ? "none found in " + (configs_dir() / "models").string() : known) + ")");
   }
-  ModelConfig c = config_from_hf_json(read_json_file(path), path.string());
+  ModelConfig c =
+      config_from_hf_json(read_json_file(path, file_kinds::kModelMetadata), path.string());
   c.name = name;
   return c;
 }

@@ -54,6 +54,12 @@ fs::path models_dir() {
 FileFormat detect_format(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return FileFormat::SafetensorsFolder;
+  // Weights are mapped, so they must be a regular file; and opening a FIFO would block.
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw std::runtime_error("model " + path.string() +
+                             " is not a regular file (weights are mapped: a GGUF, safetensors or "
+                             "llama2.c file, or a Hugging Face folder)");
   std::ifstream in(path, std::ios::binary);
   char head[9] = {};
   in.read(head, 8);
@@ -72,7 +78,8 @@ FileFormat detect_format(const fs::path& path) {
 
 ModelConfig read_config_only(const fs::path& path) {
   if (path.extension() == ".json" && fs::is_regular_file(path)) {
-    ModelConfig c = config_from_hf_json(read_json_file(path), path.string());
+    ModelConfig c =
+        config_from_hf_json(read_json_file(path, file_kinds::kModelMetadata), path.string());
     c.name = path.stem().string();
     return c;
   }

@@ -114,7 +114,8 @@ ModelConfig read_hf_config(const fs::path& folder) {
   if (!fs::exists(cfg))
     throw std::runtime_error(folder.string() +
                              ": no config.json (a Hugging Face model folder needs one)");
-  ModelConfig c = config_from_hf_json(read_json_file(cfg), cfg.string());
+  ModelConfig c =
+      config_from_hf_json(read_json_file(cfg, file_kinds::kModelMetadata), cfg.string());
   c.name = fs::absolute(folder).lexically_normal().filename().string();
   if (c.name.empty()) c.name = fs::absolute(folder).parent_path().filename().string();
   return c;
@@ -129,7 +130,8 @@ ModelSource read_safetensors(const fs::path& path) {
   if (!fs::is_directory(path)) {
     files.push_back(path);
   } else if (fs::exists(folder / "model.safetensors.index.json")) {
-    auto index = read_json_file(folder / "model.safetensors.index.json");
+    auto index =
+        read_json_file(folder / "model.safetensors.index.json", file_kinds::kModelMetadata);
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw std::runtime_error((folder / "model.safetensors.index.json").string() +
                                ": no weight_map");

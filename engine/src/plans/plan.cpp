@@ -235,7 +235,7 @@ ModelIdentity model_identity(const ModelConfig& c, const std::string& dtype,
 Plan load_plan(const fs::path& file, std::vector<std::string>* config_problems) {
   json j;
   try {
-    j = read_json_file(file);
+    j = read_json_file(file, file_kinds::kPlan);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());  // names the file already
   }

@@ -145,7 +145,7 @@ MachineFingerprint this_machine_fingerprint(const std::string& cores) {
 ScheduleTable read_schedule_table(const fs::path& file) {
   json j;
   try {
-    j = read_json_file(file);
+    j = read_json_file(file, file_kinds::kScheduleTable);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());  // names the file already
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/bounded_file.h"
 #include "common/cli.h"
 #include "engine/plans/plan_check.h"
 #include "engine/scoring/kld_base_file.h"
@@ -19,15 +20,11 @@ namespace sandwich::engine {
 namespace {
 
 std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw CliError("-f " + path + ": no such file");
-  if (std::filesystem::is_directory(path, ec))
-    throw CliError("-f " + path + " is a directory, not a text file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CliError("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return read_bounded_file(path, file_kinds::kTextToScore);
+  } catch (const std::runtime_error& e) {
+    throw CliError(std::string("-f: ") + e.what());
+  }
 }
 
 // What the run scores, read before the model loads.

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_file.h"
+#include "common/json_file.h"
+
 #include "engine/formats/gguf.h"
 #include "engine/text/chat_template.h"
 #include "engine/text/tokenizer.h"
@@ -30,32 +33,41 @@ std::pair<fs::path, Kind> resolve(const fs::path& path) {
   if (fs::is_directory(path, ec)) {
     if (fs::exists(path / "tokenizer.json")) return {path / "tokenizer.json", Kind::TokenizerJson};
     if (fs::exists(path / "tokenizer.model")) return resolve(path / "tokenizer.model");
-    if (fs::exists(path / "tokenizer.bin")) return {path / "tokenizer.bin", Kind::Llama2c};
+    if (fs::exists(path / "tokenizer.bin")) {
+      check_bounded_file(path / "tokenizer.bin", file_kinds::kTokenizer);
+      return {path / "tokenizer.bin", Kind::Llama2c};
+    }
     throw std::runtime_error(
         path.string() + ": no tokenizer.json, tokenizer.model or tokenizer.bin in this folder");
   }
   if (!fs::exists(path, ec))
     throw std::runtime_error("tokenizer " + path.string() + " does not exist");
+  // Before anything opens it: a FIFO would block the open, a device would never end.
   if (!fs::is_regular_file(path, ec))
-    throw std::runtime_error("tokenizer " + path.string() + " is not a file");
+    throw std::runtime_error("tokenizer " + path.string() + " is not a regular file");
   if (fs::file_size(path, ec) == 0)
     throw std::runtime_error("tokenizer " + path.string() + " is empty");
   const std::string h = head(path, 8);
-  if (h.rfind("GGUF", 0) == 0) return {path, Kind::Gguf};
+  if (h.rfind("GGUF", 0) == 0) return {path, Kind::Gguf};  // mapped, as large as a model
+  Kind kind = Kind::Llama2c;
   const size_t first = h.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && h[first] == '{') return {path, Kind::TokenizerJson};
-  if (looks_like_tiktoken(path)) return {path, Kind::Tiktoken};
+  if (first != std::string::npos && h[first] == '{')
+    kind = Kind::TokenizerJson;
+  else if (looks_like_tiktoken(path))
+    kind = Kind::Tiktoken;
   // SentencePiece's ModelProto starts with field 1 (pieces), a length-delimited message: 0x0a.
-  if (!h.empty() && h[0] == 0x0a) return {path, Kind::SentencePiece};
-  return {path, Kind::Llama2c};
+  else if (!h.empty() && h[0] == 0x0a)
+    kind = Kind::SentencePiece;
+  // Read whole (SentencePiece by its library), or (tokenizer.bin) parsed into as many strings.
+  check_bounded_file(path, file_kinds::kTokenizer);
+  return {path, kind};
 }
 
 void attach_config_template(Tokenizer& t, const fs::path& file) {
   const fs::path cfg = file.parent_path() / "tokenizer_config.json";
   if (!t.chat_template().empty() || !fs::exists(cfg)) return;
-  std::ifstream in(cfg);
   try {
-    const auto j = nlohmann::json::parse(in);
+    const auto j = read_json_file(cfg, file_kinds::kModelMetadata);
     if (j.contains("chat_template"))
       t.set_chat_template(chat_template_of_config(j["chat_template"]));
   } catch (const std::exception&) {

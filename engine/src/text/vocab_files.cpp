@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_file.h"
 #include "common/json_file.h"
 #include "engine/formats/mapped_file.h"
 #include "engine/formats/model_config.h"
@@ -84,9 +85,15 @@ std::string to_byte_level(const std::string& bytes) {
 }  // namespace
 
 bool looks_like_tiktoken(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!std::getline(in, line)) return false;
+  // The first line only, and not more of it than a rank line can take: the file may be anything.
+  std::ifstream in(path, std::ios::binary);
+  std::string line(4096, '\0');
+  in.read(line.data(), static_cast<std::streamsize>(line.size()));
+  line.resize(static_cast<size_t>(in.gcount()));
+  const size_t eol = line.find('\n');
+  if (eol == std::string::npos) return false;
+  line.resize(eol);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
   const size_t sp = line.find(' ');
   if (sp == std::string::npos || sp == 0 || sp + 1 >= line.size()) return false;
   for (size_t i = 0; i < sp; ++i)
@@ -171,8 +178,7 @@ static std::vector<std::string> merges_from_ranks(const std::vector<std::string>
 }
 
 Vocab vocab_from_tiktoken(const fs::path& path, bool with_merges) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::istringstream in(read_bounded_file(path, file_kinds::kTokenizer));
   std::vector<std::string> bytes_of_rank;
   std::string line, bytes;
   size_t lineno = 0;
@@ -343,7 +349,7 @@ void read_special_tokens(Vocab& v, const nlohmann::json& j, const fs::path& dir)
   };
   bool add_bos_known = false;
   if (fs::exists(dir / "tokenizer_config.json")) {
-    const auto c = read_json_file(dir / "tokenizer_config.json");
+    const auto c = read_json_file(dir / "tokenizer_config.json", file_kinds::kModelMetadata);
     if (c.contains("bos_token")) v.bos_id = id_of_text(token_string(c["bos_token"]));
     if (c.contains("eos_token")) v.eos_id = id_of_text(token_string(c["eos_token"]));
     if (c.contains("add_bos_token") && c["add_bos_token"].is_boolean()) {
@@ -362,7 +368,7 @@ void read_special_tokens(Vocab& v, const nlohmann::json& j, const fs::path& dir)
     v.add_bos =
         v.bos_id >= 0 && mentions(j.value("post_processor", nlohmann::json()), v.tokens[v.bos_id]);
   if (fs::exists(dir / "generation_config.json")) {
-    const auto g = read_json_file(dir / "generation_config.json");
+    const auto g = read_json_file(dir / "generation_config.json", file_kinds::kModelMetadata);
     if (g.contains("eos_token_id") && g["eos_token_id"].is_array())
       for (auto& e : g["eos_token_id"]) {
         const int64_t id = e.is_number_integer() ? e.get<int64_t>() : -1;
@@ -373,7 +379,7 @@ void read_special_tokens(Vocab& v, const nlohmann::json& j, const fs::path& dir)
 }
 
 Vocab vocab_from_tokenizer_json_unchecked(const fs::path& path) {
-  const nlohmann::json j = read_json_file(path);
+  const nlohmann::json j = read_json_file(path, file_kinds::kTokenizer);
   const std::string where = path.string();
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     throw std::runtime_error(where + ": not a tokenizer.json (no \"model\")");

@@ -4,6 +4,7 @@
 // server that then fails to load. SIGTERM/SIGINT (or request_stop) drain: running requests may
 // finish (up to the shutdown timeout, then they are aborted) while /health and new requests get
 // 503 "shutting down".
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -70,6 +71,8 @@ class Sandwichd {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_requested_ = false;
+  // Set once start() has finished: a signal before it stops the program (stop_by_signal).
+  std::atomic<bool> serving_{false};
   // Destroyed in reverse: the scheduler and the model before the server and the service.
   std::unique_ptr<OpenAiService> service_;
   std::unique_ptr<HttpServer> server_;

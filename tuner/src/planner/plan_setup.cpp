@@ -48,7 +48,7 @@ PlanState resumed_state(const PlanRequest& r, const fs::path& state_file) {
                    " does not exist (nothing was interrupted; run without --resume)");
   PlanState st;
   try {
-    st = PlanState::from_json(read_json_file(state_file));
+    st = PlanState::from_json(read_json_file(state_file, file_kinds::kPlannerState));
   } catch (const std::exception& e) {
     throw std::runtime_error(state_file.string() + " is unreadable (" + e.what() +
                              "); plan again without --resume");
