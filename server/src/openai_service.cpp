@@ -318,6 +318,7 @@ std::string OpenAiService::metrics_text() const {
   m.model_ready = I.ready;
   m.process = read_process_stats();
   if (I.http_stats) m.http = I.http_stats();
+  m.preprocess = MetricsSnapshot::Preprocess{I.pool->threads(), I.pool->busy(), I.pool->queued()};
   if (I.scheduler) {
     const engine::Scheduler& s = *I.scheduler;
     m.engine = MetricsSnapshot::Engine{s.stats(),
