@@ -114,8 +114,23 @@ void add_connection_options(ArgParser& p, server::SandwichdOptions& o) {
   server::HttpServerOptions& http = o.http;
   p.add("--io-threads", &http.io_threads, "HTTP I/O threads (default 1)");
   p.option(
-      "--max-body-bytes", "N", "request body limit (default 8 MiB)",
+      "--max-body-bytes", "N",
+      "request body limit; a larger body gets 413 (default 32MiB: an 8 MiB prompt with "
+      "JSON's escapes fits)",
       [&http](const std::string& v) { http.max_body_bytes = parse_bytes("--max-body-bytes", v); });
+  p.option("--max-prompt-bytes", "N",
+           "prompt text one request may send, checked before tokenizing (completions: its "
+           "prompts together; chat: the message contents and the rendered prompt); more gets 400 "
+           "(default 16MiB). A prompt over the context is refused after that, most without "
+           "being tokenized",
+           [&o](const std::string& v) {
+             o.service.max_prompt_bytes = parse_bytes("--max-prompt-bytes", v);
+           });
+  p.add("--preprocess-threads", &o.service.preprocess_threads,
+        "workers that parse request bodies, render chat templates and tokenize, at a lower "
+        "priority than the engine, never on the I/O threads (default: cores / 8, within 2..8)");
+  p.add("--preprocess-queue", &o.service.preprocess_queue,
+        "requests waiting for a preprocessing worker at most; beyond it 429 (default 64)");
   p.add("--max-connections", &http.max_connections,
         "open connections at most (default 256); a few more are kept for /health and /metrics");
   p.add("--max-connections-per-client", &http.max_connections_per_client,
@@ -176,7 +191,8 @@ void check_options(const ArgParser& p, CommandLine& c) {
   if (load.model.empty()) throw CliError("--model is required (see --help)");
   if (!(o.service.log_interval_seconds >= 0)) throw CliError("--log-interval must not be negative");
   if (sched.max_num_seqs < 1 || sched.max_batched_tokens < 1 || sched.max_waiting < 0 ||
-      http.io_threads < 1 || http.max_connections < 1 || http.max_connections_per_client < 0 ||
+      http.io_threads < 1 || o.service.preprocess_threads < 0 || o.service.preprocess_queue < 1 ||
+      http.max_connections < 1 || http.max_connections_per_client < 0 ||
       o.service.request_timeout_seconds < 1 || o.shutdown_timeout_seconds < 0 ||
       !(sched.rank_step_timeout_seconds > 0) || !(http.header_timeout_seconds > 0) ||
       !(http.body_timeout_seconds > 0) || !(http.keep_alive_timeout_seconds > 0) ||

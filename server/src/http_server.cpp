@@ -590,6 +590,9 @@ struct HttpServer::Impl {
         beast::error_code ignored;
         const auto peer = socket.remote_endpoint(ignored);
         auto ticket = limits.admit(ignored ? std::string() : peer.address().to_string());
+        // A response goes out as two writes (head, then body): with Nagle the second waits for
+        // the client's delayed ACK of the first, 40 ms on Linux, on every small answer.
+        socket.set_option(tcp::no_delay(true), ignored);
         if (ticket.kind() == ConnectionLimits::Kind::Dropped)
           socket.close(ignored);
         else

@@ -12,6 +12,7 @@
 #include "common/version.h"
 #include "completion_job.h"
 #include "json_response.h"
+#include "preprocess_pool.h"
 #include "prometheus.h"
 #include "request_fields.h"
 #include "request_log.h"
@@ -77,6 +78,8 @@ struct OpenAiService::Impl {
   std::atomic<uint64_t> http_requests{0}, rejected{0};
   std::function<HttpServerStats()> http_stats;
   std::unique_ptr<EngineStatsLogger> stats_log;  // while attached and not shutting down
+  size_t longest_token_bytes = 0;                // the vocabulary's; for the context pre-check
+  std::unique_ptr<PreprocessPool> pool;
 
   // Checks the key of a request to `path`, before anything else about it: an unknown route or
   // a wrong method without the key is a 401 too, so that routes cannot be probed.
@@ -120,7 +123,50 @@ struct OpenAiService::Impl {
 
   ParseContext parse_context() const {
     return {*model->tokenizer,          *chat_template,           model->config.vocab_size,
-            scheduler->max_model_len(), scheduler->max_waiting(), opt.max_n};
+            scheduler->max_model_len(), scheduler->max_waiting(), opt.max_n,
+            opt.max_prompt_bytes,       longest_token_bytes};
+  }
+
+  // Hands a model route to the preprocessing workers: its body, template and tokenizer never
+  // run on an I/O thread. A full queue is refused at once (nothing was started for it).
+  void preprocess(HttpRequest& http, std::shared_ptr<Responder> out) {
+    auto task = [this, http = std::move(http), out] {
+      // Gone while it waited: nobody would read the answer.
+      if (out->disconnected()) return;
+      answer(*out, [&] { model_route(http, out); });
+    };
+    if (pool->try_submit(std::move(task))) return;
+    ++rejected;
+    require_ready();  // draining: 503, as for every new request
+    throw ApiError{429,
+                   "the server is busy: " + std::to_string(pool->max_queued()) +
+                       " requests are already waiting to be prepared; retry later",
+                   "rate_limit_error",
+                   {},
+                   {},
+                   {{"Retry-After", "1"}}};
+  }
+
+  void model_route(const HttpRequest& http, std::shared_ptr<Responder> out) {
+    const std::string& p = http.path;
+    // Queued before the drain began: it gets the 503 every new request gets.
+    require_ready();
+    if (p == "/v1/completions") return generate(http, out, ApiKind::Completion);
+    if (p == "/v1/chat/completions") return generate(http, out, ApiKind::Chat);
+    if (p == "/tokenize") return tokenize(http, out);
+    return detokenize(http, out);
+  }
+
+  // Runs f, turning what it throws into the answer.
+  template <class F>
+  static void answer(Responder& out, F&& f) {
+    try {
+      f();
+    } catch (const ApiError& e) {
+      out.reply(to_response(e));
+    } catch (const std::exception& e) {
+      out.reply(json_error(500, std::string("internal error: ") + e.what(), "server_error"));
+    }
   }
 
   void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
@@ -170,8 +216,18 @@ struct OpenAiService::Impl {
 
 OpenAiService::OpenAiService(ServiceOptions options) : impl_(new Impl) {
   impl_->opt = std::move(options);
+  const ServiceOptions& o = impl_->opt;
+  impl_->pool = std::make_unique<PreprocessPool>(
+      o.preprocess_threads > 0 ? o.preprocess_threads : default_preprocess_threads(),
+      static_cast<size_t>(std::max(0, o.preprocess_queue)));
 }
-OpenAiService::~OpenAiService() = default;
+OpenAiService::~OpenAiService() {
+  stop_preprocessing();
+}
+
+void OpenAiService::stop_preprocessing() {
+  impl_->pool->stop();
+}
 
 void OpenAiService::attach(const engine::Model& model, engine::Scheduler& scheduler) {
   Impl& I = *impl_;
@@ -180,6 +236,7 @@ void OpenAiService::attach(const engine::Model& model, engine::Scheduler& schedu
   const ChosenChatTemplate chosen = choose_chat_template(I.opt.chat_template, *model.tokenizer);
   I.chat_template.emplace(make_chat_template(chosen, *model.tokenizer));
   I.chat_template_note = describe(chosen);
+  I.longest_token_bytes = longest_token_bytes(*model.tokenizer);
   if (I.opt.log_interval_seconds > 0)
     I.stats_log = std::make_unique<EngineStatsLogger>(scheduler, I.opt.log_interval_seconds);
   I.ready = true;
@@ -207,10 +264,11 @@ std::optional<HttpResponse> OpenAiService::check_headers(const HttpRequest& req)
   return std::nullopt;
 }
 
-void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> out) {
+void OpenAiService::handle(HttpRequest& req, std::shared_ptr<Responder> out) {
   Impl& I = *impl_;
   ++I.http_requests;
-  try {
+  // Everything here is cheap: it runs on an I/O thread, which /health and every stream share.
+  Impl::answer(*out, [&] {
     const std::string& p = req.path;
     I.authorize(req);
     const char* method = route_method(p);
@@ -245,15 +303,8 @@ void OpenAiService::handle(const HttpRequest& req, std::shared_ptr<Responder> ou
     if (p == "/version") return out->reply(json_response({{"version", project_version()}}));
     if (I.shutting_down) I.require_ready();  // draining: nothing new starts
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
-    if (p == "/v1/completions") return I.generate(req, out, ApiKind::Completion);
-    if (p == "/v1/chat/completions") return I.generate(req, out, ApiKind::Chat);
-    if (p == "/tokenize") return I.tokenize(req, out);
-    return I.detokenize(req, out);
-  } catch (const ApiError& e) {
-    out->reply(to_response(e));
-  } catch (const std::exception& e) {
-    out->reply(json_error(500, std::string("internal error: ") + e.what(), "server_error"));
-  }
+    I.preprocess(req, out);
+  });
 }
 
 void OpenAiService::report_http_stats(std::function<HttpServerStats()> stats) {
@@ -267,6 +318,7 @@ std::string OpenAiService::metrics_text() const {
   m.model_ready = I.ready;
   m.process = read_process_stats();
   if (I.http_stats) m.http = I.http_stats();
+  m.preprocess = MetricsSnapshot::Preprocess{I.pool->threads(), I.pool->busy(), I.pool->queued()};
   if (I.scheduler) {
     const engine::Scheduler& s = *I.scheduler;
     m.engine = MetricsSnapshot::Engine{s.stats(),

@@ -108,6 +108,15 @@ std::string metrics_text(const MetricsSnapshot& m) {
                        {{"send_buffer_full", h.aborted_send_buffer_full},
                         {"write_timeout", h.aborted_write_timeout}});
   }
+  if (m.preprocess) {
+    p.gauge("sandwich:preprocess_threads",
+            "Workers that parse request bodies, render chat templates and tokenize",
+            m.preprocess->threads);
+    p.gauge("sandwich:preprocess_requests_running", "Requests being preprocessed",
+            m.preprocess->running);
+    p.gauge("sandwich:preprocess_requests_waiting", "Requests waiting for a preprocessing worker",
+            static_cast<double>(m.preprocess->waiting));
+  }
   if (!m.engine) return p.text();
   const engine::SchedulerStats& st = m.engine->stats;
   p.gauge("sandwich:num_requests_running", "Requests in the running batch", st.running);

@@ -53,6 +53,12 @@ struct MetricsSnapshot {
   };
   std::optional<Engine> engine;  // once a scheduler is attached
   std::optional<HttpServerStats> http;
+  // The preprocessing workers (bodies, chat templates, tokenizers).
+  struct Preprocess {
+    int threads = 0, running = 0;
+    size_t waiting = 0;
+  };
+  std::optional<Preprocess> preprocess;
 };
 
 std::string metrics_text(const MetricsSnapshot& m);

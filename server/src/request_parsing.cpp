@@ -15,8 +15,42 @@ namespace {
 
 using json = nlohmann::json;
 
-// prompt: string, token ids, list of strings, or list of token-id lists.
-std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseContext& ctx) {
+// What OpenAI answers for a prompt over the context. `at_least`: the prompt's count is a lower
+// bound (the text was not tokenized).
+[[noreturn]] void context_too_long(int32_t max_len, int64_t prompt_tokens, int64_t want,
+                                   bool at_least, const char* param) {
+  const std::string least = at_least ? "at least " : "";
+  bad("This model's maximum context length is " + std::to_string(max_len) +
+          " tokens. However, you requested " + least + std::to_string(prompt_tokens + want) +
+          " tokens (" + least + std::to_string(prompt_tokens) + " in the messages, " +
+          std::to_string(want) + " in the completion). Please reduce the length of the messages " +
+          "or completion.",
+      param);
+}
+
+void check_prompt_bytes(size_t bytes, const ParseContext& ctx, const std::string& what,
+                        const char* param) {
+  if (bytes > ctx.max_prompt_bytes)
+    bad(what + " " + std::to_string(bytes) + " bytes, more than this server takes (" +
+            std::to_string(ctx.max_prompt_bytes) + ", --max-prompt-bytes)",
+        param);
+}
+
+// Before tokenizing `bytes` of text for a completion of at least `want` tokens (< 0: no
+// completion, no check): every token stands for at most longest_token_bytes of the text, so a
+// prompt whose lower bound is over the context is refused without the tokenizer's time.
+void precheck_context(size_t bytes, const ParseContext& ctx, int64_t want, const char* param) {
+  if (want < 0 || ctx.longest_token_bytes == 0) return;
+  const auto least =
+      static_cast<int64_t>((bytes + ctx.longest_token_bytes - 1) / ctx.longest_token_bytes);
+  if (least + want > ctx.max_model_len)
+    context_too_long(ctx.max_model_len, least, want, true, param);
+}
+
+// prompt: string, token ids, list of strings, or list of token-id lists. `want`: the completion's
+// tokens at least, for the context pre-check.
+std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseContext& ctx,
+                                                     int64_t want) {
   const json* p = j.contains("prompt") && !j["prompt"].is_null() ? &j["prompt"] : nullptr;
   if (!p) bad("'prompt' is required", "prompt");
   const engine::Tokenizer& tok = ctx.tokenizer;
@@ -31,7 +65,16 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseC
     }
     return ids;
   };
-  auto text_of = [&](const std::string& s) { return tok.encode(s, tok.add_bos_default()); };
+  auto text_of = [&](const std::string& s) {
+    precheck_context(s.size(), ctx, want, "prompt");
+    return tok.encode(s, tok.add_bos_default());
+  };
+  // All the text first: the limit bounds the tokenizer's time for the whole request.
+  size_t text_bytes = p->is_string() ? p->get_ref<const std::string&>().size() : 0;
+  if (p->is_array())
+    for (const json& e : *p)
+      if (e.is_string()) text_bytes += e.get_ref<const std::string&>().size();
+  check_prompt_bytes(text_bytes, ctx, "the prompt text is", "prompt");
   std::vector<std::vector<int32_t>> out;
   if (p->is_string()) {
     out.push_back(text_of(p->get<std::string>()));
@@ -62,11 +105,13 @@ const std::string* string_member(const json& o, const char* k) {
   return it != o.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
 }
 
-// messages, rendered with the chat template and tokenized.
-std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
+// messages, rendered with the chat template and tokenized. `want`: the completion's tokens at
+// least, for the context pre-check (< 0: none, /tokenize).
+std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx, int64_t want) {
   const json* m = Fields(j).get("messages");
   if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
   std::vector<engine::ChatMessage> msgs;
+  size_t content_bytes = 0;
   for (const json& e : *m) {
     if (!e.is_object()) bad("each message must be an object with 'role' and 'content'", "messages");
     const std::string* role_p = string_member(e, "role");
@@ -94,6 +139,8 @@ std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
     } else if (c) {
       bad("message 'content' must be a string or a list of text parts", "messages");
     }
+    content_bytes += content.size();
+    check_prompt_bytes(content_bytes, ctx, "the messages' contents are", "messages");
     msgs.push_back({role == "developer" ? "system" : role, content});
   }
   std::string text;
@@ -102,6 +149,8 @@ std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx) {
   } catch (const engine::jinja::Error& e) {
     bad(std::string("chat template error: ") + e.what(), "messages");
   }
+  check_prompt_bytes(text.size(), ctx, "the chat template made a prompt of", "messages");
+  precheck_context(text.size(), ctx, want, "messages");
   return ctx.tokenizer.encode(text, false, true);
 }
 
@@ -289,18 +338,13 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
   } else if (f.get("logprobs")) {
     r.logprobs = static_cast<int32_t>(f.integer("logprobs", 0, 0, 20));
   }
-  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(body, ctx)}
-                   : completion_prompts(body, ctx);
-  const int32_t max_len = ctx.max_model_len;
-  for (auto& p : r.prompts) {
-    const int64_t want = r.max_tokens < 0 ? std::max(1, r.min_tokens) : r.max_tokens;
-    if (static_cast<int64_t>(p.size()) + want > max_len)
-      bad("This model's maximum context length is " + std::to_string(max_len) +
-              " tokens. However, you requested " + std::to_string(p.size() + want) + " tokens (" +
-              std::to_string(p.size()) + " in the messages, " + std::to_string(want) +
-              " in the completion). Please reduce the length of the messages or completion.",
-          chat ? "messages" : "prompt");
-  }
+  const int64_t want = r.max_tokens < 0 ? std::max(1, r.min_tokens) : r.max_tokens;
+  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(body, ctx, want)}
+                   : completion_prompts(body, ctx, want);
+  for (auto& p : r.prompts)
+    if (static_cast<int64_t>(p.size()) + want > ctx.max_model_len)
+      context_too_long(ctx.max_model_len, static_cast<int64_t>(p.size()), want, false,
+                       chat ? "messages" : "prompt");
   try {
     r.sampling.validate();
   } catch (const std::invalid_argument& e) {
@@ -319,12 +363,20 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
 }
 
 std::vector<int32_t> parse_tokenize_request(const json& body, const ParseContext& ctx) {
-  if (body.contains("messages")) return chat_prompt(body, ctx);
+  if (body.contains("messages")) return chat_prompt(body, ctx, -1);
   const Fields f(body);
   auto p = f.string("prompt");
   if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
+  check_prompt_bytes(p->size(), ctx, "the prompt is", "prompt");
   const engine::Tokenizer& tok = ctx.tokenizer;
   return tok.encode(*p, f.boolean("add_special_tokens", true) && tok.add_bos_default());
+}
+
+size_t longest_token_bytes(const engine::Tokenizer& tok) {
+  size_t longest = 4;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id)
+    longest = std::max({longest, tok.token_text(id).size(), tok.piece(id, -1).size()});
+  return longest;
 }
 
 std::vector<int32_t> parse_detokenize_request(const json& body, const engine::Tokenizer& tok) {

@@ -2,6 +2,7 @@
 // Request bodies to validated requests. Everything the client got wrong is an ApiError (400, or
 // 404 for an unknown model) thrown before anything is queued; the only engine parts used are the
 // tokenizer and the chat template.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,7 +25,17 @@ struct ParseContext {
   int32_t max_model_len;  // prompt + completion tokens at most
   int32_t max_waiting;    // sequences the queue holds: one request may ask for no more
   int max_n;              // largest "n"
+  // Prompt text bytes a request may send, checked before tokenizing (it bounds the tokenizer's
+  // time): completions' prompt strings together; chat's message contents, and the rendered text.
+  size_t max_prompt_bytes = SIZE_MAX;
+  // longest_token_bytes(tokenizer): a text of B bytes needs at least B / it tokens, so a prompt
+  // that must exceed the context is refused without tokenizing it. 0: no such check.
+  size_t longest_token_bytes = 0;
 };
+
+// The most input bytes one token of this vocabulary stands for (its stored text or its piece,
+// whichever is longer; at least 4, a whole UTF-8 character for an unknown-token fallback).
+size_t longest_token_bytes(const engine::Tokenizer& tok);
 
 enum class ApiKind { Completion, Chat };
 

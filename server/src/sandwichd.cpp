@@ -16,6 +16,7 @@ Sandwichd::Sandwichd(SandwichdOptions options, StartupPlanSearch search)
 
 Sandwichd::~Sandwichd() {
   // No request may reach the scheduler while it goes (a Sandwichd left without serve()).
+  if (service_) service_->stop_preprocessing();
   if (server_) server_->stop();
 }
 
@@ -67,7 +68,7 @@ void Sandwichd::start_http() {
   OpenAiService& service = *service_;
   server_ = std::make_unique<HttpServer>(
       o_.http,
-      [&service](const HttpRequest& r, std::shared_ptr<Responder> out) {
+      [&service](HttpRequest& r, std::shared_ptr<Responder> out) {
         service.handle(r, std::move(out));
       },
       [&service](const HttpRequest& r) { return service.check_headers(r); });
@@ -131,6 +132,7 @@ int Sandwichd::stop_after_fatal(const std::string& fatal) {
   logf(LogLevel::Error, "sandwichd", "fatal: %s; exiting so that the server can be restarted",
        fatal.c_str());
   service_->begin_shutdown();
+  service_->stop_preprocessing();
   server_->stop_accepting();
   scheduler_->shutdown(false);  // whatever is running or waiting gets its error
   for (int i = 0; i < 50 && service_->active_requests() > 0; ++i)
@@ -145,6 +147,9 @@ int Sandwichd::drain() {
   // Still accepting while draining: /health says 503 "shutting down" rather than a refused
   // connection, and new requests get 503 too.
   service_->begin_shutdown();
+  // A request whose template or tokenizer is still running finishes (and is served, if it got
+  // as far as the queue); those still waiting for a worker get 503.
+  service_->stop_preprocessing();
   engine::Scheduler& scheduler = *scheduler_;
   scheduler.request_shutdown(true);
   std::thread waiter([&] { scheduler.shutdown(true); });

@@ -312,5 +312,16 @@ TEST(Prometheus, RunningServerPageFollowsTheExpositionRules) {
   EXPECT_GT(top, 600);
 }
 
+TEST(Prometheus, PreprocessingWorkers) {
+  MetricsSnapshot m;
+  m.model_name = "m";
+  m.preprocess = MetricsSnapshot::Preprocess{4, 2, 7};
+  const PromPage page = parse_prometheus(metrics_text(m));
+  EXPECT_EQ(page.value("sandwich:preprocess_threads"), 4);
+  EXPECT_EQ(page.value("sandwich:preprocess_requests_running"), 2);
+  EXPECT_EQ(page.value("sandwich:preprocess_requests_waiting"), 7);
+  EXPECT_EQ(page.family("sandwich:preprocess_requests_waiting").type, "gauge");
+}
+
 }  // namespace
 }  // namespace sandwich::server

@@ -506,3 +506,67 @@ TEST_F(RequestParsing, ChatTemplateErrorsAre400s) {
 
 }  // namespace
 }  // namespace sandwich::server
+
+namespace sandwich::server {
+namespace {
+
+// Each token stands for at most longest_token_bytes of the text: bytes / it never exceeds the
+// real count, so the pre-check refuses only prompts the tokenizer would have refused too.
+TEST(ContextPreCheck, IsALowerBoundOfTheTokenCount) {
+  for (auto kind : {engine::Vocab::Kind::SentencePiece, engine::Vocab::Kind::ByteLevelBPE}) {
+    const auto tok = engine::make_tokenizer(engine::make_synthetic_vocab(kind, 300));
+    const size_t longest = longest_token_bytes(*tok);
+    EXPECT_GE(longest, 4u);
+    for (const std::string text :
+         {std::string("Once upon a time there was a cat"), std::string(5000, 'a'),
+          std::string(777, ' '), std::string("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80") + "tail",
+          std::string("<s></s>")}) {
+      const size_t tokens = tok->encode(text, false, true).size();
+      EXPECT_LE((text.size() + longest - 1) / longest, tokens) << text.substr(0, 40);
+    }
+  }
+}
+
+TEST(ContextPreCheck, RefusesBeforeTokenizingAndLimitsPromptBytes) {
+  const auto tok =
+      engine::make_tokenizer(engine::make_synthetic_vocab(engine::Vocab::Kind::SentencePiece, 300));
+  const engine::ChatTemplate chatml(engine::builtin_chat_template(engine::ChatFormat::ChatML),
+                                    "<s>", "</s>");
+  const size_t longest = longest_token_bytes(*tok);
+  const ParseContext ctx{*tok, chatml, 300, 256, 10, 4, /*max_prompt_bytes=*/100000, longest};
+  const auto error_of = [&](const json& body, ApiKind kind) {
+    try {
+      parse_generate_request(body, kind, ctx);
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error";
+    return ApiError{};
+  };
+  // Surely over 256 tokens: refused with the context error, "at least".
+  ApiError e = error_of({{"prompt", std::string(longest * 300, 'a')}}, ApiKind::Completion);
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_NE(e.message.find("maximum context length is 256 tokens. However, you requested at least"),
+            std::string::npos)
+      << e.message;
+  e = error_of({{"messages", {{{"role", "user"}, {"content", std::string(longest * 300, 'a')}}}}},
+               ApiKind::Chat);
+  EXPECT_EQ(e.param, "messages");
+  EXPECT_NE(e.message.find("at least"), std::string::npos) << e.message;
+  // Over the byte limit: its own error, naming the flag.
+  e = error_of({{"prompt", {std::string(60000, 'a'), std::string(60000, 'b')}}},
+               ApiKind::Completion);
+  EXPECT_NE(e.message.find("--max-prompt-bytes"), std::string::npos) << e.message;
+  try {
+    parse_tokenize_request({{"prompt", std::string(100001, 'a')}}, ctx);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& t) {
+    EXPECT_NE(t.message.find("--max-prompt-bytes"), std::string::npos) << t.message;
+  }
+  // Within both: the tokenizer's count decides, as before.
+  EXPECT_EQ(parse_generate_request({{"prompt", "hello"}}, ApiKind::Completion, ctx).prompts.size(),
+            1u);
+}
+
+}  // namespace
+}  // namespace sandwich::server

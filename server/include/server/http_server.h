@@ -53,7 +53,8 @@ class Responder {
   virtual bool disconnected() const = 0;
 };
 
-using Handler = std::function<void(const HttpRequest&, std::shared_ptr<Responder>)>;
+// The request is the handler's: it may move from it (a body handed on to another thread).
+using Handler = std::function<void(HttpRequest&, std::shared_ptr<Responder>)>;
 // Looks at a request that sent 'Expect: 100-continue' before its body is read (HttpRequest::body
 // is empty): a response refuses it at once (and the connection closes), so the client never sends
 // a body the server would throw away. Runs on an I/O thread; must be quick. The handler still
@@ -63,7 +64,8 @@ using HeaderCheck = std::function<std::optional<HttpResponse>(const HttpRequest&
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
-  size_t max_body_bytes = 8u << 20;
+  // An 8 MiB prompt with JSON's escapes (up to 2x for non-ASCII text sent as \uXXXX) fits.
+  size_t max_body_bytes = 32u << 20;
   int max_connections = 256;
   // Connections one client address may hold at once; 0 means half of max_connections.
   int max_connections_per_client = 0;

@@ -25,6 +25,16 @@ struct ServiceOptions {
   int max_n = 16;  // largest "n" a request may ask for
   // The engine's throughput line in the log every this many seconds while it works (0: never).
   double log_interval_seconds = 10;
+  // Model routes (completions, chat, /tokenize, /detokenize) parse their body, render the chat
+  // template and tokenize on these workers, never on the HTTP I/O threads. 0: the machine's
+  // default (default_preprocess_threads(): cores / 8, within 2..8).
+  int preprocess_threads = 0;
+  // Requests waiting for a worker at most; beyond it a request gets 429 at once.
+  int preprocess_queue = 64;
+  // Prompt text one request may send (completions: its prompt strings together; chat: the
+  // message contents, and the rendered prompt), checked before tokenizing: it bounds the time a
+  // tokenizer takes. 8 MiB documents pass; a prompt over the context is refused after that.
+  size_t max_prompt_bytes = 16u << 20;
 };
 
 class OpenAiService {
@@ -39,10 +49,14 @@ class OpenAiService {
   // Draining: /health and every new model request get 503 "shutting down". Stops the engine's
   // log line too: call it before the scheduler goes away.
   void begin_shutdown();
+  // Lets the requests being preprocessed finish (those still queued get 503) and joins the
+  // workers: before the scheduler goes away. Called by the destructor too.
+  void stop_preprocessing();
   // Requests still producing output.
   int active_requests() const;
 
-  void handle(const HttpRequest& req, std::shared_ptr<Responder> out);
+  // Answers the cheap routes at once; queues model routes for the preprocessing workers.
+  void handle(HttpRequest& req, std::shared_ptr<Responder> out);
   // For HttpServer's HeaderCheck: refuses a request that sent 'Expect: 100-continue' on its
   // header alone (a missing API key, a repeated Authorization), so that its body is never sent.
   std::optional<HttpResponse> check_headers(const HttpRequest& req) const;
