@@ -68,6 +68,8 @@ TEST(JinjaHostile, IntegerOverflowIsAnError) {
            "{{ -1e19|int }}",
            "{{ '1e300'|int }}",
            "{{ '%d' % 1e300 }}",
+           "{{ '99999999999999999999'|int }}",
+           "{{ ' -1e19 '|int }}",
        }) {
     SCOPED_TRACE(t);
     EXPECT_NE(error_of(t).find("integer overflow in"), std::string::npos) << error_of(t);
@@ -95,6 +97,12 @@ TEST(JinjaHostile, IntegerExtremesWithinRangeComputeAsPython) {
   EXPECT_EQ(r("{{ 'x' * -9223372036854775807 }}|{{ [1] * -5 }}|{{ '' * 9223372036854775807 }}"),
             "|[]|");
   EXPECT_EQ(r("{{ 1.5|int }} {{ -2.9|int }} {{ 'nan'|int(7) }} {{ 2.5|round }}"), "1 -2 7 3.0");
+  EXPECT_EQ(r("{{ ' +5 '|int }} {{ '-3.9'|int }} {{ 'abc'|int(7) }} {{ '1e999'|int(7) }} "
+              "{{ '9223372036854775807'|int }}"),
+            "5 -3 7 7 9223372036854775807");
+  EXPECT_EQ(r("{{ [[1]]|map(attribute='99999999999999999999')|list|length }}"), "1");
+  EXPECT_NE(error_of("{{ a.99999999999999999999 }}").find("number out of range"),
+            std::string::npos);
   EXPECT_EQ(r("{{ 'h\xc3\xa9llo'[::-1] }} {{ 'h\xc3\xa9llo'[1:3] }} {{ 'h\xc3\xa9llo'|last }} "
               "{{ 'h\xc3\xa9llo'|reverse }} {{ 'h\xc3\xa9llo'[1] }} {{ 'h\xc3\xa9llo'|length }}"),
             "oll\xc3\xa9h \xc3\xa9l o oll\xc3\xa9h \xc3\xa9 5");

@@ -335,6 +335,7 @@ class Renderer {
         for (size_t i = 0; i + 1 < x.args.size(); i += 2) {
           const Value k = eval(*x.args[i], f);
           if (!k.is_string()) throw ValueError("dict keys must be strings here");
+          charge_steps(static_cast<int64_t>(d->items.size()));  // set() looks at every key
           d->set(k.as_string(), eval(*x.args[i + 1], f));
         }
         charge_bytes(dict_bytes(*d), "a dict");

@@ -1,5 +1,6 @@
 // jinja2's filters and tests, those chat templates use.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string_view>
 #include <unordered_map>
@@ -49,7 +50,8 @@ Value attribute(const Value& item, const std::string& path) {
       cur = v ? *v : Value(Undefined{part});
     } else if (cur.is_list() && !part.empty() &&
                std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      const size_t i = std::stoul(part);
+      // More digits than an index can have: past the end of any list.
+      const size_t i = part.size() > 12 ? SIZE_MAX : std::stoul(part);
       cur = i < cur.as_list().size() ? cur.as_list()[i] : Value(Undefined{part});
     } else {
       return Undefined{part};
@@ -105,16 +107,22 @@ Value to_int(const Value& in, const Value& fallback) {
   }
   if (in.is_string()) {
     const std::string s = py_strip(in.as_string(), nullptr, true, true);
+    const char* b = s.data() + (!s.empty() && s[0] == '+' && s.size() > 1 && s[1] != '-');
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(b, s.data() + s.size(), v);
+    if (end == s.data() + s.size() && b != end) {
+      if (ec == std::errc()) return v;
+      if (ec == std::errc::result_out_of_range) integer_overflow("int()");
+    }
+    double d = 0;
     try {
       size_t used = 0;
-      const long long v = std::stoll(s, &used);
-      if (used == s.size()) return static_cast<int64_t>(v);
-      const double d = std::stod(s, &used);  // jinja2 reads "3.5" as 3
-      if (used == s.size() && !std::isnan(d)) return checked_to_int(d, "int()");
-    } catch (const ValueError&) {
-      throw;
-    } catch (const std::exception&) {
+      d = std::stod(s, &used);  // jinja2 reads "3.5" as 3
+      if (used != s.size() || std::isnan(d)) return fallback;
+    } catch (const std::exception&) {  // not a number, or past a double's range
+      return fallback;
     }
+    return checked_to_int(d, "int()");
   }
   return fallback;
 }

@@ -507,7 +507,12 @@ class Parser {
         if (peek().kind == TK::Int) {
           auto item = expr(Expr::Kind::Item, w);
           auto key = expr(Expr::Kind::Literal, w);
-          key->value = static_cast<int64_t>(std::stoll(next().text));
+          const Token& index = next();
+          try {
+            key->value = static_cast<int64_t>(std::stoll(index.text));
+          } catch (const std::exception&) {
+            fail_at(index.where, "number out of range: " + index.text);
+          }
           item->args.push_back(std::move(e));
           item->args.push_back(std::move(key));
           e = sealed(std::move(item));
