@@ -124,8 +124,17 @@ TEST(JinjaHostile, LongChainsAndDeepNestingAreRefusedWhenParsed) {
 TEST(JinjaHostile, DeepEvaluationIsStoppedBeforeTheStackRunsOut) {
   // Macro recursion with a tall expression in each frame: 100 calls deep, each 90 levels.
   const std::string t = test::hostile_templates(20000, kBig).at("macro_tall_frames");
-  EXPECT_NE(error_of(t).find("deeper than 2000 levels"), std::string::npos) << error_of(t);
-  // On a thread with a small stack the stack itself is the limit.
+  // (Under ASan, whose frames are bigger, the stack may run short first.)
+  const std::string e = error_of(t);
+  EXPECT_TRUE(e.find("deeper than 2000 levels") != std::string::npos ||
+              e.find("too deep for this thread's stack") != std::string::npos)
+      << e;
+  // Without a depth limit the stack itself is the limit: on the main thread's 8 MiB,
+  RenderLimits unlimited = test_limits();
+  unlimited.max_depth = 1'000'000;
+  unlimited.max_call_depth = 1'000'000;
+  EXPECT_NE(error_of(t, unlimited).find("too deep for this thread's stack"), std::string::npos);
+  // and on a thread with a small one.
   struct Run {
     std::string src, error;
   } run{t, ""};
@@ -180,14 +189,15 @@ TEST(JinjaHostile, TheReportedAmplificationsFailUnderTheDefaultLimits) {
                 .find("more than the limit of 67108864"),
             std::string::npos);
   EXPECT_NE(error_of("{{ ('x' * 60000000)|replace('x', 'yy')|length }}", defaults)
-                .find("replace(): a value of"),
+                .find("replace(): a value of 120000000 bytes"),
             std::string::npos);
   EXPECT_LT(peak_rss_mib(), 1024u);
 }
 
 TEST(JinjaHostile, PublishedTemplatesRenderMegabytesOfConversation) {
   // Every published template renders a conversation of ~8 MiB (its reference conversation,
-  // each message padded; a request body's most) under the default limits, and under half.
+  // each message padded; a request body's most) under the default limits, even with half the
+  // default budget of bytes created.
   using nlohmann::json;
   const auto dir = test::source_dir() / "tests/data/chat_templates";
   const json e = json::parse(test::slurp(dir / "expected.json"));
@@ -202,20 +212,20 @@ TEST(JinjaHostile, PublishedTemplatesRenderMegabytesOfConversation) {
     const size_t each = (8u << 20) / conv.size();
     for (const json& m : conv)
       messages.push_back({m["role"], m["content"].get<std::string>() + std::string(each, 'w')});
-    const ChatTemplate t(test::slurp(dir / (name + ".jinja")), c["bos_token"], c["eos_token"]);
-    std::string out;
-    ASSERT_NO_THROW(out = t.render(messages, c["add_generation_prompt"])) << name;
-    EXPECT_GT(out.size(), 4u << 20) << name;  // some leave the system message out
-    // With room to spare: half the default budget would do.
-    jinja::RenderLimits half;
+    // As ChatTemplate renders them, with half the default budget: room to spare.
+    RenderLimits half;
     half.max_total_bytes /= 2;
-    ordered_json ctx = {{"bos_token", c["bos_token"]},
-                        {"eos_token", c["eos_token"]},
+    ordered_json ctx = {{"messages", ordered_json::array()},
                         {"add_generation_prompt", c["add_generation_prompt"]},
-                        {"messages", ordered_json::array()}};
+                        {"bos_token", c["bos_token"]},
+                        {"eos_token", c["eos_token"]},
+                        {"tools", nullptr},
+                        {"documents", nullptr}};
     for (const ChatMessage& m : messages)
       ctx["messages"].push_back({{"role", m.role}, {"content", m.content}});
-    EXPECT_EQ(jinja::Template(test::slurp(dir / (name + ".jinja"))).render(ctx, half), out) << name;
+    std::string out;
+    ASSERT_NO_THROW(out = Template(test::slurp(dir / (name + ".jinja"))).render(ctx, half)) << name;
+    EXPECT_GT(out.size(), 4u << 20) << name;  // some leave the system message out
   }
   EXPECT_GE(done.size(), 12u);
 }

@@ -142,17 +142,24 @@ std::optional<Value> string_method(const std::string& s, const std::string& m, c
     const std::string& from = string_arg(a, 0, "old", m);
     const std::string& to = string_arg(a, 1, "new", m);
     const Value& count = arg(a, 2, "count", Value(-1));
-    int64_t n = count.is_int() ? count.as_int() : -1;
-    std::string out;
-    size_t b = 0;
+    const int64_t n = count.is_int() ? count.as_int() : -1;
     if (from.empty()) return s;
-    for (size_t e; n != 0 && (e = find_text(s, from, b)) != std::string::npos; --n) {
-      append_checked(out, std::string_view(s).substr(b, e - b), "replace()");
-      append_checked(out, to, "replace()");
+    // Measured first: the matches counted, the result's size checked, then built.
+    int64_t matches = 0;
+    for (size_t at = find_text(s, from); matches != n && at != std::string::npos;
+         at = find_text(s, from, at + from.size()))
+      ++matches;
+    const size_t k = static_cast<size_t>(matches);
+    check_bytes(add_bytes(s.size() - k * from.size(), mul_bytes(k, to.size())), "replace()");
+    std::string out;
+    out.reserve(s.size() - k * from.size() + k * to.size());
+    size_t b = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const size_t e = find_text(s, from, b);
+      out.append(s, b, e - b).append(to);
       b = e + from.size();
     }
-    append_checked(out, std::string_view(s).substr(b), "replace()");
-    return out;
+    return out.append(s, b);
   }
   if (m == "find" || m == "count") {
     const std::string& x = string_arg(a, 0, "sub", m);
