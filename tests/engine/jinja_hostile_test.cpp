@@ -45,6 +45,15 @@ std::string error_of(const std::string& src, const RenderLimits& limits = test_l
   return "(no error)";
 }
 
+// Starts the process's peak resident memory afresh (other tests in this binary may have used
+// more); false where the kernel does not let us.
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
 // The process's peak resident memory (VmHWM), in MiB.
 size_t peak_rss_mib() {
   std::ifstream in("/proc/self/status");
@@ -165,6 +174,7 @@ TEST(JinjaHostile, DeepValuesAreAnError) {
 }
 
 TEST(JinjaHostile, AmplificationIsStoppedBeforeBuilding) {
+  const bool peak_measured = reset_peak_rss();
   for (const auto& [name, t] : test::hostile_templates(20000, kBig)) {
     if (name.rfind("amp_", 0) != 0) continue;
     SCOPED_TRACE(name);
@@ -175,11 +185,14 @@ TEST(JinjaHostile, AmplificationIsStoppedBeforeBuilding) {
         << e;
   }
   // Each value was refused before it was built: nothing near a gigabyte was ever held.
-  EXPECT_LT(peak_rss_mib(), 1024u);
+  if (peak_measured) {
+    EXPECT_LT(peak_rss_mib(), 1024u);
+  }
 }
 
 TEST(JinjaHostile, TheReportedAmplificationsFailUnderTheDefaultLimits) {
   const RenderLimits defaults;
+  const bool peak_measured = reset_peak_rss();
   // Peaked at 3.1 GB: every character became a Value.
   EXPECT_NE(error_of("{{ ('x' * 60000000)|list|length }}", defaults)
                 .find("a string's characters: a value of"),
@@ -191,7 +204,9 @@ TEST(JinjaHostile, TheReportedAmplificationsFailUnderTheDefaultLimits) {
   EXPECT_NE(error_of("{{ ('x' * 60000000)|replace('x', 'yy')|length }}", defaults)
                 .find("replace(): a value of 120000000 bytes"),
             std::string::npos);
-  EXPECT_LT(peak_rss_mib(), 1024u);
+  if (peak_measured) {
+    EXPECT_LT(peak_rss_mib(), 1024u);
+  }
 }
 
 TEST(JinjaHostile, PublishedTemplatesRenderMegabytesOfConversation) {
