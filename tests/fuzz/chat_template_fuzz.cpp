@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 1; i + 1 < parts.size(); i += 2) messages.push_back({parts[i], parts[i + 1]});
   try {
     // Small limits: a template that loops long is stopped, fast.
-    const engine::jinja::RenderLimits limits{20000, 1 << 16, 20};
+    engine::jinja::RenderLimits limits{20000, 1 << 16, 20};
+    limits.max_total_bytes = 64u << 20;
     const engine::jinja::Template t(parts[0]);
     nlohmann::ordered_json ctx = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
     ctx["add_generation_prompt"] = true;

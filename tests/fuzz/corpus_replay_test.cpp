@@ -41,7 +41,10 @@ TEST_P(FuzzCorpus, EveryFileRunsThroughTheTarget) {
   const fs::path dir = test::source_dir() / "tests/fuzz/corpus" / GetParam().name;
   std::map<std::string, std::string> seeds =
       fuzz::generated_seeds(GetParam().name, test::data_dir());
-  if (!seeds.empty()) SANDWICH_REQUIRE_DATA();
+  // The templates' seeds are built, not derived from the reference data.
+  const std::string name = GetParam().name;
+  if (!seeds.empty() && name != "jinja_template" && name != "chat_template")
+    SANDWICH_REQUIRE_DATA();
   if (fs::is_directory(dir))
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_regular_file()) seeds[e.path().string()] = test::slurp(e.path());

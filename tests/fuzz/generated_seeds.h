@@ -2,6 +2,7 @@
 // Seeds of the fuzz targets that read models and tokenizers. Such files are not kept in the
 // repository: they are derived when the corpus is replayed (or scripts/fuzz.sh runs) from the
 // reference data in $SANDWICH_SHARED/data (prefixes, header fields overwritten) or built here.
+// So are the hostile chat templates (hostile_templates.h): 20,000-term chains are no files to keep.
 // Returns name -> bytes; empty for a target whose seeds are all text in tests/fuzz/corpus/.
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "gguf_tensor_pos.h"
+#include "hostile_templates.h"
 #include "tiny_quant_gguf.h"
 
 namespace sandwich::fuzz {
@@ -164,6 +166,11 @@ inline std::map<std::string, std::string> generated_seeds(const std::string& tar
     s["zero_chunks.kld"] = with_field<uint32_t>(b, 12, 0);
     s["long_name.kld"] = with_field<uint32_t>(b, 48, 0xfffffff0u);
     s["token_past_vocab.kld"] = with_field<int32_t>(b, 64, 7);
+  } else if (target == "jinja_template" || target == "chat_template") {
+    // Strings just under the targets' per-value limit (1 MiB and 64 KiB) to amplify from.
+    for (const auto& [name, t] :
+         test::hostile_templates(20000, target == "chat_template" ? 60000 : 1000000))
+      s["hostile_" + name + ".jinja"] = t;
   } else if (target == "tokenizer_json") {
     nlohmann::json t = tiny_tokenizer_json();
     s["byte_level_bpe.json"] = t.dump();

@@ -43,6 +43,7 @@ struct Expr {
   bool negated = false;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
+  int height = 1;  // of the tree below, this node included: the parser bounds it
 };
 
 struct Node;

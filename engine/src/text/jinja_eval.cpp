@@ -1,7 +1,9 @@
 #include "text/jinja_eval.h"
 
 #include <cmath>
+#include <new>
 
+#include "text/jinja_budget.h"
 #include "text/jinja_builtins.h"
 
 namespace sandwich::engine::jinja {
@@ -24,7 +26,8 @@ enum class Flow { Normal, Break, Continue };
 
 class Renderer {
  public:
-  Renderer(const RenderLimits& limits, Frame& globals) : lim_(limits), globals_(globals) {}
+  Renderer(RenderBudget& budget, Frame& globals)
+      : budget_(budget), lim_(budget.limits()), globals_(globals) {}
 
   void exec_body(const Body& body, Frame& f, std::string& out, Flow& flow) {
     for (const NodePtr& n : body) {
@@ -35,9 +38,21 @@ class Renderer {
 
  private:
   void step(Where w) {
-    if (++steps_ > lim_.max_steps)
-      fail_at(w, "the template ran too long (more than " + std::to_string(lim_.max_steps) +
-                     " steps): does it loop without end?");
+    try {
+      budget_.step();
+    } catch (const ValueError& e) {
+      fail_at(w, e.what());
+    }
+  }
+  // Text written to an output (the render's, a macro's, a block set's): counted as created.
+  void write(std::string& out, std::string_view text, Where w) {
+    try {
+      budget_.charge(text.size(), "the output");
+    } catch (const ValueError& e) {
+      fail_at(w, e.what());
+    }
+    check_size(out.size() + text.size(), w);
+    out += text;
   }
   void check_size(size_t n, Where w) const {
     if (n > lim_.max_output)
@@ -46,19 +61,32 @@ class Renderer {
 
   void exec(const Node& n, Frame& f, std::string& out, Flow& flow) {
     step(n.where);
+    try {
+      const DepthScope depth(budget_);
+      exec_unchecked(n, f, out, flow);
+    } catch (const ValueError& e) {
+      fail_at(n.where, e.what());
+    }
+  }
+
+  void exec_unchecked(const Node& n, Frame& f, std::string& out, Flow& flow) {
     switch (n.kind) {
       case Node::Kind::Root:
         exec_body(n.body, f, out, flow);
         return;
       case Node::Kind::Text:
-        out += n.text;
+        write(out, n.text, n.where);
         break;
       case Node::Kind::Output: {
         const Value v = eval(*n.expr, f);
-        try {
-          out += to_str(v);
-        } catch (const ValueError& e) {
-          fail_at(n.where, e.what());
+        if (v.is_string()) {
+          write(out, v.as_string(), n.where);
+        } else {
+          try {
+            write(out, to_str(v), n.where);
+          } catch (const ValueError& e) {
+            fail_at(n.where, e.what());
+          }
         }
         break;
       }
@@ -89,6 +117,7 @@ class Renderer {
   }
 
   void assign(Frame& f, const std::vector<std::string>& targets, const Value& v, Where w) {
+    charge(value_bytes(v), "a variable", w);
     if (targets.size() == 1) {
       f.vars.set(targets[0], v);
       return;
@@ -127,6 +156,11 @@ class Renderer {
     for (int64_t i = 0; i < len; ++i) {
       step(n.where);
       Frame body{{}, &f};
+      // The loop variable holds copies of the item and its neighbours.
+      charge(add_bytes(add_bytes(1024, value_bytes(items[i])),
+                       add_bytes(i > 0 ? value_bytes(items[i - 1]) : 0,
+                                 i + 1 < len ? value_bytes(items[i + 1]) : 0)),
+             "the loop variable", n.where);
       auto loop = std::make_shared<Dict>();
       loop->items = {{"index", i + 1},
                      {"index0", i},
@@ -175,13 +209,21 @@ class Renderer {
   void define_macro(const Node& n, Frame& f) {
     const Node* node = &n;
     auto call = [this, node](const CallArgs& a) -> Value {
-      if (++depth_ > lim_.max_call_depth)
+      if (depth_ + 1 > lim_.max_call_depth)
         fail_at(node->where, "macros call each other deeper than " +
                                  std::to_string(lim_.max_call_depth) + " levels");
+      const DepthScope nesting(budget_);
+      ++depth_;
+      struct Leave {
+        int& d;
+        ~Leave() { --d; }
+      } leave{depth_};
       Frame frame{{}, &globals_};
       if (a.positional.size() > node->params.size())
         throw ValueError("macro '" + node->text + "' takes " + std::to_string(node->params.size()) +
                          " arguments");
+      for (const Value& v : a.positional) charge_bytes(value_bytes(v), "a macro argument");
+      for (const auto& kv : a.keyword) charge_bytes(value_bytes(kv.second), "a macro argument");
       for (size_t i = 0; i < node->params.size(); ++i) {
         const auto& [name, def] = node->params[i];
         if (i < a.positional.size())
@@ -194,7 +236,6 @@ class Renderer {
       std::string out;
       Flow flow = Flow::Normal;
       exec_body(node->body, frame, out, flow);
-      --depth_;
       return out;
     };
     f.vars.set(n.text, Value(std::make_shared<Callable>(Callable{n.text, call})));
@@ -203,9 +244,25 @@ class Renderer {
   Value eval(const Expr& x, const Frame& f) {
     step(x.where);
     try {
-      return eval_unchecked(x, f);
+      const DepthScope depth(budget_);
+      Value v = eval_unchecked(x, f);
+      // Every value an expression yields is a new copy (strings are copied, lists and dicts
+      // shared): counted, so that no number of them can add up to more than the budget. The
+      // ones passed through from a subexpression were counted there.
+      if (x.kind != Expr::Kind::Ternary &&
+          !(x.kind == Expr::Kind::Binary && (x.name == "and" || x.name == "or")))
+        budget_.charge(value_bytes(v), "a value");
+      return v;
     } catch (const ValueError& e) {
       fail_at(x.where, e.what());
+    }
+  }
+
+  void charge(size_t bytes, const char* what, Where w) {
+    try {
+      budget_.charge(bytes, what);
+    } catch (const ValueError& e) {
+      fail_at(w, e.what());
     }
   }
 
@@ -258,7 +315,7 @@ class Renderer {
           throw ValueError("bad operand type for unary " + x.name + ": '" + v.type_name() + "'");
         if (x.name == "+") return v.is_bool() ? Value(int64_t{v.as_bool()}) : v;
         if (v.is_float()) return -v.as_number();
-        return -(v.is_bool() ? int64_t{v.as_bool()} : v.as_int());
+        return checked_neg(v.is_bool() ? int64_t{v.as_bool()} : v.as_int(), "unary -");
       }
       case Expr::Kind::Binary:
         return binary(x, f);
@@ -268,6 +325,7 @@ class Renderer {
       case Expr::Kind::List: {
         List l;
         for (const ExprPtr& e : x.args) l.push_back(eval(*e, f));
+        charge_bytes(list_bytes(l), "a list");
         Value v(std::move(l));
         check_nesting_of(v);
         return v;
@@ -277,8 +335,10 @@ class Renderer {
         for (size_t i = 0; i + 1 < x.args.size(); i += 2) {
           const Value k = eval(*x.args[i], f);
           if (!k.is_string()) throw ValueError("dict keys must be strings here");
+          charge_steps(static_cast<int64_t>(d->items.size()));  // set() looks at every key
           d->set(k.as_string(), eval(*x.args[i + 1], f));
         }
+        charge_bytes(dict_bytes(*d), "a dict");
         Value v(std::move(d));
         check_nesting_of(v);
         return v;
@@ -287,9 +347,11 @@ class Renderer {
     return {};
   }
 
+  // What a builtin returned: each one checks what it builds before building it; this is the
+  // last word on the per-value limit.
   void check_value(const Value& v, Where w) const {
     if (v.is_string()) check_size(v.as_string().size(), w);
-    if (v.is_list()) check_size(v.as_list().size(), w);
+    if (v.is_list()) check_size(mul_bytes(v.as_list().size(), sizeof(Value)), w);
   }
 
   static Value get_attr(const Value& obj, const std::string& name) {
@@ -315,13 +377,11 @@ class Renderer {
         return l[static_cast<size_t>(i)];
       }
       const std::string& s = obj.as_string();
-      const std::vector<size_t> cp = code_points(s);
-      const int64_t i = k < 0 ? k + static_cast<int64_t>(cp.size()) : k;
-      if (i < 0 || i >= static_cast<int64_t>(cp.size())) return Undefined{std::to_string(k)};
-      const size_t b = cp[static_cast<size_t>(i)];
-      const size_t e =
-          static_cast<size_t>(i) + 1 < cp.size() ? cp[static_cast<size_t>(i) + 1] : s.size();
-      return s.substr(b, e - b);
+      const int64_t n = static_cast<int64_t>(code_point_count(s));
+      const int64_t i = k < 0 ? k + n : k;
+      if (i < 0 || i >= n) return Undefined{std::to_string(k)};
+      const size_t b = code_point_offset(s, static_cast<size_t>(i));
+      return s.substr(b, code_point_offset(s, static_cast<size_t>(i) + 1) - b);
     }
     if (key.is_string()) return get_attr(obj, key.as_string());
     return Undefined{to_str(key)};
@@ -342,31 +402,53 @@ class Renderer {
     }
     const int64_t step = bound[2];
     if (step == 0) throw ValueError("slice step cannot be zero");
-    List items;
-    std::vector<size_t> cp;
-    if (obj.is_list())
-      items = obj.as_list();
-    else if (obj.is_string())
-      items = iterate(obj);
-    else
+    if (!obj.is_list() && !obj.is_string())
       throw ValueError("'" + obj.type_name() + "' object is not subscriptable");
-    const int64_t n = static_cast<int64_t>(items.size());
-    // Python's slice.indices().
+    const int64_t n = static_cast<int64_t>(obj.is_list() ? obj.as_list().size()
+                                                         : code_point_count(obj.as_string()));
+    // Python's slice.indices(); bounds near the int64 limits clamp, never overflow.
     auto fix = [&](int64_t v, bool has, int64_t dflt) {
       if (!has) return dflt;
-      if (v < 0) v += n;
+      if (v < 0) v = v < -n ? -n - 1 : v + n;
       if (step > 0) return std::clamp<int64_t>(v, 0, n);
       return std::clamp<int64_t>(v, -1, n - 1);
     };
     const int64_t start = fix(bound[0], given[0], step > 0 ? 0 : n - 1);
     const int64_t stop = fix(bound[1], given[1], step > 0 ? n : -1);
-    List out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-      out.push_back(items[static_cast<size_t>(i)]);
-    if (!obj.is_string()) return out;
-    std::string s;
-    for (const Value& c : out) s += c.as_string();
-    return s;
+    // How many items: counted in unsigned arithmetic, as start and stop lie in [-1, n].
+    const uint64_t span = step > 0 ? (stop > start ? static_cast<uint64_t>(stop - start) : 0)
+                                   : (start > stop ? static_cast<uint64_t>(start - stop) : 0);
+    const uint64_t mag = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+    const uint64_t count = span == 0 ? 0 : (span - 1) / mag + 1;
+    auto index = [&](uint64_t k) {  // start + k * step, within [0, n) for k < count
+      return static_cast<size_t>(step > 0 ? static_cast<uint64_t>(start) + k * mag
+                                          : static_cast<uint64_t>(start) - k * mag);
+    };
+    budget_.step(static_cast<int64_t>(count));
+    if (obj.is_list()) {
+      const List& l = obj.as_list();
+      size_t bytes = sizeof(List);
+      for (uint64_t k = 0; k < count; ++k) bytes = add_bytes(bytes, value_bytes(l[index(k)]));
+      charge_bytes(bytes, "a slice");
+      List out;
+      out.reserve(count);
+      for (uint64_t k = 0; k < count; ++k) out.push_back(l[index(k)]);
+      return out;
+    }
+    const std::string& s = obj.as_string();
+    if (mag == 1 && step > 0) {  // the common case, without an index of every code point
+      const size_t b = code_point_offset(s, static_cast<size_t>(start));
+      return s.substr(b, code_point_offset(s, static_cast<size_t>(stop)) - b);
+    }
+    charge_bytes(mul_bytes(s.size(), sizeof(size_t)), "a slice");
+    const std::vector<size_t> cp = code_points(s);
+    std::string out;
+    for (uint64_t k = 0; k < count; ++k) {
+      const size_t i = index(k);
+      const size_t e = i + 1 < cp.size() ? cp[i + 1] : s.size();
+      out.append(s, cp[i], e - cp[i]);
+    }
+    return out;
   }
 
   Value call(const Expr& x, const Frame& f) {
@@ -397,10 +479,11 @@ class Renderer {
       if (!needle.is_string())
         throw ValueError("'in <string>' requires string as left operand, not " +
                          needle.type_name());
-      return hay.as_string().find(needle.as_string()) != std::string::npos;
+      return find_text(hay.as_string(), needle.as_string()) != std::string::npos;
     }
     if (hay.is_dict()) return needle.is_string() && hay.as_dict().find(needle.as_string());
     if (hay.is_list()) {
+      charge_steps(static_cast<int64_t>(hay.as_list().size()));
       for (const Value& v : hay.as_list())
         if (values_equal(v, needle)) return true;
       return false;
@@ -422,8 +505,8 @@ class Renderer {
     const Value a = eval(*x.args[0], f);
     const Value b = eval(*x.args[1], f);
     if (op == "~") {
-      std::string s = to_str(a) + to_str(b);
-      check_size(s.size(), x.where);
+      std::string s = to_str(a);
+      append_checked(s, to_str(b), "'~'");
       return s;
     }
     if (op == "==") return values_equal(a, b);
@@ -439,37 +522,44 @@ class Renderer {
     if (b.is_undefined()) undefined_error(b);
     if (op == "+") {
       if (a.is_string() && b.is_string()) {
-        check_size(a.as_string().size() + b.as_string().size(), x.where);
+        check_bytes(add_bytes(a.as_string().size(), b.as_string().size()), "'+'");
         return a.as_string() + b.as_string();
       }
       if (a.is_list() && b.is_list()) {
-        check_size(a.as_list().size() + b.as_list().size(), x.where);
+        charge_bytes(add_bytes(list_bytes(a.as_list()), list_bytes(b.as_list())), "'+'");
         List l = a.as_list();
         l.insert(l.end(), b.as_list().begin(), b.as_list().end());
         return l;
       }
     }
     if (op == "%" && a.is_string()) {
-      const std::string s = py_format(a.as_string(), b.is_list() ? b.as_list() : List{b});
-      check_size(s.size(), x.where);
-      return s;
+      return py_format(a.as_string(), b.is_list() ? b.as_list() : List{b});
     }
     if (op == "*" && (a.is_string() || a.is_list() || b.is_string() || b.is_list())) {
       const Value& seq = a.is_int() ? b : a;
       const Value& times = a.is_int() ? a : b;
       if (!times.is_int() || !(seq.is_string() || seq.is_list()))
         throw ValueError("can't multiply sequence by non-int of type '" + times.type_name() + "'");
-      const int64_t n = std::max<int64_t>(times.as_int(), 0);
-      const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
-      if (unit && static_cast<uint64_t>(n) > lim_.max_output / unit)
-        check_size(lim_.max_output + 1, x.where);
+      const size_t n = static_cast<size_t>(std::max<int64_t>(times.as_int(), 0));
       if (seq.is_string()) {
+        // A repeated empty string stays empty however often: no work to count.
+        const std::string& unit = seq.as_string();
+        check_bytes(mul_bytes(n, unit.size()), "'*'");
         std::string s;
-        for (int64_t i = 0; i < n; ++i) s += seq.as_string();
+        if (!unit.empty() && n > 0) {  // by doubling: a one-character unit is the common case
+          s.reserve(n * unit.size());
+          s = unit;
+          while (s.size() * 2 <= n * unit.size()) s += s;
+          s.append(s, 0, n * unit.size() - s.size());
+        }
         return s;
       }
+      const List& unit = seq.as_list();
+      if (unit.empty()) return List{};
+      charge_bytes(mul_bytes(n, list_bytes(unit)), "'*'");
       List l;
-      for (int64_t i = 0; i < n; ++i) l.insert(l.end(), seq.as_list().begin(), seq.as_list().end());
+      l.reserve(n * unit.size());
+      for (size_t i = 0; i < n; ++i) l.insert(l.end(), unit.begin(), unit.end());
       return l;
     }
     auto numeric = [](const Value& v) { return v.is_number() || v.is_bool(); };
@@ -488,6 +578,10 @@ class Renderer {
       if (db == 0) throw ValueError(op == "%" ? "modulo by zero" : "integer division by zero");
       if (ints) {
         const int64_t p = as_i(a), q = as_i(b);
+        if (q == -1) {  // p / -1 overflows for the smallest int64 (and traps on x86)
+          if (op == "%") return int64_t{0};
+          return checked_neg(p, "'//'");
+        }
         int64_t d = p / q, m = p % q;
         if (m != 0 && ((m < 0) != (q < 0))) {
           --d;
@@ -499,29 +593,31 @@ class Renderer {
       return op == "//" ? d : da - d * db;
     }
     if (op == "**") {
-      if (ints && as_i(b) >= 0) {
-        const double r = std::pow(da, db);
-        if (std::fabs(r) < 9.2e18) return static_cast<int64_t>(std::llround(r));
-        throw ValueError("integer power too large");
+      if (ints && as_i(b) >= 0) {  // exact, by squaring
+        int64_t base = as_i(a), e = as_i(b), r = 1;
+        while (e > 0) {
+          if (e & 1) r = checked_mul(r, base, "'**'");
+          e >>= 1;
+          if (e > 0) base = checked_mul(base, base, "'**'");
+        }
+        return r;
       }
+      if (da == 0 && db < 0) throw ValueError("0.0 cannot be raised to a negative power");
       return std::pow(da, db);
     }
     if (ints) {
       const int64_t p = as_i(a), q = as_i(b);
-      int64_t r;
-      const bool overflow = op == "+"   ? __builtin_add_overflow(p, q, &r)
-                            : op == "-" ? __builtin_sub_overflow(p, q, &r)
-                                        : __builtin_mul_overflow(p, q, &r);
-      if (overflow) throw ValueError("integer overflow");
-      return r;
+      return op == "+"   ? checked_add(p, q, "'+'")
+             : op == "-" ? checked_sub(p, q, "'-'")
+                         : checked_mul(p, q, "'*'");
     }
     return op == "+" ? da + db : op == "-" ? da - db : da * db;
   }
 
+  RenderBudget& budget_;
   const RenderLimits& lim_;
   Frame& globals_;
-  int64_t steps_ = 0;
-  int depth_ = 0;
+  int depth_ = 0;  // macro calls
 };
 
 }  // namespace
@@ -534,13 +630,19 @@ std::string render_tree(const Node& root, const nlohmann::ordered_json& context,
   for (const auto& [k, v] : context.items()) globals.vars.set(k, from_json(v));
   // The template's top level sets its own variables, as jinja2's render context does.
   Frame top{{}, &globals};
-  Renderer r(limits, top);
+  RenderBudget budget(limits);
+  Renderer r(budget, top);
   std::string out;
   Flow flow = Flow::Normal;
   try {
     r.exec_body(root.body, top, out, flow);
   } catch (const ValueError& e) {
     throw Error(e.what());  // every error the caller sees is an Error
+  } catch (const std::bad_alloc&) {
+    // The budget keeps renders far below the memory any machine has; this is the last resort.
+    throw Error("the template ran out of memory while rendering");
+  } catch (const std::length_error&) {
+    throw Error("the template built a value too long to hold");
   }
   return out;
 }

@@ -1,9 +1,11 @@
 // jinja2's filters and tests, those chat templates use.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string_view>
 #include <unordered_map>
 
+#include "text/jinja_budget.h"
 #include "text/jinja_builtins.h"
 
 namespace sandwich::engine::jinja {
@@ -29,7 +31,7 @@ std::string string_method(const Value& in, const char* m) {
 }
 
 int64_t length(const Value& v) {
-  if (v.is_string()) return static_cast<int64_t>(code_points(v.as_string()).size());
+  if (v.is_string()) return static_cast<int64_t>(code_point_count(v.as_string()));
   if (v.is_list()) return static_cast<int64_t>(v.as_list().size());
   if (v.is_dict()) return static_cast<int64_t>(v.as_dict().items.size());
   if (v.is_undefined()) return 0;
@@ -48,7 +50,8 @@ Value attribute(const Value& item, const std::string& path) {
       cur = v ? *v : Value(Undefined{part});
     } else if (cur.is_list() && !part.empty() &&
                std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      const size_t i = std::stoul(part);
+      // More digits than an index can have: past the end of any list.
+      const size_t i = part.size() > 12 ? SIZE_MAX : std::stoul(part);
       cur = i < cur.as_list().size() ? cur.as_list()[i] : Value(Undefined{part});
     } else {
       return Undefined{part};
@@ -59,6 +62,7 @@ Value attribute(const Value& item, const std::string& path) {
 }
 
 bool less(const Value& a, const Value& b) {
+  if (a.is_int() && b.is_int()) return a.as_int() < b.as_int();
   if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
     auto n = [](const Value& x) { return x.is_bool() ? (x.as_bool() ? 1.0 : 0.0) : x.as_number(); };
     return n(a) < n(b);
@@ -83,11 +87,13 @@ Value select(const Value& in, const CallArgs& a, bool by_attr, bool keep) {
     test_args.positional.push_back(a.positional[k]);
   List out;
   for (const Value& item : iterate(in)) {
+    charge_steps(1);
     const Value subject = by_attr ? attribute(item, attr) : item;
     const bool pass =
         test.is_none() ? subject.truthy() : apply_test(test.as_string(), subject, test_args);
     if (pass == keep) out.push_back(item);
   }
+  charge_bytes(list_bytes(out), "select()");
   return out;
 }
 
@@ -96,19 +102,27 @@ Value to_int(const Value& in, const Value& fallback) {
   if (in.is_bool()) return static_cast<int64_t>(in.as_bool());
   if (in.is_float()) {
     const double d = std::get<double>(in.v);
-    if (!std::isfinite(d)) return fallback;
-    return static_cast<int64_t>(d);
+    if (std::isnan(d)) return fallback;  // Python: ValueError, which jinja2 turns into the default
+    return checked_to_int(d, "int()");
   }
   if (in.is_string()) {
     const std::string s = py_strip(in.as_string(), nullptr, true, true);
+    const char* b = s.data() + (!s.empty() && s[0] == '+' && s.size() > 1 && s[1] != '-');
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(b, s.data() + s.size(), v);
+    if (end == s.data() + s.size() && b != end) {
+      if (ec == std::errc()) return v;
+      if (ec == std::errc::result_out_of_range) integer_overflow("int()");
+    }
+    double d = 0;
     try {
       size_t used = 0;
-      const long long v = std::stoll(s, &used);
-      if (used == s.size()) return static_cast<int64_t>(v);
-      const double d = std::stod(s, &used);  // jinja2 reads "3.5" as 3
-      if (used == s.size() && std::isfinite(d)) return static_cast<int64_t>(d);
-    } catch (const std::exception&) {
+      d = std::stod(s, &used);  // jinja2 reads "3.5" as 3
+      if (used != s.size() || std::isnan(d)) return fallback;
+    } catch (const std::exception&) {  // not a number, or past a double's range
+      return fallback;
     }
+    return checked_to_int(d, "int()");
   }
   return fallback;
 }
@@ -160,6 +174,18 @@ Value default_value(const std::string&, const Value& in, const CallArgs& a) {
 }
 
 Value first_or_last(const std::string& f, const Value& in, const CallArgs&) {
+  if (in.is_list()) {  // without copying the list
+    const List& l = in.as_list();
+    if (l.empty()) return Undefined{"first"};
+    return f == "first" ? l.front() : l.back();
+  }
+  if (in.is_string()) {
+    const std::string& s = in.as_string();
+    if (s.empty()) return Undefined{"first"};
+    const size_t n = code_point_count(s);
+    const size_t b = code_point_offset(s, f == "first" ? 0 : n - 1);
+    return s.substr(b, code_point_offset(s, f == "first" ? 1 : n) - b);
+  }
   const List items = iterate(in);
   if (items.empty()) return Undefined{"first"};
   return f == "first" ? items.front() : items.back();
@@ -169,12 +195,14 @@ Value join(const std::string&, const Value& in, const CallArgs& a) {
   static const Value empty{std::string()};
   const Value& sep = arg(a, 0, "d", empty);
   const Value& attr = arg(a, 1, "attribute");
+  const std::string separator = to_str(sep);
   std::string out;
   bool first = true;
   for (const Value& v : iterate(in)) {
-    if (!first) out += to_str(sep);
+    if (!first) append_checked(out, separator, "join");
     first = false;
-    out += to_str(attr.is_string() ? attribute(v, attr.as_string()) : v);
+    const Value item = attr.is_string() ? attribute(v, attr.as_string()) : v;
+    append_checked(out, item.is_string() ? item.as_string() : to_str(item), "join");
   }
   return out;
 }
@@ -210,7 +238,7 @@ Value float_of(const std::string&, const Value& in, const CallArgs& a) {
 }
 
 Value abs_of(const std::string&, const Value& in, const CallArgs&) {
-  if (in.is_int()) return in.as_int() < 0 ? -in.as_int() : in.as_int();
+  if (in.is_int()) return in.as_int() < 0 ? checked_neg(in.as_int(), "abs()") : in.as_int();
   if (in.is_float()) return std::fabs(in.as_number());
   throw ValueError("bad operand type for abs(): '" + in.type_name() + "'");
 }
@@ -224,6 +252,7 @@ Value items(const std::string&, const Value& in, const CallArgs&) {
 Value dictsort(const std::string&, const Value& in, const CallArgs& a) {
   if (!in.is_dict()) throw ValueError("dictsort needs a mapping, not " + in.type_name());
   List items = call_method(in, "items", {})->as_list();
+  charge_steps(static_cast<int64_t>(items.size()) * 24);  // n log n comparisons
   const bool by_value =
       arg(a, 1, "by", Value("key")).truthy() && to_str(arg(a, 1, "by", Value("key"))) == "value";
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
@@ -243,7 +272,9 @@ Value select_by_test(const std::string& f, const Value& in, const CallArgs& a) {
 Value map(const std::string&, const Value& in, const CallArgs& a) {
   List out;
   const Value* attr = a.kw("attribute");
+  size_t bytes = sizeof(List);
   for (const Value& v : iterate(in)) {
+    charge_steps(1);
     if (attr) {
       Value x = attribute(v, to_str(*attr));
       if (x.is_undefined())
@@ -256,15 +287,24 @@ Value map(const std::string&, const Value& in, const CallArgs& a) {
       rest.positional.assign(a.positional.begin() + 1, a.positional.end());
       out.push_back(apply_filter(a.positional[0].as_string(), v, rest));
     }
+    bytes = add_bytes(bytes, value_bytes(out.back()));
+    check_bytes(bytes, "map()");
   }
+  charge_bytes(bytes, "map()");
   return out;
 }
 
 Value reverse(const std::string&, const Value& in, const CallArgs&) {
-  if (in.is_string()) {
-    List chars = iterate(in);
+  if (in.is_string()) {  // code point by code point, from the end
+    const std::string& s = in.as_string();
     std::string out;
-    for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
+    out.reserve(s.size());
+    for (size_t e = s.size(); e > 0;) {
+      size_t b = e - 1;
+      while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+      out.append(s, b, e - b);
+      e = b;
+    }
     return out;
   }
   List l = iterate(in);
@@ -277,6 +317,7 @@ Value sort(const std::string&, const Value& in, const CallArgs& a) {
   const bool reverse = arg(a, 0, "reverse", Value(false)).truthy();
   const Value& attr = arg(a, 2, "attribute");
   auto key = [&](const Value& v) { return attr.is_string() ? attribute(v, attr.as_string()) : v; };
+  charge_steps(static_cast<int64_t>(l.size()) * 24);  // n log n comparisons
   std::stable_sort(l.begin(), l.end(), [&](const Value& x, const Value& y) {
     return reverse ? less(key(y), key(x)) : less(key(x), key(y));
   });
@@ -286,6 +327,7 @@ Value sort(const std::string&, const Value& in, const CallArgs& a) {
 Value unique(const std::string&, const Value& in, const CallArgs&) {
   List out;
   for (const Value& v : iterate(in)) {
+    charge_steps(static_cast<int64_t>(out.size()) + 1);  // quadratic: each item against each kept
     bool seen = false;
     for (const Value& o : out) seen = seen || values_equal(o, v);
     if (!seen) out.push_back(v);
@@ -300,7 +342,7 @@ Value sum(const std::string&, const Value& in, const CallArgs& a) {
     const Value x = attr.is_string() ? attribute(v, attr.as_string()) : v;
     if (!x.is_number() || !total.is_number()) throw ValueError("sum() needs numbers");
     if (x.is_int() && total.is_int())
-      total = total.as_int() + x.as_int();
+      total = checked_add(total.as_int(), x.as_int(), "sum()");
     else
       total = total.as_number() + x.as_number();
   }
@@ -322,6 +364,7 @@ Value round(const std::string&, const Value& in, const CallArgs& a) {
   if (!in.is_number() || !p.is_int()) throw ValueError("round() needs a number");
   const double scale = std::pow(10.0, static_cast<double>(p.as_int()));
   const double x = in.as_number() * scale;
+  if (!std::isfinite(x) || scale == 0) return in.as_number();  // no digits to round at all
   const double r = method == "floor"  ? std::floor(x)
                    : method == "ceil" ? std::ceil(x)
                                       : std::round(x);
@@ -343,20 +386,26 @@ Value indent(const std::string&, const Value& in, const CallArgs& a) {
   bool first_line = true;
   for (;;) {
     const size_t e = s.find('\n', b);
-    const std::string line = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if ((!first_line || first) && (blank || !line.empty())) out += pad;
-    out += line;
+    const std::string_view line =
+        std::string_view(s).substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if ((!first_line || first) && (blank || !line.empty())) append_checked(out, pad, "indent");
+    append_checked(out, line, "indent");
     first_line = false;
     if (e == std::string::npos) break;
-    out += '\n';
+    append_checked(out, "\n", "indent");
     b = e + 1;
   }
   return out;
 }
 
 Value escape(const std::string&, const Value& in, const CallArgs&) {
+  const std::string s = to_str(in);
+  size_t bytes = s.size();
+  for (char c : s) bytes += c == '&' || c == '<' || c == '>' ? 4 : c == '"' || c == '\'' ? 5 : 0;
+  check_bytes(bytes, "escape");
   std::string out;
-  for (char c : to_str(in)) {
+  out.reserve(bytes);
+  for (char c : s) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -458,7 +507,7 @@ bool apply_test(const std::string& t, const Value& in, const CallArgs& a) {
     const int64_t n = in.as_int();
     if (t == "divisibleby") {
       if (!x.is_int() || x.as_int() == 0) throw ValueError("divisibleby needs a nonzero integer");
-      return n % x.as_int() == 0;
+      return x.as_int() == -1 || n % x.as_int() == 0;  // INT64_MIN % -1 traps
     }
     return (n % 2 == 0) == (t == "even");
   }
@@ -475,10 +524,11 @@ bool apply_test(const std::string& t, const Value& in, const CallArgs& a) {
     return values_equal(in, x);
   }
   if (t == "in") {
+    if (x.is_list()) charge_steps(static_cast<int64_t>(x.as_list().size()));
     for (const Value& v : iterate(x))
       if (values_equal(v, in)) return true;
     if (x.is_string() && in.is_string())
-      return x.as_string().find(in.as_string()) != std::string::npos;
+      return find_text(x.as_string(), in.as_string()) != std::string::npos;
     return false;
   }
   throw ValueError("unknown test '" + t + "'");

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "text/jinja_budget.h"
 #include "text/jinja_builtins.h"
 
 namespace sandwich::engine::jinja {
@@ -39,35 +40,51 @@ std::string title_case(const std::string& s) {
   return out;
 }
 
-List split(const std::string& s, const std::string* sep, int64_t maxsplit) {
+// Checks each piece before adding it, then charges the whole list.
+struct Pieces {
   List out;
+  size_t bytes = sizeof(List);
+  void push(std::string piece) {
+    bytes = add_bytes(bytes, sizeof(Value) + piece.size());
+    check_bytes(bytes, "split()");
+    out.push_back(std::move(piece));
+  }
+  List done() {
+    charge_bytes(bytes, "split()");
+    return std::move(out);
+  }
+};
+
+List split(const std::string& s, const std::string* sep, int64_t maxsplit) {
+  Pieces out;
   if (!sep) {
     size_t i = 0;
     while (i < s.size()) {
       while (i < s.size() && py_space(s[i])) ++i;
       if (i >= s.size()) break;
-      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
+      if (maxsplit >= 0 && static_cast<int64_t>(out.out.size()) == maxsplit) {
         size_t e = s.size();
         while (e > i && py_space(s[e - 1])) --e;
-        out.push_back(s.substr(i, e - i));
+        out.push(s.substr(i, e - i));
         break;
       }
       size_t e = i;
       while (e < s.size() && !py_space(s[e])) ++e;
-      out.push_back(s.substr(i, e - i));
+      out.push(s.substr(i, e - i));
       i = e;
     }
-    return out;
+    return out.done();
   }
   if (sep->empty()) throw ValueError("split(): empty separator");
   size_t b = 0;
   for (;;) {
-    const size_t e = s.find(*sep, b);
-    if (e == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
-      out.push_back(s.substr(b));
-      return out;
+    const size_t e = find_text(s, *sep, b);
+    if (e == std::string::npos ||
+        (maxsplit >= 0 && static_cast<int64_t>(out.out.size()) == maxsplit)) {
+      out.push(s.substr(b));
+      return out.done();
     }
-    out.push_back(s.substr(b, e - b));
+    out.push(s.substr(b, e - b));
     b = e + sep->size();
   }
 }
@@ -125,11 +142,20 @@ std::optional<Value> string_method(const std::string& s, const std::string& m, c
     const std::string& from = string_arg(a, 0, "old", m);
     const std::string& to = string_arg(a, 1, "new", m);
     const Value& count = arg(a, 2, "count", Value(-1));
-    int64_t n = count.is_int() ? count.as_int() : -1;
-    std::string out;
-    size_t b = 0;
+    const int64_t n = count.is_int() ? count.as_int() : -1;
     if (from.empty()) return s;
-    for (size_t e; n != 0 && (e = s.find(from, b)) != std::string::npos; --n) {
+    // Measured first: the matches counted, the result's size checked, then built.
+    int64_t matches = 0;
+    for (size_t at = find_text(s, from); matches != n && at != std::string::npos;
+         at = find_text(s, from, at + from.size()))
+      ++matches;
+    const size_t k = static_cast<size_t>(matches);
+    check_bytes(add_bytes(s.size() - k * from.size(), mul_bytes(k, to.size())), "replace()");
+    std::string out;
+    out.reserve(s.size() - k * from.size() + k * to.size());
+    size_t b = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const size_t e = find_text(s, from, b);
       out.append(s, b, e - b).append(to);
       b = e + from.size();
     }
@@ -138,13 +164,15 @@ std::optional<Value> string_method(const std::string& s, const std::string& m, c
   if (m == "find" || m == "count") {
     const std::string& x = string_arg(a, 0, "sub", m);
     if (m == "find") {
-      const size_t at = s.find(x);
-      return at == std::string::npos ? int64_t{-1}
-                                     : static_cast<int64_t>(code_points(s.substr(0, at)).size());
+      const size_t at = find_text(s, x);
+      return at == std::string::npos
+                 ? int64_t{-1}
+                 : static_cast<int64_t>(code_point_count(std::string_view(s).substr(0, at)));
     }
-    if (x.empty()) return static_cast<int64_t>(code_points(s).size() + 1);
+    if (x.empty()) return static_cast<int64_t>(code_point_count(s) + 1);
     int64_t n = 0;
-    for (size_t at = s.find(x); at != std::string::npos; at = s.find(x, at + x.size())) ++n;
+    for (size_t at = find_text(s, x); at != std::string::npos; at = find_text(s, x, at + x.size()))
+      ++n;
     return n;
   }
   if (m == "removeprefix" || m == "removesuffix") {
@@ -156,9 +184,9 @@ std::optional<Value> string_method(const std::string& s, const std::string& m, c
     std::string out;
     bool first = true;
     for (const Value& v : iterate(arg(a, 0, "iterable", none))) {
-      if (!first) out += s;
+      if (!first) append_checked(out, s, "join()");
       first = false;
-      out += to_str(v);
+      append_checked(out, v.is_string() ? v.as_string() : to_str(v), "join()");
     }
     return out;
   }
@@ -179,7 +207,15 @@ std::optional<Value> string_method(const std::string& s, const std::string& m, c
 std::optional<Value> dict_method(const Dict& d, const std::string& m, const CallArgs& a) {
   static const Value none{None{}};
   if (m == "items" || m == "keys" || m == "values") {
+    size_t bytes = sizeof(List);
+    for (const auto& [k, v] : d.items)
+      bytes = add_bytes(bytes, m == "keys"     ? sizeof(Value) + k.size()
+                               : m == "values" ? value_bytes(v)
+                                               : 2 * sizeof(Value) + sizeof(List) + 64 + k.size() +
+                                                     value_bytes(v));
+    charge_bytes(bytes, "items()");
     List out;
+    out.reserve(d.items.size());
     for (const auto& [k, v] : d.items) {
       if (m == "items")
         out.push_back(List{k, v});
@@ -219,7 +255,7 @@ std::string py_format(const std::string& fmt, const List& args) {
   size_t next = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%') {
-      out += fmt[i];
+      append_checked(out, std::string_view(&fmt[i], 1), "'%' formatting");
       continue;
     }
     if (++i >= fmt.size()) throw ValueError("incomplete format");
@@ -231,19 +267,22 @@ std::string py_format(const std::string& fmt, const List& args) {
     if (next >= args.size()) throw ValueError("not enough arguments for format string");
     const Value& a = args[next++];
     if (c == 's') {
-      out += to_str(a);
+      append_checked(out, a.is_string() ? a.as_string() : to_str(a), "'%' formatting");
     } else if (c == 'r') {
-      out += to_repr(a);
+      append_checked(out, to_repr(a), "'%' formatting");
     } else if (c == 'd' || c == 'i') {
       if (!a.is_number() && !a.is_bool()) throw ValueError("%d format: a number is required");
-      out += std::to_string(a.is_bool()  ? int64_t{a.as_bool()}
-                            : a.is_int() ? a.as_int()
-                                         : static_cast<int64_t>(a.as_number()));
+      append_checked(out,
+                     std::to_string(a.is_bool()  ? int64_t{a.as_bool()}
+                                    : a.is_int() ? a.as_int()
+                                                 : checked_to_int(a.as_number(), "%d formatting")),
+                     "'%' formatting");
     } else if (c == 'f') {
       if (!a.is_number()) throw ValueError("%f format: a number is required");
-      char buf[64];
+      // %f of 1e308 takes 316 characters.
+      char buf[512];
       std::snprintf(buf, sizeof buf, "%f", a.as_number());
-      out += buf;
+      append_checked(out, buf, "'%' formatting");
     } else {
       throw ValueError(std::string("unsupported format character '") + c + "'");
     }
@@ -253,19 +292,34 @@ std::string py_format(const std::string& fmt, const List& args) {
 }
 
 List iterate(const Value& v) {
-  if (v.is_list()) return v.as_list();
+  if (v.is_list()) {
+    charge_bytes(list_bytes(v.as_list()), "a copy of a list");
+    return v.as_list();
+  }
   if (v.is_undefined()) return {};
   if (v.is_dict()) {
+    size_t bytes = sizeof(List);
+    for (const auto& kv : v.as_dict().items)
+      bytes = add_bytes(bytes, sizeof(Value) + kv.first.size());
+    charge_bytes(bytes, "a dict's keys");
     List keys;
+    keys.reserve(v.as_dict().items.size());
     for (const auto& kv : v.as_dict().items) keys.push_back(kv.first);
     return keys;
   }
   if (v.is_string()) {
+    // A character is a whole Value: a string becomes a list of ~40 times its size.
     const std::string& s = v.as_string();
-    const std::vector<size_t> cp = code_points(s);
+    const size_t n = code_point_count(s);
+    charge_bytes(add_bytes(sizeof(List), mul_bytes(n, sizeof(Value))), "a string's characters");
     List chars;
-    for (size_t i = 0; i < cp.size(); ++i)
-      chars.push_back(s.substr(cp[i], (i + 1 < cp.size() ? cp[i + 1] : s.size()) - cp[i]));
+    chars.reserve(n);
+    for (size_t b = 0; b < s.size();) {
+      size_t e = b + 1;
+      while (e < s.size() && (static_cast<unsigned char>(s[e]) & 0xC0) == 0x80) ++e;
+      chars.push_back(s.substr(b, e - b));
+      b = e;
+    }
     return chars;
   }
   throw ValueError("'" + v.type_name() + "' object is not iterable");
@@ -306,6 +360,7 @@ void add_globals(Dict& g) {
             for (const auto& [k, v] : p.as_dict().items) d->set(k, v);
           }
           for (const auto& [k, v] : a.keyword) d->set(k, v);
+          charge_bytes(dict_bytes(*d), "namespace()");
           Value out(d);
           check_nesting_of(out);
           return out;
@@ -313,6 +368,7 @@ void add_globals(Dict& g) {
   g.set("dict", callable("dict", [](const CallArgs& a) {
           auto d = std::make_shared<Dict>();
           for (const auto& [k, v] : a.keyword) d->set(k, v);
+          charge_bytes(dict_bytes(*d), "dict()");
           Value out(d);
           check_nesting_of(out);
           return out;
@@ -326,14 +382,23 @@ void add_globals(Dict& g) {
           const int64_t stop = n == 1 ? a.positional[0].as_int() : a.positional[1].as_int();
           const int64_t step = n == 3 ? a.positional[2].as_int() : 1;
           if (step == 0) throw ValueError("range() step must not be zero");
+          // Python's len(range(...)), in unsigned arithmetic: start and stop may be anywhere.
+          const bool up = step > 0;
+          const uint64_t span =
+              up ? (stop > start ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) : 0)
+                 : (start > stop ? static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) : 0);
+          const uint64_t mag = up ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+          const uint64_t count = span == 0 ? 0 : (span - 1) / mag + 1;
           // A bound on memory: no chat template needs more.
-          constexpr int64_t kMax = 100'000;
+          constexpr uint64_t kMax = 100'000;
+          if (count > kMax) throw ValueError("range() of more than 100000 items");
+          charge_bytes(add_bytes(sizeof(List), count * sizeof(Value)), "range()");
           List out;
-          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            if (static_cast<int64_t>(out.size()) >= kMax)
-              throw ValueError("range() of more than 100000 items");
-            out.push_back(i);
-          }
+          out.reserve(count);
+          // start + k * step stays between start and stop for k < count: no overflow.
+          for (uint64_t k = 0; k < count; ++k)
+            out.push_back(static_cast<int64_t>(up ? static_cast<uint64_t>(start) + k * mag
+                                                  : static_cast<uint64_t>(start) - k * mag));
           return Value(std::move(out));
         }));
   g.set("strftime_now", callable("strftime_now", [](const CallArgs& a) {

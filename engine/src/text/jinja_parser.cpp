@@ -1,13 +1,20 @@
 #include "text/jinja_parser.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
+
+#include "text/jinja_budget.h"
 
 namespace sandwich::engine::jinja {
 namespace {
 
 // Nesting of expressions and blocks: deeper than any real template, shallow enough for the stack.
 constexpr int kMaxDepth = 200;
+// The height of an expression's tree, which loops build too (`a + b + c ...` is a left-leaning
+// tree as tall as the chain is long): evaluating and freeing it recurses that deep. Real
+// templates stay below 30.
+constexpr int kMaxHeight = 256;
 
 using TK = Token::Kind;
 
@@ -28,6 +35,8 @@ class Parser {
     explicit DepthGuard(Parser& parser) : p(parser) {
       if (++p.depth_ > kMaxDepth)
         fail_at(p.peek().where, "the template nests deeper than " + std::to_string(kMaxDepth));
+      if (past_stack_floor(p.stack_floor_))
+        fail_at(p.peek().where, "the template nests too deep for this thread's stack");
     }
     ~DepthGuard() { --p.depth_; }
   };
@@ -85,6 +94,19 @@ class Parser {
     n->kind = k;
     n->where = w;
     return n;
+  }
+  // `e` with all its operands: its height measured, and refused past kMaxHeight.
+  static ExprPtr sealed(ExprPtr e) {
+    int h = 0;
+    for (const ExprPtr& a : e->args)
+      if (a) h = std::max(h, a->height);
+    for (const auto& kv : e->kwargs) h = std::max(h, kv.second->height);
+    e->height = h + 1;
+    if (e->height > kMaxHeight)
+      fail_at(e->where, "the expression nests deeper than " + std::to_string(kMaxHeight) +
+                            " levels (a chain of operators, filters, attributes or calls that "
+                            "long counts as nesting)");
+    return e;
   }
   static ExprPtr expr(Expr::Kind k, Where w) {
     auto e = std::make_unique<Expr>();
@@ -270,7 +292,7 @@ class Parser {
       next();
       l->args.push_back(expression());
     }
-    return l;
+    return sealed(std::move(l));
   }
 
   ExprPtr expression(bool with_condition = true) {
@@ -289,7 +311,7 @@ class Parser {
       t->args.push_back(std::move(e));
       t->args.push_back(std::move(cond));
       t->args.push_back(std::move(otherwise));
-      e = std::move(t);
+      e = sealed(std::move(t));
     }
     return e;
   }
@@ -299,7 +321,7 @@ class Parser {
     e->name = std::move(op);
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
+    return sealed(std::move(e));
   }
 
   ExprPtr or_expr() {
@@ -324,7 +346,7 @@ class Parser {
       auto e = expr(Expr::Kind::Unary, next().where);
       e->name = "not";
       e->args.push_back(not_expr());
-      return e;
+      return sealed(std::move(e));
     }
     return compare();
   }
@@ -386,6 +408,7 @@ class Parser {
       e = expr(Expr::Kind::Unary, peek().where);
       e->name = next().text;
       e->args.push_back(unary(false));
+      e = sealed(std::move(e));
     } else {
       e = primary();
     }
@@ -450,7 +473,7 @@ class Parser {
         l->args.push_back(expression());
       }
       expect_op(")");
-      return l;
+      return sealed(std::move(l));
     }
     if (at_op("[")) {
       next();
@@ -460,7 +483,7 @@ class Parser {
         if (!at_op("]")) expect_op(",");
       }
       next();
-      return l;
+      return sealed(std::move(l));
     }
     if (at_op("{")) {
       next();
@@ -472,7 +495,7 @@ class Parser {
         if (!at_op("}")) expect_op(",");
       }
       next();
-      return d;
+      return sealed(std::move(d));
     }
     unexpected("an expression");
   }
@@ -484,16 +507,21 @@ class Parser {
         if (peek().kind == TK::Int) {
           auto item = expr(Expr::Kind::Item, w);
           auto key = expr(Expr::Kind::Literal, w);
-          key->value = static_cast<int64_t>(std::stoll(next().text));
+          const Token& index = next();
+          try {
+            key->value = static_cast<int64_t>(std::stoll(index.text));
+          } catch (const std::exception&) {
+            fail_at(index.where, "number out of range: " + index.text);
+          }
           item->args.push_back(std::move(e));
           item->args.push_back(std::move(key));
-          e = std::move(item);
+          e = sealed(std::move(item));
           continue;
         }
         auto a = expr(Expr::Kind::Attr, w);
         a->name = name();
         a->args.push_back(std::move(e));
-        e = std::move(a);
+        e = sealed(std::move(a));
       } else if (at_op("[")) {
         e = subscript(std::move(e));
       } else if (at_op("(")) {
@@ -527,7 +555,7 @@ class Parser {
       e->args.push_back(std::move(bounds[1]));
       e->args.push_back(std::move(bounds[2]));
     }
-    return e;
+    return sealed(std::move(e));
   }
 
   // "(" is next: the arguments of a call, a filter or a test; `head` is args[0].
@@ -548,7 +576,7 @@ class Parser {
       if (!at_op(")")) expect_op(",");
     }
     next();
-    return e;
+    return sealed(std::move(e));
   }
 
   ExprPtr filters(ExprPtr e) {
@@ -568,7 +596,7 @@ class Parser {
           auto x = expr(Expr::Kind::Filter, w);
           x->name = std::move(f);
           x->args.push_back(std::move(e));
-          e = std::move(x);
+          e = sealed(std::move(x));
         }
       } else if (at_name("is")) {
         const Where w = next().where;
@@ -591,7 +619,7 @@ class Parser {
               a.kind == TK::String || a.kind == TK::Int || a.kind == TK::Float || at_op("(") ||
               at_op("[") || at_op("{");
           if (arg_follows) x->args.push_back(postfix(primary()));
-          e = std::move(x);
+          e = sealed(std::move(x));
         }
         e->where = w;
         e->negated = negated;
@@ -606,6 +634,7 @@ class Parser {
   const std::vector<Token>& t_;
   size_t i_ = 0;
   int depth_ = 0;
+  uintptr_t stack_floor_ = stack_floor();
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+
+#include "text/jinja_budget.h"
 
 namespace sandwich::engine::jinja {
 namespace {
@@ -46,6 +49,7 @@ std::string float_repr(double d) {
 }
 
 std::string string_repr(const std::string& s) {
+  check_bytes(add_bytes(s.size(), 2), "repr");
   const bool has_single = s.find('\'') != std::string::npos;
   const char q = has_single && s.find('"') == std::string::npos ? '"' : '\'';
   std::string out(1, q);
@@ -71,6 +75,13 @@ std::string string_repr(const std::string& s) {
 }
 
 void json_string(std::string& out, const std::string& s) {
+  size_t escaped = 2;  // what it will take, checked before any of it is written
+  for (unsigned char c : s)
+    escaped +=
+        c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' ? 2
+        : c < 0x20                                                                             ? 6
+                                                                                               : 1;
+  check_bytes(add_bytes(out.size(), escaped), "tojson");
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
@@ -122,12 +133,17 @@ bool too_deep(const Value& v, int level) {
   auto deeper = [&](const Value& e) {
     return (e.is_list() || e.is_dict()) && too_deep(e, level + 1);
   };
-  if (v.is_list())
+  // Each visit is work: a namespace set in a loop walks its whole value every time.
+  if (v.is_list()) {
+    charge_steps(static_cast<int64_t>(v.as_list().size()));
     for (const Value& e : v.as_list())
       if (deeper(e)) return true;
-  if (v.is_dict())
+  }
+  if (v.is_dict()) {
+    charge_steps(static_cast<int64_t>(v.as_dict().items.size()));
     for (const auto& kv : v.as_dict().items)
       if (deeper(kv.second)) return true;
+  }
   return false;
 }
 
@@ -137,54 +153,57 @@ bool equal(const Value& a, const Value& b, int level);
 void json_value(std::string& out, const Value& v, int indent, int level) {
   check_nesting(level);
   auto newline = [&](int lvl) {
+    check_bytes(add_bytes(out.size(), 1 + static_cast<size_t>(indent) * lvl), "tojson");
     out += '\n';
-    out.append(static_cast<size_t>(indent * lvl), ' ');
+    out.append(static_cast<size_t>(indent) * lvl, ' ');
   };
   if (v.is_undefined() || v.is_callable())
     throw ValueError("Object of type " + v.type_name() + " is not JSON serializable");
   if (v.is_none()) {
-    out += "null";
+    append_checked(out, "null", "tojson");
   } else if (v.is_bool()) {
-    out += v.as_bool() ? "true" : "false";
+    append_checked(out, v.as_bool() ? "true" : "false", "tojson");
   } else if (v.is_int()) {
-    out += std::to_string(v.as_int());
+    append_checked(out, std::to_string(v.as_int()), "tojson");
   } else if (v.is_float()) {
     const double d = std::get<double>(v.v);
-    out += std::isnan(d)   ? "NaN"
-           : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity")
-                           : float_repr(d);
+    append_checked(out,
+                   std::isnan(d)   ? "NaN"
+                   : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity")
+                                   : float_repr(d),
+                   "tojson");
   } else if (v.is_string()) {
     json_string(out, v.as_string());
   } else if (v.is_list()) {
     const List& l = v.as_list();
     if (l.empty()) {
-      out += "[]";
+      append_checked(out, "[]", "tojson");
       return;
     }
-    out += '[';
+    append_checked(out, "[", "tojson");
     for (size_t i = 0; i < l.size(); ++i) {
-      if (i) out += indent >= 0 ? "," : ", ";
+      if (i) append_checked(out, indent >= 0 ? "," : ", ", "tojson");
       if (indent >= 0) newline(level + 1);
       json_value(out, l[i], indent, level + 1);
     }
     if (indent >= 0) newline(level);
-    out += ']';
+    append_checked(out, "]", "tojson");
   } else {
     const Dict& d = v.as_dict();
     if (d.items.empty()) {
-      out += "{}";
+      append_checked(out, "{}", "tojson");
       return;
     }
-    out += '{';
+    append_checked(out, "{", "tojson");
     for (size_t i = 0; i < d.items.size(); ++i) {
-      if (i) out += indent >= 0 ? "," : ", ";
+      if (i) append_checked(out, indent >= 0 ? "," : ", ", "tojson");
       if (indent >= 0) newline(level + 1);
       json_string(out, d.items[i].first);
-      out += ": ";
+      append_checked(out, ": ", "tojson");
       json_value(out, d.items[i].second, indent, level + 1);
     }
     if (indent >= 0) newline(level);
-    out += '}';
+    append_checked(out, "}", "tojson");
   }
 }
 
@@ -199,8 +218,8 @@ std::string repr(const Value& v, int level) {
   if (v.is_list()) {
     std::string out = "[";
     for (size_t i = 0; i < v.as_list().size(); ++i) {
-      if (i) out += ", ";
-      out += repr(v.as_list()[i], level + 1);
+      if (i) append_checked(out, ", ", "repr");
+      append_checked(out, repr(v.as_list()[i], level + 1), "repr");
     }
     return out + "]";
   }
@@ -208,8 +227,9 @@ std::string repr(const Value& v, int level) {
     const Dict& d = v.as_dict();
     std::string out = d.is_namespace ? "<Namespace {" : "{";
     for (size_t i = 0; i < d.items.size(); ++i) {
-      if (i) out += ", ";
-      out += string_repr(d.items[i].first) + ": " + repr(d.items[i].second, level + 1);
+      if (i) append_checked(out, ", ", "repr");
+      append_checked(out, string_repr(d.items[i].first) + ": ", "repr");
+      append_checked(out, repr(d.items[i].second, level + 1), "repr");
     }
     return out + (d.is_namespace ? "}>" : "}");
   }
@@ -218,6 +238,7 @@ std::string repr(const Value& v, int level) {
 
 bool equal(const Value& a, const Value& b, int level) {
   check_nesting(level);
+  charge_steps(1);
   const bool an = a.is_number() || a.is_bool(), bn = b.is_number() || b.is_bool();
   if (an && bn) {
     auto num = [](const Value& x) {
@@ -274,7 +295,11 @@ std::string Value::type_name() const {
   return "function";
 }
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+Value from_json_at(const nlohmann::ordered_json& j, int level) {
+  if (level > kMaxNesting)
+    throw Error("the render context nests deeper than " + std::to_string(kMaxNesting) + " levels");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return None{};
@@ -291,17 +316,23 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
-      for (const auto& e : j) l.push_back(from_json(e));
+      for (const auto& e : j) l.push_back(from_json_at(e, level + 1));
       return l;
     }
     case nlohmann::ordered_json::value_t::object: {
       auto d = std::make_shared<Dict>();
-      for (const auto& [k, e] : j.items()) d->items.emplace_back(k, from_json(e));
+      for (const auto& [k, e] : j.items()) d->items.emplace_back(k, from_json_at(e, level + 1));
       return d;
     }
     default:
       return Undefined{};
   }
+}
+
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& j) {
+  return from_json_at(j, 1);
 }
 
 std::string to_str(const Value& v) {
@@ -327,6 +358,27 @@ bool values_equal(const Value& a, const Value& b) {
 void check_nesting_of(const Value& v) {
   if (too_deep(v, 1))
     throw ValueError("a value nests deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+
+size_t code_point_count(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+size_t find_text(std::string_view hay, std::string_view needle, size_t from) {
+  if (from > hay.size()) return std::string::npos;
+  if (needle.empty()) return from;
+  // glibc's memmem is the two-way algorithm: linear, whatever the strings.
+  const void* at = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - hay.data()) : std::string::npos;
+}
+
+size_t code_point_offset(std::string_view s, size_t i) {
+  size_t seen = 0;
+  for (size_t b = 0; b < s.size(); ++b)
+    if ((static_cast<unsigned char>(s[b]) & 0xC0) != 0x80 && seen++ == i) return b;
+  return s.size();
 }
 
 std::vector<size_t> code_points(const std::string& s) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -137,5 +138,10 @@ void check_nesting_of(const Value& v);
 
 // Where each code point of a UTF-8 string starts: Python indexes and measures strings by them.
 std::vector<size_t> code_points(const std::string& s);
+size_t code_point_count(std::string_view s);
+// hay.find(needle, from) in linear time (std::string::find may take |hay| * |needle| steps).
+size_t find_text(std::string_view hay, std::string_view needle, size_t from = 0);
+// Where code point i starts; s.size() for i at or past the end.
+size_t code_point_offset(std::string_view s, size_t i);
 
 }  // namespace sandwich::engine::jinja
