@@ -117,6 +117,18 @@ TEST(JinjaHostile, IntegerExtremesWithinRangeComputeAsPython) {
             "oll\xc3\xa9h \xc3\xa9l o oll\xc3\xa9h \xc3\xa9 5");
 }
 
+TEST(JinjaHostile, SearchesFindMatchesAcrossTheirWindows) {
+  // Substring search looks in growing windows (linear, even under ASan): matches that straddle
+  // a window's end are found, and each of many matches in turn.
+  auto r = [](const std::string& t) { return Template(t).render(context(), test_limits()); };
+  for (int pad : {0, 1, 250, 251, 252, 253, 300, 1000, 5000})
+    EXPECT_EQ(r("{{ ('a' * " + std::to_string(pad) + " ~ 'needle' ~ 'a' * 7).find('needle') }}"),
+              std::to_string(pad));
+  EXPECT_EQ(r("{{ ('ab' * 100000).count('ba') }} {{ ('ab' * 100000).replace('ba', '')|length }} "
+              "{{ ('ab' * 100000).split('ba')|length }} {{ 'needle' in ('a' * 4000 ~ 'needle') }}"),
+            "99999 2 100000 True");
+}
+
 TEST(JinjaHostile, LongChainsAndDeepNestingAreRefusedWhenParsed) {
   for (const auto& [name, t] : test::hostile_templates(20000, kBig)) {
     if (name.rfind("chain_", 0) != 0 && name.rfind("nested_", 0) != 0) continue;
@@ -202,7 +214,7 @@ TEST(JinjaHostile, TheReportedAmplificationsFailUnderTheDefaultLimits) {
                 .find("more than the limit of 67108864"),
             std::string::npos);
   EXPECT_NE(error_of("{{ ('x' * 60000000)|replace('x', 'yy')|length }}", defaults)
-                .find("replace(): a value of 120000000 bytes"),
+                .find("replace(): a value of"),
             std::string::npos);
   if (peak_measured) {
     EXPECT_LT(peak_rss_mib(), 1024u);

@@ -146,9 +146,14 @@ std::optional<Value> string_method(const std::string& s, const std::string& m, c
     if (from.empty()) return s;
     // Measured first: the matches counted, the result's size checked, then built.
     int64_t matches = 0;
+    const size_t grow = to.size() > from.size() ? to.size() - from.size() : 0;
     for (size_t at = find_text(s, from); matches != n && at != std::string::npos;
-         at = find_text(s, from, at + from.size()))
+         at = find_text(s, from, at + from.size())) {
       ++matches;
+      if (grow)
+        check_bytes(add_bytes(s.size(), mul_bytes(static_cast<size_t>(matches), grow)),
+                    "replace()");
+    }
     const size_t k = static_cast<size_t>(matches);
     check_bytes(add_bytes(s.size() - k * from.size(), mul_bytes(k, to.size())), "replace()");
     std::string out;

@@ -1,5 +1,6 @@
 #include "text/jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -369,9 +370,21 @@ size_t code_point_count(std::string_view s) {
 size_t find_text(std::string_view hay, std::string_view needle, size_t from) {
   if (from > hay.size()) return std::string::npos;
   if (needle.empty()) return from;
-  // glibc's memmem is the two-way algorithm: linear, whatever the strings.
-  const void* at = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  return at ? static_cast<size_t>(static_cast<const char*>(at) - hay.data()) : std::string::npos;
+  // glibc's memmem is the two-way algorithm: linear, whatever the strings. It is given windows
+  // that double in size, overlapping by the needle less one, so that finding each of many
+  // matches in turn costs the distance to the next, not the rest of the string (under ASan, which
+  // checks the whole range it is handed, that would be quadratic).
+  const size_t m = needle.size();
+  size_t start = from, window = std::max<size_t>(4 * m, 256);
+  while (hay.size() - start >= m) {
+    const size_t len = std::min(window, hay.size() - start);
+    if (const void* at = memmem(hay.data() + start, len, needle.data(), m))
+      return static_cast<size_t>(static_cast<const char*>(at) - hay.data());
+    if (start + len == hay.size()) break;
+    start += len - (m - 1);
+    window *= 2;
+  }
+  return std::string::npos;
 }
 
 size_t code_point_offset(std::string_view s, size_t i) {
