@@ -106,16 +106,37 @@ std::string long_chain(int terms) {
   return s + " }}";
 }
 
-// The integer, deep-chain and list cases pass once the interpreter's own limits are in (issue 33,
-// part 1): before, they crash the process (SIGFPE, stack) or allocate gigabytes.
+// Before the interpreter's own limits (issue 33), these crashed the process (SIGFPE) or
+// allocated gigabytes.
 INSTANTIATE_TEST_SUITE_P(
     Sandwichd, HostileTemplate,
     testing::Values(std::pair{"FloorDivOverflow", "{{ (-9223372036854775807 - 1) // -1 }}"},
-                    std::pair{"ModuloOverflow", "{{ (-9223372036854775807 - 1) % -1 }}"},
-                    std::pair{"LeftAssocChain", long_chain(20000)},
+                    std::pair{"MinusMinOverflow", "{{ -(-9223372036854775807 - 1) }}"},
                     std::pair{"HugeList", "{{ ('x' * 60000000)|list|length }}"},
                     std::pair{"StepLimitLoop", std::string(kStepLimitLoop)}),
     [](const auto& p) { return std::string(p.param.first); });
+
+// Python's INT64_MIN % -1 is 0; it used to kill the process with SIGFPE.
+TEST(SandwichdHostileTemplates, ModuloOfTheSmallestIntegerByMinusOneIsZero) {
+  SANDWICH_REQUIRE_DATA();
+  Daemon d(guarded("{{ raise_exception('value ' ~ ((-9223372036854775807 - 1) % -1)) }}"));
+  const HttpResult r = Client(d.port()).post("/v1/chat/completions", chat(2));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("chat template error: value 0"), std::string::npos) << r.body;
+  EXPECT_EQ(Client(d.port()).post("/v1/chat/completions", chat(1)).status, 200);
+}
+
+// A chain taller than any real template is refused when the template is parsed, guarded or not;
+// 20,000 terms used to overflow the stack at the first two-message request.
+TEST(SandwichdHostileTemplates, ALeftAssociativeChainIsRefusedAtStartUp) {
+  SANDWICH_REQUIRE_DATA();
+  try {
+    Daemon d(guarded(long_chain(20000)));
+    ADD_FAILURE() << "sandwichd started with a 20,000-term chain";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("nests deeper than"), std::string::npos) << e.what();
+  }
+}
 
 TEST(SandwichdLimits, APromptOverMaxPromptBytesIs400BeforeTokenizing) {
   SANDWICH_REQUIRE_DATA();
