@@ -10,13 +10,14 @@
 #include <string>
 #include <string_view>
 
-#include "api_error.h"
+#include "api_error_only.h"
 #include "fuzz_support.h"
 #include "request_parsing.h"
 
 namespace {
 
 using namespace sandwich;
+using fuzz::expect_client_error_at_most;
 
 const engine::Tokenizer& tokenizer() {
   static const auto t =
@@ -28,14 +29,6 @@ constexpr std::string_view kSeparator = "\n@@\n";
 constexpr std::string_view kTwoMessages =
     R"({"model":"fuzz-model","max_tokens":4,"messages":[{"role":"user","content":"Hi"},)"
     R"({"role":"assistant","content":"Hello"}]})";
-
-template <class F>
-void expect_client_error_at_most(F&& f) {
-  try {
-    f();
-  } catch (const server::ApiError&) {
-  }
-}
 
 }  // namespace
 

@@ -3,13 +3,14 @@
 // ApiError; nothing else may come out.
 #include <exception>
 
-#include "api_error.h"
+#include "api_error_only.h"
 #include "fuzz_support.h"
 #include "request_parsing.h"
 
 namespace {
 
 using namespace sandwich;
+using fuzz::expect_client_error_at_most;
 
 // A byte-level BPE vocabulary with Llama-3's special tokens, as a served model would have.
 const engine::Tokenizer& tokenizer() {
@@ -29,14 +30,6 @@ const engine::ChatTemplate& chat_template(size_t i) {
        "<start_of_turn>{{ m.role }}\n{{ m.content | trim }}<end_of_turn>\n{% endfor %}",
        "<bos>", "<eos>"}};
   return templates[i % 4];
-}
-
-template <class F>
-void expect_client_error_at_most(F&& f) {
-  try {
-    f();
-  } catch (const server::ApiError&) {
-  }
 }
 
 }  // namespace

@@ -122,18 +122,6 @@ TEST_F(SandwichdHostileFiles, ADeviceOrAFifoAsWeightsIsRefused) {
   expect_refused("--model " + path("w.gguf"), "model " + path("w.gguf") + " is not a regular file");
 }
 
-// The processes whose parent is `pid` and whose name starts with `name`.
-std::vector<int> children_named(int pid, const std::string& name) {
-  std::vector<int> found;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string d = e.path().filename().string();
-    if (d.find_first_not_of("0123456789") != std::string::npos) continue;
-    const ProcStat p = proc_stat(std::stoi(d));
-    if (p.ppid == pid && p.name.rfind(name, 0) == 0) found.push_back(std::stoi(d));
-  }
-  return found;
-}
-
 bool ended(int pid) {
   const char s = proc_stat(pid).state;
   return s == 0 || s == 'Z';

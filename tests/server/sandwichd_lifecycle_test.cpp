@@ -4,19 +4,10 @@
 
 #include "http_test_client.h"
 #include "server/sandwichd.h"
+#include "stories_sandwichd.h"
 
 namespace sandwich::test {
 namespace {
-
-server::SandwichdOptions stories_options() {
-  const std::filesystem::path dir = data_dir() / "models/stories260K";
-  server::SandwichdOptions o;
-  o.load.model = (dir / "stories260K.bin").string();
-  o.load.tokenizer = dir / "tok512.bin";
-  o.http.port = 0;
-  o.service.served_model_name = "stories";
-  return o;
-}
 
 TEST(SandwichdLifecycle, SearchesWithoutAPlanServesAndDrainsOnRequest) {
   SANDWICH_REQUIRE_DATA();

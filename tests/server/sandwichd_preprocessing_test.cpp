@@ -16,6 +16,7 @@
 
 #include "http_test_client.h"
 #include "server/sandwichd.h"
+#include "stories_sandwichd.h"
 
 namespace sandwich::test {
 namespace {
@@ -38,12 +39,7 @@ class Daemon {
   // `options` adjusts the defaults; `chat_template` is written to a file for --chat-template.
   Daemon(const std::string& chat_template,
          const std::function<void(server::SandwichdOptions&)>& options = {}) {
-    const std::filesystem::path dir = data_dir() / "models/stories260K";
-    server::SandwichdOptions o;
-    o.load.model = (dir / "stories260K.bin").string();
-    o.load.tokenizer = dir / "tok512.bin";
-    o.http.port = 0;
-    o.service.served_model_name = "stories";
+    server::SandwichdOptions o = stories_options();
     o.service.log_interval_seconds = 0;
     o.plan.threads = 1;
     o.plan.threads_given = true;

@@ -950,18 +950,6 @@ TEST_F(Sandwichd, ErrorsHaveOpenAIShapes) {
       200);
 }
 
-// The processes whose parent is `pid` and whose name starts with `name`.
-std::vector<int> children_named(int pid, const std::string& name) {
-  std::vector<int> found;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string d = e.path().filename().string();
-    if (d.find_first_not_of("0123456789") != std::string::npos) continue;
-    const ProcStat p = proc_stat(std::stoi(d));
-    if (p.ppid == pid && p.name.rfind(name, 0) == 0) found.push_back(std::stoi(d));
-  }
-  return found;
-}
-
 // The rank processes of a daemon serving a multi-rank plan, and the process that forks them.
 struct DaemonRanks {
   int spawner = -1;

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -45,6 +46,18 @@ inline ProcStat proc_stat(int pid) {
   p.state = s[close + 2];
   p.ppid = std::atoi(s.c_str() + close + 4);
   return p;
+}
+
+// The processes whose parent is `pid` and whose name starts with `name`.
+inline std::vector<int> children_named(int pid, const std::string& name) {
+  std::vector<int> found;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string d = e.path().filename().string();
+    if (d.find_first_not_of("0123456789") != std::string::npos) continue;
+    const ProcStat p = proc_stat(std::stoi(d));
+    if (p.ppid == pid && p.name.rfind(name, 0) == 0) found.push_back(std::stoi(d));
+  }
+  return found;
 }
 
 // A fresh folder under the system temp dir, removed when the object dies.
