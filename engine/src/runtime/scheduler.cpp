@@ -317,8 +317,8 @@ void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
     if (s.queued) --st.waiting;
     s.queued = false;
   }
-  if (s.req.on_output) s.req.on_output(out);
   observe_finished(s);
+  if (s.req.on_output) s.req.on_output(out);
 }
 
 // A phase the request never reached is not observed.
@@ -344,10 +344,14 @@ void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
   out.cached_tokens = std::max(s.cached_tokens, 0);
   cache->release(s.blocks, s.chain);
   s.done = true;
-  if (s.req.on_output) s.req.on_output(out);
+  // Counted before the client hears of it: one that reads /metrics right after its answer must
+  // find its request there.
   observe_finished(s);
-  std::lock_guard<std::mutex> lock(mu);
-  (reason == FinishReason::Stop ? st.finished_stop : st.finished_length)++;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    (reason == FinishReason::Stop ? st.finished_stop : st.finished_length)++;
+  }
+  if (s.req.on_output) s.req.on_output(out);
 }
 
 void Scheduler::Impl::remove_finished() {
