@@ -240,14 +240,17 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
 }
 
 std::string Job::stream_chunk(size_t idx, Choice& c, const engine::RequestOutput& o, json lp) {
+  std::string events;
+  if (!c.sent_first) {
+    if (auto opening = format_.opening_chunk(header_, idx)) events = sse_event(dump_json(*opening));
+    c.sent_first = true;
+  }
   ChoiceDelta d;
   d.index = idx;
   d.text = o.text;
-  d.first = !c.sent_first;
-  c.sent_first = true;
   if (o.finished) d.finish_reason = c.finish_reason;
   if (logprobs_ >= 0 && !lp.empty()) d.logprobs = std::move(lp);
-  return sse_event(dump_json(format_.chunk(header_, d)));
+  return events + sse_event(dump_json(format_.chunk(header_, d)));
 }
 
 Usage Job::usage() const {

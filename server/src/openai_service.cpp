@@ -54,8 +54,35 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
+// The id in GET /v1/models/{id}: everything after the prefix, slashes included (served names
+// such as "meta-llama/Llama-3-8B"), percent-decoded.
+std::string model_id_of(std::string_view path) {
+  const std::string_view raw = path.substr(kModelPrefix.size());
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
+  std::string id;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '%') {
+      id += raw[i];
+      continue;
+    }
+    const int hi = i + 2 < raw.size() ? hex(raw[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex(raw[i + 2]) : -1;
+    if (lo < 0) bad("the model id in the path has a '%' that is not followed by two hex digits");
+    id += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return id;
+}
+
 // The method each route takes (every route takes one).
 const char* route_method(const std::string& path) {
+  if (path.starts_with(kModelPrefix)) return "GET";
   static const std::pair<const char*, const char*> routes[] = {
       {"/health", "GET"},    {"/metrics", "GET"},         {"/version", "GET"},
       {"/v1/models", "GET"}, {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
@@ -201,16 +228,28 @@ struct OpenAiService::Impl {
     out->reply(json_response({{"prompt", model->tokenizer->decode(ids)}}));
   }
 
+  json served_model() const {
+    return {{"id", opt.served_model_name}, {"object", "model"},
+            {"created", unix_now()},       {"owned_by", "sandwich"},
+            {"root", model->source},       {"max_model_len", scheduler->max_model_len()}};
+  }
+
   json models_list() const {
     json data = json::array();
-    if (ready)
-      data.push_back({{"id", opt.served_model_name},
-                      {"object", "model"},
-                      {"created", unix_now()},
-                      {"owned_by", "sandwich"},
-                      {"root", model->source},
-                      {"max_model_len", scheduler->max_model_len()}});
+    if (ready) data.push_back(served_model());
     return {{"object", "list"}, {"data", data}};
+  }
+
+  // GET /v1/models/{id}. While loading the model is not listed, so it is not found either.
+  json model_retrieve(const std::string& id) const {
+    if (!ready || id != opt.served_model_name)
+      throw ApiError{404,
+                     "The model `" + id + "` does not exist" +
+                         (ready ? "" : " (the server is still loading its model)") + ".",
+                     "invalid_request_error",
+                     {},
+                     "model_not_found"};
+    return served_model();
   }
 };
 
@@ -303,6 +342,8 @@ void OpenAiService::handle(HttpRequest& req, std::shared_ptr<Responder> out) {
     if (p == "/version") return out->reply(json_response({{"version", project_version()}}));
     if (I.shutting_down) I.require_ready();  // draining: nothing new starts
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
+    if (p.starts_with(kModelPrefix))
+      return out->reply(json_response(I.model_retrieve(model_id_of(p))));
     I.preprocess(req, out);
   });
 }

@@ -20,12 +20,14 @@ using json = nlohmann::json;
 [[noreturn]] void context_too_long(int32_t max_len, int64_t prompt_tokens, int64_t want,
                                    bool at_least, const char* param) {
   const std::string least = at_least ? "at least " : "";
-  bad("This model's maximum context length is " + std::to_string(max_len) +
-          " tokens. However, you requested " + least + std::to_string(prompt_tokens + want) +
-          " tokens (" + least + std::to_string(prompt_tokens) + " in the messages, " +
-          std::to_string(want) + " in the completion). Please reduce the length of the messages " +
-          "or completion.",
-      param);
+  throw ApiError{400,
+                 "This model's maximum context length is " + std::to_string(max_len) +
+                     " tokens. However, you requested " + least +
+                     std::to_string(prompt_tokens + want) + " tokens (" + least +
+                     std::to_string(prompt_tokens) + " in the messages, " + std::to_string(want) +
+                     " in the completion). Please reduce the length of the messages " +
+                     "or completion.",
+                 "invalid_request_error", param, "context_length_exceeded"};
 }
 
 void check_prompt_bytes(size_t bytes, const ParseContext& ctx, const std::string& what,

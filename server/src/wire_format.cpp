@@ -41,6 +41,7 @@ class CompletionsFormat final : public WireFormat {
     }
     return {{"tokens", t}, {"token_logprobs", v}, {"top_logprobs", top}, {"text_offset", off}};
   }
+  bool put_opening(json&) const override { return false; }
   void put_delta(json& choice, const ChoiceDelta& d) const override { choice["text"] = d.text; }
   void put_result(json& choice, const ChoiceResult& r) const override { choice["text"] = r.text; }
 };
@@ -63,9 +64,12 @@ class ChatCompletionsFormat final : public WireFormat {
   const char* chunk_object() const override { return "chat.completion.chunk"; }
   const char* response_object() const override { return "chat.completion"; }
   json logprobs(const json& entries) const override { return {{"content", entries}}; }
+  bool put_opening(json& choice) const override {
+    choice["delta"] = {{"role", "assistant"}, {"content", ""}};
+    return true;
+  }
   void put_delta(json& choice, const ChoiceDelta& d) const override {
     json delta = json::object();
-    if (d.first) delta["role"] = "assistant";
     // The last chunk has content only when it brings text.
     if (!d.text.empty() || !d.finish_reason) delta["content"] = d.text;
     choice["delta"] = delta;
@@ -76,6 +80,18 @@ class ChatCompletionsFormat final : public WireFormat {
 };
 
 }  // namespace
+
+std::optional<json> WireFormat::opening_chunk(const ResponseHeader& h, size_t index) const {
+  json choice = {{"index", index}};
+  if (!put_opening(choice)) return std::nullopt;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = nullptr;
+  return json{{"id", h.id},
+              {"object", chunk_object()},
+              {"created", h.created},
+              {"model", h.model},
+              {"choices", {choice}}};
+}
 
 json WireFormat::chunk(const ResponseHeader& h, const ChoiceDelta& d) const {
   json choice = {{"index", d.index}};

@@ -38,7 +38,6 @@ struct TokenLogprobText {
 struct ChoiceDelta {
   size_t index = 0;
   std::string text;
-  bool first = false;                        // the choice's first chunk (chat: names the role)
   std::optional<std::string> finish_reason;  // set in its last chunk
   std::optional<nlohmann::json> logprobs;    // the new tokens' logprob entries, when there are any
 };
@@ -58,6 +57,9 @@ class WireFormat {
   // A token's logprob entry; text_offset: the completion's bytes before the token.
   virtual nlohmann::json logprob_entry(const TokenLogprobText& t, size_t text_offset) const = 0;
 
+  // The chunk a choice's stream opens with, before any of its text, when the format has one
+  // (chat: the role alone, as OpenAI and vLLM send it).
+  std::optional<nlohmann::json> opening_chunk(const ResponseHeader& h, size_t index) const;
   nlohmann::json chunk(const ResponseHeader& h, const ChoiceDelta& d) const;
   // The stream's last chunk when the client asked for usage: no choices.
   nlohmann::json usage_chunk(const ResponseHeader& h, const Usage& u) const;
@@ -69,6 +71,8 @@ class WireFormat {
   virtual const char* response_object() const = 0;
   // A choice's "logprobs" value, made of its entries.
   virtual nlohmann::json logprobs(const nlohmann::json& entries) const = 0;
+  // The opening chunk's choice content; false: the format has no opening chunk.
+  virtual bool put_opening(nlohmann::json& choice) const = 0;
   // The choice's text, in a chunk and in a whole response.
   virtual void put_delta(nlohmann::json& choice, const ChoiceDelta& d) const = 0;
   virtual void put_result(nlohmann::json& choice, const ChoiceResult& r) const = 0;

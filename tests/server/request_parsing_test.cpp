@@ -325,6 +325,8 @@ TEST_F(RequestParsing, PromptAndCompletionMustFitTheContext) {
              "This model's maximum context length is 256 tokens. However, you requested 257 tokens "
              "(250 in the messages, 7 in the completion). Please reduce the length of the messages "
              "or completion.");
+  EXPECT_EQ(error_of({{"prompt", ids}, {"max_tokens", 7}}, ApiKind::Completion).code,
+            "context_length_exceeded");
   // Chat leaves max_tokens to the context, but asks for one token at least.
   const GenerateRequest r = parse(chat(), ApiKind::Chat);
   EXPECT_EQ(r.max_tokens, -1);
@@ -546,12 +548,14 @@ TEST(ContextPreCheck, RefusesBeforeTokenizingAndLimitsPromptBytes) {
   // Surely over 256 tokens: refused with the context error, "at least".
   ApiError e = error_of({{"prompt", std::string(longest * 300, 'a')}}, ApiKind::Completion);
   EXPECT_EQ(e.param, "prompt");
+  EXPECT_EQ(e.code, "context_length_exceeded");
   EXPECT_NE(e.message.find("maximum context length is 256 tokens. However, you requested at least"),
             std::string::npos)
       << e.message;
   e = error_of({{"messages", {{{"role", "user"}, {"content", std::string(longest * 300, 'a')}}}}},
                ApiKind::Chat);
   EXPECT_EQ(e.param, "messages");
+  EXPECT_EQ(e.code, "context_length_exceeded");
   EXPECT_NE(e.message.find("at least"), std::string::npos) << e.message;
   // Over the byte limit: its own error, naming the flag.
   e = error_of({{"prompt", {std::string(60000, 'a'), std::string(60000, 'b')}}},

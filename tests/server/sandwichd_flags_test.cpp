@@ -26,6 +26,26 @@ TEST(SandwichdFlags, PositionalModelAndCtxSize) {
   EXPECT_EQ(Client(d.port()).get("/version").j()["version"], project_version());
 }
 
+// Served names with a slash, as Hugging Face ids: GET /v1/models/{id} takes the rest of the path.
+TEST(SandwichdFlags, AServedNameWithASlashIsRetrievedByItsPath) {
+  SANDWICH_REQUIRE_DATA();
+  const std::string dir = (data_dir() / "models/stories260K").string();
+  Daemon d(dir + "/stories260K.bin --tokenizer " + dir +
+           "/tok512.bin --served-model-name meta-llama/Llama-3-8B");
+  ASSERT_NE(d.port(), 0);
+  Client c(d.port());
+  for (const char* path :
+       {"/v1/models/meta-llama/Llama-3-8B", "/v1/models/meta-llama%2FLlama-3-8B"}) {
+    const HttpResult r = c.get(path);
+    ASSERT_EQ(r.status, 200) << path << ": " << r.body;
+    EXPECT_EQ(r.j()["id"], "meta-llama/Llama-3-8B") << path;
+    EXPECT_EQ(r.j()["object"], "model") << path;
+  }
+  const HttpResult r = c.get("/v1/models/meta-llama");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(r.j()["error"]["code"], "model_not_found") << r.body;
+}
+
 TEST(SandwichdFlags, MistakesAreOneLine) {
   expect_one_line_error(
       run_command(sandwichd() + " a.gguf --model b.gguf"),

@@ -141,20 +141,53 @@ TEST_F(Sandwichd, ChatCompletionAppliesTheTemplate) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], t.j()["count"]);
   auto bare = c.post("/tokenize", {{"model", "stories"}, {"prompt", "Tell a story. A dog."}});
   EXPECT_GT(t.j()["count"].get<int>(), bare.j()["count"].get<int>() + 4);
-  // Streaming chat: role first, then content deltas, finish reason last.
+  // Streaming chat: the role alone first (as OpenAI's and vLLM's), then content deltas without
+  // it, finish reason last.
   body["stream"] = true;
   auto events = client().stream("/v1/chat/completions", body);
-  ASSERT_GE(events.size(), 3u);
+  ASSERT_GE(events.size(), 4u);
   json first = json::parse(events[0]);
   EXPECT_EQ(first["object"], "chat.completion.chunk");
-  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
   std::string text;
-  for (size_t i = 0; i + 1 < events.size(); ++i) {
+  for (size_t i = 1; i + 1 < events.size(); ++i) {
     json ch = json::parse(events[i]);
+    EXPECT_FALSE(ch["choices"][0]["delta"].contains("role")) << events[i];
     if (ch["choices"][0]["delta"].contains("content"))
       text += ch["choices"][0]["delta"]["content"].get<std::string>();
   }
+  EXPECT_FALSE(text.empty());
   EXPECT_EQ(text, j["choices"][0]["message"]["content"]);
+}
+
+TEST_F(Sandwichd, StreamingChatOpensEveryChoiceWithItsRoleAlone) {
+  json body = {{"messages", {{{"role", "user"}, {"content", "A dog."}}}},
+               {"max_tokens", 4},
+               {"n", 3},
+               {"stream", true}};
+  auto events = client().stream("/v1/chat/completions", body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::map<int, int> chunks, roles;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json ch = json::parse(events[i]);
+    const int idx = ch["choices"][0]["index"];
+    const json& delta = ch["choices"][0]["delta"];
+    if (chunks[idx]++ == 0) {
+      EXPECT_EQ(delta, json({{"role", "assistant"}, {"content", ""}})) << events[i];
+    } else {
+      EXPECT_FALSE(delta.contains("role")) << events[i];
+    }
+    roles[idx] += delta.contains("role");
+  }
+  EXPECT_EQ(roles, (std::map<int, int>{{0, 1}, {1, 1}, {2, 1}}));
+  // Completions are unchanged: text from the first chunk on.
+  events = client().stream("/v1/completions",
+                           {{"prompt", "The cat"}, {"max_tokens", 3}, {"stream", true}});
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_TRUE(json::parse(events[0])["choices"][0].contains("text")) << events[0];
+  EXPECT_FALSE(json::parse(events[0])["choices"][0].contains("delta")) << events[0];
 }
 
 TEST_F(Sandwichd, ConcurrentStreamingClientsGetIndependentCorrectOutput) {
@@ -260,8 +293,20 @@ TEST_F(Sandwichd, BadRequestsGetOpenAIErrorsAndTheNextRequestWorks) {
       400, "stream_options");
   std::string long_prompt;
   for (int i = 0; i < 600; ++i) long_prompt += "dog ";
-  expect_error(c.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 10}}), 400,
-               "maximum context length");
+  const HttpResult too_long =
+      c.post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 10}});
+  expect_error(too_long, 400, "maximum context length");
+  // As OpenAI's, so that clients can tell it from other 400s.
+  const json too_long_error = json::parse(too_long.body)["error"];
+  EXPECT_EQ(too_long_error["code"], "context_length_exceeded") << too_long.body;
+  EXPECT_EQ(too_long_error["param"], "prompt") << too_long.body;
+  json long_chat = {{"messages", {{{"role", "user"}, {"content", long_prompt}}}}};
+  long_chat["max_tokens"] = 10;
+  const HttpResult chat_too_long = c.post("/v1/chat/completions", long_chat);
+  expect_error(chat_too_long, 400, "maximum context length");
+  EXPECT_EQ(json::parse(chat_too_long.body)["error"]["code"], "context_length_exceeded")
+      << chat_too_long.body;
+  EXPECT_EQ(json::parse(chat_too_long.body)["error"]["param"], "messages") << chat_too_long.body;
   expect_error(c.post("/v1/chat/completions", {{"messages", json::array()}}), 400, "messages");
   expect_error(
       c.post("/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400,
@@ -285,6 +330,23 @@ TEST_F(Sandwichd, ModelsHealthMetricsTokenize) {
   ASSERT_EQ(models.status, 200);
   EXPECT_EQ(models.j()["data"][0]["id"], "stories");
   EXPECT_EQ(models.j()["data"][0]["max_model_len"], 512);
+  // GET /v1/models/{id}: the list's entry, as OpenAI's models.retrieve.
+  auto one = c.get("/v1/models/stories");
+  ASSERT_EQ(one.status, 200) << one.body;
+  for (const char* k : {"id", "object", "owned_by", "root", "max_model_len"})
+    EXPECT_EQ(one.j()[k], models.j()["data"][0][k]) << k;
+  EXPECT_TRUE(one.j()["created"].is_number_integer()) << one.body;
+  EXPECT_EQ(c.get("/v1/models/st%6Fries").status, 200);
+  auto other = c.get("/v1/models/gpt-4");
+  expect_error(other, 404, "The model `gpt-4` does not exist");
+  EXPECT_EQ(other.j()["error"]["code"], "model_not_found") << other.body;
+  expect_error(c.get("/v1/models/stories/x"), 404, "`stories/x`");
+  expect_error(c.get("/v1/models/"), 404, "model");
+  expect_error(c.get("/v1/models/st%zzries"), 400, "hex digits");
+  expect_error(c.get("/v1/models/%ff%00"), 404);  // echoed, not valid UTF-8
+  auto post_one = c.post("/v1/models/stories", json::object());
+  expect_error(post_one, 405);
+  EXPECT_EQ(post_one.header("allow"), "GET");
   EXPECT_EQ(c.get("/health").status, 200);
   auto m = c.get("/metrics");
   EXPECT_EQ(m.status, 200);
@@ -523,11 +585,13 @@ TEST(SandwichdAuth, ApiKeyIsRequiredOnV1Routes) {
   expect_error(c.post("/detokenize", {{"tokens", {1}}}), 401);
   expect_error(c.get("/version"), 401);
   expect_error(c.get("/v1/models"), 401);
+  expect_error(c.get("/v1/models/stories"), 401);
   expect_error(c.get("/no/such/route"), 401);
   expect_error(c.get("/v1/completions"), 401);
   const std::vector<std::pair<std::string, std::string>> key = {{"Authorization", "Bearer secret"}};
   expect_error(c.request("GET", "/no/such/route", {}, key), 404);
   expect_error(c.request("GET", "/v1/completions", {}, key), 405);
+  EXPECT_EQ(c.request("GET", "/v1/models/stories", {}, key).status, 200);
   EXPECT_EQ(c.post("/tokenize", {{"prompt", "hi"}}, key).status, 200);
   // Two Authorization headers: which one would count is ambiguous.
   {

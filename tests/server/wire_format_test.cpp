@@ -25,10 +25,10 @@ TEST(WireFormat, IdPrefixes) {
 
 TEST(WireFormat, CompletionsChunks) {
   const WireFormat& f = completions_format();
-  EXPECT_EQ(chunk(f, kCmpl, {0, ",", true, std::nullopt, std::nullopt}),
+  EXPECT_EQ(chunk(f, kCmpl, {0, ",", std::nullopt, std::nullopt}),
             R"({"choices":[{"finish_reason":null,"index":0,"logprobs":null,"text":","}],)"
             R"("created":7,"id":"cmpl-a","model":"m","object":"text_completion"})");
-  EXPECT_EQ(chunk(f, kCmpl, {3, "", false, "length", std::nullopt}),
+  EXPECT_EQ(chunk(f, kCmpl, {3, "", "length", std::nullopt}),
             R"({"choices":[{"finish_reason":"length","index":3,"logprobs":null,"text":""}],)"
             R"("created":7,"id":"cmpl-a","model":"m","object":"text_completion"})");
 }
@@ -39,7 +39,7 @@ TEST(WireFormat, CompletionsLogprobsAreParallelLists) {
   EXPECT_EQ(dump_json(entry),
             R"({"logprob":-0.5,"offset":1,"token":" there","top":{" in":-2.0," there":-0.5}})");
   const json second = f.logprob_entry({"!", -1.0f, {}}, 7);
-  EXPECT_EQ(chunk(f, kCmpl, {0, " there!", false, std::nullopt, json::array({entry, second})}),
+  EXPECT_EQ(chunk(f, kCmpl, {0, " there!", std::nullopt, json::array({entry, second})}),
             R"({"choices":[{"finish_reason":null,"index":0,"logprobs":{"text_offset":[1,7],)"
             R"("token_logprobs":[-0.5,-1.0],"tokens":[" there","!"],"top_logprobs":[{" in":-2.0,)"
             R"(" there":-0.5},{}]},"text":" there!"}],"created":7,"id":"cmpl-a","model":"m",)"
@@ -48,22 +48,33 @@ TEST(WireFormat, CompletionsLogprobsAreParallelLists) {
 
 TEST(WireFormat, ChatChunks) {
   const WireFormat& f = chat_completions_format();
-  // The first names the role; a last one without text has no content.
-  EXPECT_EQ(chunk(f, kChat, {0, "Hi", true, std::nullopt, std::nullopt}),
-            R"({"choices":[{"delta":{"content":"Hi","role":"assistant"},"finish_reason":null,)"
+  // A choice opens with the role alone, as OpenAI's and vLLM's do; the text follows.
+  const std::optional<json> opening = f.opening_chunk(kChat, 2);
+  ASSERT_TRUE(opening);
+  EXPECT_EQ(dump_json(*opening),
+            R"({"choices":[{"delta":{"content":"","role":"assistant"},"finish_reason":null,)"
+            R"("index":2,"logprobs":null}],"created":7,"id":"chatcmpl-a","model":"m",)"
+            R"("object":"chat.completion.chunk"})");
+  EXPECT_EQ(chunk(f, kChat, {0, "Hi", std::nullopt, std::nullopt}),
+            R"({"choices":[{"delta":{"content":"Hi"},"finish_reason":null,)"
             R"("index":0,"logprobs":null}],"created":7,"id":"chatcmpl-a","model":"m",)"
             R"("object":"chat.completion.chunk"})");
-  EXPECT_EQ(chunk(f, kChat, {1, "", false, std::nullopt, std::nullopt}),
+  EXPECT_EQ(chunk(f, kChat, {1, "", std::nullopt, std::nullopt}),
             R"({"choices":[{"delta":{"content":""},"finish_reason":null,"index":1,)"
             R"("logprobs":null}],"created":7,"id":"chatcmpl-a","model":"m",)"
             R"("object":"chat.completion.chunk"})");
-  EXPECT_EQ(chunk(f, kChat, {1, "", false, "stop", std::nullopt}),
+  // A last one without text has no content.
+  EXPECT_EQ(chunk(f, kChat, {1, "", "stop", std::nullopt}),
             R"({"choices":[{"delta":{},"finish_reason":"stop","index":1,"logprobs":null}],)"
             R"("created":7,"id":"chatcmpl-a","model":"m","object":"chat.completion.chunk"})");
-  EXPECT_EQ(chunk(f, kChat, {0, "!", true, "length", std::nullopt}),
-            R"({"choices":[{"delta":{"content":"!","role":"assistant"},"finish_reason":"length",)"
+  EXPECT_EQ(chunk(f, kChat, {0, "!", "length", std::nullopt}),
+            R"({"choices":[{"delta":{"content":"!"},"finish_reason":"length",)"
             R"("index":0,"logprobs":null}],"created":7,"id":"chatcmpl-a","model":"m",)"
             R"("object":"chat.completion.chunk"})");
+}
+
+TEST(WireFormat, CompletionsHaveNoOpeningChunk) {
+  EXPECT_FALSE(completions_format().opening_chunk(kCmpl, 0));
 }
 
 TEST(WireFormat, ChatLogprobsAreEntriesWithBytes) {
@@ -77,8 +88,7 @@ TEST(WireFormat, ChatLogprobsAreEntriesWithBytes) {
   EXPECT_EQ(dump_json(f.logprob_entry({"\xC3", -1.0f, {}}, 0)),
             "{\"bytes\":[195],\"logprob\":-1.0,\"token\":\"\xEF\xBF\xBD\",\"top_logprobs\":[]}");
   EXPECT_EQ(
-      chunk(f, kChat,
-            {0, "e", false, std::nullopt, json::array({f.logprob_entry({"e", -1.0f, {}}, 0)})}),
+      chunk(f, kChat, {0, "e", std::nullopt, json::array({f.logprob_entry({"e", -1.0f, {}}, 0)})}),
       R"({"choices":[{"delta":{"content":"e"},"finish_reason":null,"index":0,"logprobs":)"
       R"({"content":[{"bytes":[101],"logprob":-1.0,"token":"e","top_logprobs":[]}]}}],)"
       R"("created":7,"id":"chatcmpl-a","model":"m","object":"chat.completion.chunk"})");

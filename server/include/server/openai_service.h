@@ -1,6 +1,6 @@
 #pragma once
 // The OpenAI-compatible API over the engine: /v1/completions, /v1/chat/completions (both with
-// SSE streaming), /v1/models, /tokenize, /detokenize, /health, /metrics.
+// SSE streaming), /v1/models (and /v1/models/{id}), /tokenize, /detokenize, /health, /metrics.
 #include <atomic>
 #include <functional>
 #include <memory>

@@ -23,6 +23,14 @@ const ids = models.data.map((m) => m.id);
 check(ids.length >= 1, `models.list returns the served model (${ids.join(", ")})`);
 const model = ids[0];
 const maxTokens = 48;
+const retrieved = await client.models.retrieve(model);
+check(retrieved.id === model && retrieved.object === "model", `models.retrieve returns ${model}`);
+try {
+  await client.models.retrieve("no-such-model");
+  check(false, "models.retrieve of an unknown model is rejected");
+} catch (e) {
+  check(e instanceof OpenAI.NotFoundError && e.code === "model_not_found", `models.retrieve of an unknown model raises NotFoundError (${e.code})`);
+}
 
 const c = await client.completions.create({ model, prompt, max_tokens: maxTokens, temperature: 0 });
 check(c.object === "text_completion" && c.choices.length === 1, "completions.create returns one text_completion choice");
@@ -56,8 +64,14 @@ const chatStream = await client.chat.completions.create({
   model, max_tokens: 16, temperature: 0, stream: true,
   messages: [{ role: "user", content: "Once upon a time" }],
 });
-let chatText = "";
-for await (const chunk of chatStream) chatText += chunk.choices[0]?.delta?.content ?? "";
+let chatText = "", chatChunks = [];
+for await (const chunk of chatStream) {
+  chatChunks.push(chunk);
+  chatText += chunk.choices[0]?.delta?.content ?? "";
+}
+const opening = chatChunks[0]?.choices[0]?.delta;
+check(opening?.role === "assistant" && opening?.content === "", "chat streaming opens with the role alone");
+check(chatChunks.slice(1).every((ch) => ch.choices[0]?.delta?.role === undefined), "later chat chunks carry no role");
 check(chatText === chat.choices[0].message.content || chatText.length > 0, "chat streaming yields deltas");
 
 try {
@@ -71,6 +85,12 @@ try {
   check(false, "a negative max_tokens is rejected");
 } catch (e) {
   check(e instanceof OpenAI.BadRequestError && typeof e.message === "string", `a negative max_tokens raises BadRequestError: ${e.message}`);
+}
+try {
+  await client.completions.create({ model, prompt: "dog ".repeat(600), max_tokens: 10 });
+  check(false, "a prompt over the context is rejected");
+} catch (e) {
+  check(e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded", `a prompt over the context raises code ${e.code}`);
 }
 const again = await client.completions.create({ model, prompt, max_tokens: maxTokens, temperature: 0 });
 check(again.choices[0].text === expected, "the server still serves after the errors");
