@@ -242,10 +242,11 @@ struct OpenAiService::Impl {
 
   // GET /v1/models/{id}. While loading the model is not listed, so it is not found either.
   json model_retrieve(const std::string& id) const {
-    if (!ready || id != opt.served_model_name)
+    // While loading, "does not exist" would be wrong and final: 503 says to retry.
+    require_ready();
+    if (id != opt.served_model_name)
       throw ApiError{404,
-                     "The model `" + id + "` does not exist" +
-                         (ready ? "" : " (the server is still loading its model)") + ".",
+                     "The model `" + id + "` does not exist.",
                      "invalid_request_error",
                      {},
                      "model_not_found"};
