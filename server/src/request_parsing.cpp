@@ -69,7 +69,9 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseC
   };
   auto text_of = [&](const std::string& s) {
     precheck_context(s.size(), ctx, want, "prompt");
-    return tok.encode(s, tok.add_bos_default());
+    // Special-token text ("<|eot_id|>") is the token, as vLLM's HF tokenizers and llama-server
+    // read a prompt.
+    return tok.encode(s, tok.add_bos_default(), true);
   };
   // All the text first: the limit bounds the tokenizer's time for the whole request.
   size_t text_bytes = p->is_string() ? p->get_ref<const std::string&>().size() : 0;
@@ -371,7 +373,7 @@ std::vector<int32_t> parse_tokenize_request(const json& body, const ParseContext
   if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
   check_prompt_bytes(p->size(), ctx, "the prompt is", "prompt");
   const engine::Tokenizer& tok = ctx.tokenizer;
-  return tok.encode(*p, f.boolean("add_special_tokens", true) && tok.add_bos_default());
+  return tok.encode(*p, f.boolean("add_special_tokens", true) && tok.add_bos_default(), true);
 }
 
 size_t longest_token_bytes(const engine::Tokenizer& tok) {

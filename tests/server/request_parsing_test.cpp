@@ -427,6 +427,17 @@ TEST_F(RequestParsing, BodyAndModel) {
   }
 }
 
+// As vLLM (HF tokenizers) and llama-server read a prompt: special-token text is the token.
+TEST_F(RequestParsing, SpecialTokenTextInAPromptIsTheToken) {
+  const std::vector<int32_t> eos = tok_->encode("</s>", false, true);
+  ASSERT_EQ(eos.size(), 1u);
+  ASSERT_NE(tok_->encode("</s>", false, false), eos);  // as plain text it is several pieces
+  std::vector<int32_t> want = tok_->encode("hello", true);
+  want.push_back(eos[0]);
+  EXPECT_EQ(parse({{"prompt", "hello</s>"}}).prompts.at(0), want);
+  EXPECT_EQ(parse_tokenize_request({{"prompt", "hello</s>"}}, ctx()), want);
+}
+
 TEST_F(RequestParsing, TokenizeAndDetokenize) {
   EXPECT_EQ(parse_tokenize_request({{"prompt", "hello"}}, ctx()), tok_->encode("hello", true));
   EXPECT_EQ(parse_tokenize_request({{"prompt", "hello"}, {"add_special_tokens", false}}, ctx()),
