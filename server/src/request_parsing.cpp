@@ -250,6 +250,15 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   if (f.boolean("include_stop_str_in_output", false))
     bad("'include_stop_str_in_output' is not supported by this server",
         "include_stop_str_in_output");
+  // Structured output (vLLM's and llama-server's names): answering unconstrained text would be
+  // a silent wrong answer. null is "not asked", as for every field.
+  for (const char* k : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                        "structured_outputs", "grammar", "json_schema"})
+    if (const json* g = f.get(k); g && !g->is_null())
+      bad(std::string("'") + k + "' (structured output) is not supported by this server yet", k);
+  for (const char* k : {"prompt_logprobs", "chat_template_kwargs"})
+    if (const json* g = f.get(k); g && !g->is_null())
+      bad(std::string("'") + k + "' is not supported by this server yet", k);
   if (chat) {
     // Function calling, old and new: an empty list of tools, or choosing none, asks for nothing.
     for (const char* k : {"tools", "functions"})

@@ -239,6 +239,19 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
   expect_bad(chat({{"response_format", "text"}}), "response_format", text_only, ApiKind::Chat);
   EXPECT_NO_THROW(parse(chat({{"tools", json::array()}, {"response_format", {{"type", "text"}}}}),
                         ApiKind::Chat));
+  // Answered before with unconstrained text, silently.
+  for (const char* k : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                        "structured_outputs", "grammar", "json_schema"}) {
+    const std::string m =
+        std::string("'") + k + "' (structured output) is not supported by this " + "server yet";
+    expect_bad({{"prompt", "x"}, {k, "a"}}, k, m);
+    expect_bad(chat({{k, {{"type", "object"}}}}), k, m, ApiKind::Chat);
+    EXPECT_NO_THROW(parse({{"prompt", "x"}, {k, nullptr}})) << k;
+  }
+  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 1}}, "prompt_logprobs",
+             "'prompt_logprobs' is not supported by this server yet");
+  expect_bad(chat({{"chat_template_kwargs", {{"enable_thinking", false}}}}), "chat_template_kwargs",
+             "'chat_template_kwargs' is not supported by this server yet", ApiKind::Chat);
 }
 
 TEST_F(RequestParsing, FunctionCallingFieldsAreRefusedNotIgnored) {
