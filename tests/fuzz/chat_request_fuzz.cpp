@@ -10,20 +10,15 @@
 #include <string>
 #include <string_view>
 
-#include "api_error_only.h"
 #include "fuzz_support.h"
 #include "request_parsing.h"
+#include "server_fuzz_support.h"
 
 namespace {
 
 using namespace sandwich;
 using fuzz::expect_client_error_at_most;
-
-const engine::Tokenizer& tokenizer() {
-  static const auto t =
-      engine::make_tokenizer(engine::make_synthetic_vocab(engine::Vocab::Kind::ByteLevelBPE, 600));
-  return *t;
-}
+using fuzz::served_tokenizer;
 
 constexpr std::string_view kSeparator = "\n@@\n";
 constexpr std::string_view kTwoMessages =
@@ -38,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view source = input.substr(0, sep);
   const std::string body(sep == std::string_view::npos ? kTwoMessages
                                                        : input.substr(sep + kSeparator.size()));
-  const engine::Tokenizer& tok = tokenizer();
+  const engine::Tokenizer& tok = served_tokenizer();
   std::optional<engine::ChatTemplate> chat_template;
   try {
     chat_template.emplace(source, "<s>", "</s>");

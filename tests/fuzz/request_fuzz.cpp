@@ -3,21 +3,15 @@
 // ApiError; nothing else may come out.
 #include <exception>
 
-#include "api_error_only.h"
 #include "fuzz_support.h"
 #include "request_parsing.h"
+#include "server_fuzz_support.h"
 
 namespace {
 
 using namespace sandwich;
 using fuzz::expect_client_error_at_most;
-
-// A byte-level BPE vocabulary with Llama-3's special tokens, as a served model would have.
-const engine::Tokenizer& tokenizer() {
-  static const auto t =
-      engine::make_tokenizer(engine::make_synthetic_vocab(engine::Vocab::Kind::ByteLevelBPE, 600));
-  return *t;
-}
+using fuzz::served_tokenizer;
 
 // The built-in templates, and one that raises on roles it does not take (as Gemma's does).
 const engine::ChatTemplate& chat_template(size_t i) {
@@ -35,7 +29,7 @@ const engine::ChatTemplate& chat_template(size_t i) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const engine::Tokenizer& tok = tokenizer();
+  const engine::Tokenizer& tok = served_tokenizer();
   // The chat template varies with the input, so each one sees every request.
   const server::ParseContext ctx{.tokenizer = tok,
                                  .chat_template = chat_template(size),
