@@ -11,6 +11,9 @@ PACKAGES=(
   libhwloc-dev hwloc libsentencepiece-dev libpcre2-dev
   libboost-dev libboost-system-dev nlohmann-json3-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # tests only: validating structured output against its JSON Schema, and the official
+  # JSON-Schema-Test-Suite's schemas and instances
+  libvalijson-dev json-schema-test-suite
   # benchmark-only peers and plotting
   libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox
   # a real client in the server tests

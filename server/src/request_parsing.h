@@ -55,6 +55,10 @@ struct GenerateRequest {
   int32_t logprobs = -1;  // -1: none; else the top n (chat: top_logprobs, with logprobs = true)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // GBNF the output must match (structured output, or a required tool call); empty = none.
+  // grammar_param names the field it came from, for errors.
+  std::string grammar;
+  std::string grammar_param;
 
   size_t sequences() const { return prompts.size() * static_cast<size_t>(n); }
 };
