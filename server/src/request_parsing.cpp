@@ -9,6 +9,7 @@
 
 #include "api_error.h"
 #include "common/bounded_file.h"
+#include "structured_output.h"
 
 namespace sandwich::server {
 namespace {
@@ -250,12 +251,6 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   if (f.boolean("include_stop_str_in_output", false))
     bad("'include_stop_str_in_output' is not supported by this server",
         "include_stop_str_in_output");
-  // Structured output (vLLM's and llama-server's names): answering unconstrained text would be
-  // a silent wrong answer. null is "not asked", as for every field.
-  for (const char* k : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                        "structured_outputs", "grammar", "json_schema"})
-    if (const json* g = f.get(k); g && !g->is_null())
-      bad(std::string("'") + k + "' (structured output) is not supported by this server yet", k);
   for (const char* k : {"prompt_logprobs", "chat_template_kwargs"})
     if (const json* g = f.get(k); g && !g->is_null())
       bad(std::string("'") + k + "' is not supported by this server yet", k);
@@ -270,11 +265,6 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
     if (f.get("parallel_tool_calls"))
       bad("'parallel_tool_calls' (function calling) is not supported by this server",
           "parallel_tool_calls");
-    if (const json* rf = f.get("response_format")) {
-      if (!rf->is_object() || rf->value("type", std::string()) != "text")
-        bad("only 'response_format' {\"type\": \"text\"} is supported by this server",
-            "response_format");
-    }
   }
 }
 
@@ -338,6 +328,7 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
   r.n = static_cast<int>(f.integer("n", 1, 1, ctx.max_n));
   r.stream = f.boolean("stream", false);
   refuse_unsupported(f, chat, ctx.max_n);
+  parse_structured_output(f, r);
   if (const json* so = f.get("stream_options")) {
     if (!r.stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
     if (!so->is_object()) bad("'stream_options' must be an object", "stream_options");
