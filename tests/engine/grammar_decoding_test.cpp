@@ -153,7 +153,7 @@ TEST_F(GrammarDecoding, AWholeSentenceFitsInMaxTokens) {
   SchedulerOptions o;
   o.max_model_len = 256;
   Scheduler s(*model_, o);
-  const std::string g = R"(root ::= " (" [a-z ]* ")" " and " [a-z]+ ".")";
+  const std::string g = R"g(root ::= " (" [a-z ]* ")" " and " [a-z]+ ".")g";
   const auto parsed = Grammar::parse(g);
   auto a = automaton(g);
   for (int32_t max_tokens : {12, 20, 40}) {

@@ -462,6 +462,9 @@ void Scheduler::Impl::accept_constrained_token(Seq& s, float* row) {
     if (!s.req.ignore_eos) ends.insert(ends.end(), stop_ids.begin(), stop_ids.end());
     s.matcher = std::make_unique<grammar::GrammarMatcher>(s.req.grammar, std::move(ends));
   }
+  // Room for a whole sentence: the fewer of max_tokens and the context left.
+  s.matcher->limit_tokens(std::min(s.req.max_tokens - s.generated(),
+                                   opt.max_model_len - static_cast<int32_t>(s.tokens.size())));
   grammar_seconds += secs(Clock::now() - t0);
   ++grammar_tokens;
   GrammarConstraint c(*s.matcher, grammar_seconds);
