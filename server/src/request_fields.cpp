@@ -1,5 +1,6 @@
 #include "request_fields.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "api_error.h"
@@ -44,6 +45,7 @@ std::optional<int64_t> as_int64(const json& v) {
 }
 
 const json* Fields::get(const char* k) const {
+  if (std::find(read_.begin(), read_.end(), k) == read_.end()) read_.emplace_back(k);
   auto it = j_.find(k);
   return it == j_.end() || it->is_null() ? nullptr : &*it;
 }
@@ -85,6 +87,14 @@ std::optional<std::string> Fields::string(const char* k) const {
   if (!v) return std::nullopt;
   if (!v->is_string()) bad(std::string("'") + k + "' must be a string, not " + type_name(*v), k);
   return v->get<std::string>();
+}
+
+std::vector<std::string> Fields::unread() const {
+  std::vector<std::string> out;
+  if (!j_.is_object()) return out;
+  for (auto it = j_.begin(); it != j_.end(); ++it)
+    if (std::find(read_.begin(), read_.end(), it.key()) == read_.end()) out.push_back(it.key());
+  return out;
 }
 
 }  // namespace sandwich::server

@@ -1,10 +1,13 @@
 #pragma once
 // Typed, range-checked access to a request's JSON fields. A field of the wrong type or out of
 // range is the client's error (ApiError 400 naming the field); absent or null fields keep their
-// default.
+// default. Every key asked for counts as known: the body's keys never asked for are the fields
+// this server ignores (logged as vLLM does), so a parser that reads its fields through one
+// Fields needs no list of the fields it knows.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,9 +22,13 @@ class Fields {
   int64_t integer(const char* k, int64_t def, int64_t lo, int64_t hi) const;
   bool boolean(const char* k, bool def) const;
   std::optional<std::string> string(const char* k) const;
+  // The object's keys no accessor above was asked for, sorted.
+  std::vector<std::string> unread() const;
 
  private:
   const nlohmann::json& j_;
+  // Asked-for keys; a parser reads a few dozen, so a vector beats a set.
+  mutable std::vector<std::string> read_;
 };
 
 // A JSON integer as int64, or none when it is an unsigned one past INT64_MAX (get<int64_t> would
