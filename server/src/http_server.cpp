@@ -514,6 +514,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!exchange_) {
       exchange_ = {"-", "-", 0, 0};
       exchange_start_ = std::chrono::steady_clock::now();
+      // Refused while its head was read (a Content-Length over the limit) after the request
+      // line: it has a name.
+      if (parser_ && !parser_->get().target().empty()) {
+        const auto& req = parser_->get();
+        const std::string target(req.target());
+        exchange_->method = std::string(req.method_string());
+        exchange_->path = target.substr(0, target.find('?'));
+      }
     }
     exchange_->status = status;
   }
