@@ -197,11 +197,11 @@ void add_peer_options(ArgParser& p, CommandLine& c) {
            });
   auto refuse = [&p](const std::string& names, const std::string& metavar, const std::string& why) {
     const std::string name = names.substr(0, names.find(','));
-    p.option(names, metavar, "not supported: " + why,
+    p.option(names, metavar, "refused: " + why,
              [name, why](const std::string&) { throw CliError(name + ": " + why); });
   };
   refuse("--lora", "F", "LoRA adapters are not supported (merge the adapter into the weights)");
-  p.flag("--enable-lora", "not supported: LoRA adapters", [] {
+  p.flag("--enable-lora", "refused: LoRA adapters are not supported", [] {
     throw CliError(
         "--enable-lora: LoRA adapters are not supported (merge the adapter into the "
         "weights)");
