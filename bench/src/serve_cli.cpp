@@ -258,8 +258,8 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   ArgParser p(
       "sandwich-bench serve",
       "Streams a trace of requests to OpenAI-compatible servers (sandwichd, llama-server, vLLM) "
-      "and reports TTFT, TPOT, ITL, E2E, throughput, SLO attainment and goodput (the highest "
-      "request rate meeting the SLO, from a sweep or --goodput-search), comparing the "
+      "and reports TTFT, TPOT, ITL, E2E, throughput and, given an SLO, SLO attainment and goodput "
+      "(the highest request rate meeting the SLO, from a sweep or --goodput-search), comparing the "
       "endpoints.");
   add_traffic_options(p, args);
   add_slo_options(p, args);
