@@ -89,11 +89,23 @@ std::optional<std::string> Fields::string(const char* k) const {
   return v->get<std::string>();
 }
 
+const Fields& Fields::object(const char* k) const {
+  for (const auto& o : objects_)
+    if (o->name_ == k) return *o;
+  const json* v = get(k);
+  static const json empty = json::object();
+  objects_.push_back(std::make_unique<Fields>(v && v->is_object() ? *v : empty));
+  objects_.back()->name_ = k;
+  return *objects_.back();
+}
+
 std::vector<std::string> Fields::unread() const {
   std::vector<std::string> out;
   if (!j_.is_object()) return out;
   for (auto it = j_.begin(); it != j_.end(); ++it)
     if (std::find(read_.begin(), read_.end(), it.key()) == read_.end()) out.push_back(it.key());
+  for (const auto& o : objects_)
+    for (const auto& k : o->unread()) out.push_back(o->name_ + "." + k);
   return out;
 }
 

@@ -340,7 +340,7 @@ GenerateRequest parse_generate_request(Fields& f, ApiKind kind, const ParseConte
   if (const json* so = f.get("stream_options")) {
     if (!r.stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
     if (!so->is_object()) bad("'stream_options' must be an object", "stream_options");
-    r.include_usage = Fields(*so).boolean("include_usage", false);
+    r.include_usage = f.object("stream_options").boolean("include_usage", false);
   }
   if (chat) {
     if (f.boolean("logprobs", false))

@@ -43,49 +43,62 @@ TEST(RequestFieldsUnread, KeysNeverAskedFor) {
   f.get("b");     // null: asked for, so known
   f.get("none");  // absent: nothing to report
   EXPECT_EQ(f.unread(), (Names{"c", "d"}));
-  // Only the top level: a nested object's keys are its reader's business.
+  // A nested object taken whole: its keys are its reader's business.
   f.get("c");
   f.string("d");
   EXPECT_TRUE(f.unread().empty());
 }
 
+TEST(RequestFieldsUnread, ObjectsReadFieldByFieldReportTheirOwn) {
+  const json body = {{"o", {{"known", 1}, {"other", 2}}}, {"top", 1}};
+  const Fields f(body);
+  const Fields& o = f.object("o");
+  EXPECT_EQ(&o, &f.object("o"));
+  o.integer("known", 0, 0, 9);
+  EXPECT_EQ(f.unread(), (Names{"top", "o.other"}));
+  const json flat = {{"o", 5}};
+  EXPECT_TRUE(Fields(flat).object("o").unread().empty());  // not an object: nothing in it
+}
+
 TEST_F(RequestFields, EveryCompletionFieldIsKnown) {
-  const json body = {{"model", "m"},
-                     {"prompt", "hello"},
-                     {"max_tokens", 4},
-                     {"max_completion_tokens", 4},
-                     {"temperature", 0.5},
-                     {"top_p", 0.9},
-                     {"top_k", 5},
-                     {"min_p", 0.1},
-                     {"presence_penalty", 0.1},
-                     {"frequency_penalty", 0.1},
-                     {"repetition_penalty", 1.1},
-                     {"seed", 1},
-                     {"logit_bias", {{"5", 1}}},
-                     {"stop", "x"},
-                     {"stop_token_ids", {3}},
-                     {"ignore_eos", false},
-                     {"min_tokens", 1},
-                     {"skip_special_tokens", true},
-                     {"n", 2},
-                     {"stream", true},
-                     {"stream_options", {{"include_usage", true}}},
-                     {"logprobs", 2},
-                     {"echo", false},
-                     {"best_of", 1},
-                     {"suffix", nullptr},
-                     {"use_beam_search", false},
-                     {"include_stop_str_in_output", false},
-                     // Accepted and type-checked, with no effect on the output.
-                     {"user", "u"},
-                     {"metadata", {{"k", "v"}}},
-                     {"store", false},
-                     {"service_tier", "auto"},
-                     // Not ours.
-                     {"frobnicate", true},
-                     {"top_a", 0.2}};
-  EXPECT_EQ(unread_after(body, ApiKind::Completion), (Names{"frobnicate", "top_a"}));
+  const json body = {
+      {"model", "m"},
+      {"prompt", "hello"},
+      {"max_tokens", 4},
+      {"max_completion_tokens", 4},
+      {"temperature", 0.5},
+      {"top_p", 0.9},
+      {"top_k", 5},
+      {"min_p", 0.1},
+      {"presence_penalty", 0.1},
+      {"frequency_penalty", 0.1},
+      {"repetition_penalty", 1.1},
+      {"seed", 1},
+      {"logit_bias", {{"5", 1}}},
+      {"stop", "x"},
+      {"stop_token_ids", {3}},
+      {"ignore_eos", false},
+      {"min_tokens", 1},
+      {"skip_special_tokens", true},
+      {"n", 2},
+      {"stream", true},
+      {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}},
+      {"logprobs", 2},
+      {"echo", false},
+      {"best_of", 1},
+      {"suffix", nullptr},
+      {"use_beam_search", false},
+      {"include_stop_str_in_output", false},
+      // Accepted and type-checked, with no effect on the output.
+      {"user", "u"},
+      {"metadata", {{"k", "v"}}},
+      {"store", false},
+      {"service_tier", "auto"},
+      // Not ours.
+      {"frobnicate", true},
+      {"top_a", 0.2}};
+  EXPECT_EQ(unread_after(body, ApiKind::Completion),
+            (Names{"frobnicate", "top_a", "stream_options.continuous_usage_stats"}));
 }
 
 TEST_F(RequestFields, ChatFieldsAndConditionalOnesAreKnown) {
