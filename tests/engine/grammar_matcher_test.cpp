@@ -251,7 +251,7 @@ TEST(GrammarMatcher, TinyCacheStillGivesTheRightMasks) {
   auto big = std::make_shared<GrammarAutomaton>(g, llama3_vocab());
   const auto expected = masks_along(big);
   // Room for the states and three masks: most masks are dropped and computed again.
-  const size_t mask_bytes = big->impl().mask_words() * 8 + 96;
+  const size_t mask_bytes = (big->impl().mask_words() + 1) * 8 + 96;
   const size_t masks = big->impl().cached_masks();
   ASSERT_GT(masks, 10u);
   const size_t bound = big->cache_bytes() - (masks - 3) * mask_bytes;
@@ -286,6 +286,25 @@ TEST(GrammarMatcher, LimitsGiveGrammarErrors) {
   }
   // A bound too small for the states themselves.
   EXPECT_THROW(feed(kJson, "{\"a\": [1, 2, 3]}", 4096), GrammarError);
+  // A long chain of rules, each waiting for a byte after the next: deeper than the stack bound.
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 5000; ++i)
+    chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+  chain += "r5000 ::= \"y\"\n";
+  EXPECT_THROW(feed(chain, "y"), GrammarError);
+  // The same chain in tail position pushes nothing.
+  std::string tail_chain = "root ::= r0\n";
+  for (int i = 0; i < 5000; ++i)
+    tail_chain += "r" + std::to_string(i) + " ::= \"x\" r" + std::to_string(i + 1) + "\n";
+  tail_chain += "r5000 ::= \"y\"\n";
+  EXPECT_TRUE(Grammar::parse(tail_chain)->accepts(std::string(5000, 'x') + "y"));
+  // Empty-matching items repeated inside repetitions: a closure too large for one byte.
+  try {
+    feed(R"g(root ::= (("a"?){0,5000}){0,5000} "b")g", "aab");
+    ADD_FAILURE() << "no error";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("expansions for one byte"), std::string::npos) << e.what();
+  }
   // Within the bounds nothing is refused.
   feed(R"g(root ::= "(" root ")" | "x")g", std::string(500, '(') + "x" + std::string(500, ')'));
 }

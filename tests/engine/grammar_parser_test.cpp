@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/grammar/grammar.h"
+#include "test_data.h"
 
 namespace sandwich::engine::grammar {
 namespace {
@@ -22,38 +23,10 @@ bool accepts(std::string_view gbnf, std::string_view text) {
   return Grammar::parse(gbnf)->accepts(text);
 }
 
-// llama.cpp's grammars/json.gbnf (plain integers only, as published).
-constexpr std::string_view kJson =
-    R"g(# Grammar for subset of JSON - doesn't support full string or number syntax
-
-root  ::= object
-value ::= object | array | string | number | boolean
-
-object ::=
-  "{" ws (
-            string ":" ws value
-    ("," ws string ":" ws value)*
-  )? "}"
-
-array  ::=
-  "[" ws (
-            value
-    ("," ws value)*
-  )? "]"
-
-string  ::=
-  "\"" (
-    [\x20\x21\x23-\x5b\x5d-\U0010FFFF] | # any code point except " (\x22) and \ (\x5c)
-    "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F]) # escapes
-  )* "\""
-
-# Only plain integers currently
-number  ::= "-"? [0-9]+ ws
-boolean ::= ("true" | "false") ws
-
-# Optional space: by convention, applied in this grammar after literal chars when allowed
-ws ::= ([ \t\n] ws)?
-)g";
+// llama.cpp's grammars/json.gbnf as published (plain integers only).
+std::string json_gbnf() {
+  return test::slurp(test::source_dir() / "tests/data/grammars/json.gbnf");
+}
 
 constexpr std::string_view kArithmetic = R"g(root  ::= (expr "=" ws term "\n")+
 expr  ::= term ([-+*/] term)*
@@ -76,7 +49,9 @@ quoted ::= "\"" ([^"] | "\"\"")* "\""
 )g";
 
 TEST(GrammarParser, JsonAcceptsAndRejects) {
-  auto g = Grammar::parse(kJson);
+  const std::string text = json_gbnf();
+  ASSERT_FALSE(text.empty());
+  auto g = Grammar::parse(text);
   EXPECT_TRUE(g->accepts(R"g({})g"));
   EXPECT_TRUE(g->accepts(R"g({"a": [1, -2, {"b": true}], "c": "x\"y\u00e9"})g"));
   EXPECT_TRUE(g->accepts("{\"k\":\n\t\"é漢字😀\"}"));

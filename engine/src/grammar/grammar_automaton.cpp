@@ -69,7 +69,8 @@ int32_t GrammarAutomaton::Impl::walk(int32_t state, std::string_view bytes) {
 
 void GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& bits) {
   const auto& v = vocab();
-  bits.assign(words_, 0);
+  // One word more than the tokens need: the sink of nodes where no token ends.
+  bits.assign(words_ + 1, 0);
   walk_states_.assign(static_cast<size_t>(v.max_depth) + 1, kDead);
   int32_t* at = walk_states_.data();  // at[d]: the state after the first d bytes of the path
   at[0] = state;
@@ -90,8 +91,10 @@ void GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& 
       continue;
     }
     at[node.depth] = t;
-    for (int32_t k = node.tok_begin, end = nodes[i + 1].tok_begin; k < end; ++k)
-      bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
+    bits[static_cast<size_t>(node.token) >> 6] |= uint64_t{1} << (node.token & 63);
+    if (node.more_tokens) [[unlikely]]
+      for (int32_t k = node.tok_begin, end = nodes[i + 1].tok_begin; k < end; ++k)
+        bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
     ++i;
   }
 }
@@ -101,7 +104,7 @@ void GrammarAutomaton::Impl::evict_until_fits(size_t extra) {
          state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + extra > max_bytes_) {
     masks_.erase(lru_.back());
     lru_.pop_back();
-    mask_bytes_ -= words_ * sizeof(uint64_t) + kMaskOverhead;
+    mask_bytes_ -= (words_ + 1) * sizeof(uint64_t) + kMaskOverhead;
   }
 }
 
@@ -112,7 +115,7 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
     return it->second.bits.data();
   }
   compute_mask(state, scratch_);
-  const size_t size = words_ * sizeof(uint64_t) + kMaskOverhead;
+  const size_t size = (words_ + 1) * sizeof(uint64_t) + kMaskOverhead;
   evict_until_fits(size);
   if (state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + size > max_bytes_)
     return scratch_.data();  // too large to keep: computed again when asked again

@@ -33,6 +33,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton,
 
 GrammarMatcher::~GrammarMatcher() = default;
 GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
+GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
 void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
   constexpr float kOff = -std::numeric_limits<float>::infinity();

@@ -18,7 +18,7 @@ namespace sandwich::engine::grammar {
 struct StackLimits {
   int32_t max_depth = 2048;         // nodes in one stack (nesting of rules)
   size_t max_stacks = 16384;        // stacks in one state (ambiguity)
-  size_t max_expansions = 1 << 22;  // closure steps for one byte
+  size_t max_expansions = 1 << 18;  // closure steps for one byte
 };
 
 class PushdownStacks {
