@@ -1,5 +1,6 @@
 #include "grammar/grammar_automaton.h"
 
+#include <algorithm>
 #include <string>
 
 #include "grammar/grammar_rules.h"
@@ -33,6 +34,40 @@ GrammarAutomaton::Impl::Impl(std::shared_ptr<const Grammar> grammar,
   std::vector<int32_t> start;
   stacks_.initial(start);
   initial_ = intern_state(start);
+}
+
+void GrammarAutomaton::Impl::compact_if_full() {
+  const size_t used = state_bytes_ + stacks_.memory_bytes();
+  if (used <= max_bytes_ / 2 || used <= 2 * kept_bytes_) return;
+  std::vector<std::vector<std::vector<int32_t>>> live;
+  for (int32_t* s : tracked_) {
+    live.emplace_back();
+    for (int32_t stack : states_[*s]) live.back().push_back(stacks_.positions(stack));
+  }
+  stacks_.clear();
+  states_.clear();
+  state_ids_.clear();
+  transitions_.clear();
+  transitions_.shrink_to_fit();
+  state_bytes_ = 0;
+  masks_.clear();
+  lru_.clear();
+  mask_bytes_ = 0;
+  std::vector<int32_t> none;
+  intern_state(none);
+  std::vector<int32_t> start;
+  stacks_.initial(start);
+  initial_ = intern_state(start);
+  for (int32_t* s : tracked_) *s = kDead;  // until rebuilt: a matcher left so throws, never reads
+  size_t k = 0;
+  for (int32_t* s : tracked_) {
+    std::vector<int32_t> stacks;
+    for (const auto& positions : live[k++]) stacks.push_back(stacks_.rebuild(positions));
+    std::sort(stacks.begin(), stacks.end());
+    *s = intern_state(stacks);
+  }
+  kept_bytes_ = state_bytes_ + stacks_.memory_bytes();
+  ++compactions_;
 }
 
 int32_t GrammarAutomaton::Impl::intern_state(std::vector<int32_t>& stacks) {

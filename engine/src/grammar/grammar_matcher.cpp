@@ -15,6 +15,13 @@ struct GrammarMatcher::State {
   bool ended = false;  // an end token was accepted
   std::vector<float> saved;
 
+  State(std::shared_ptr<GrammarAutomaton> a) : automaton(std::move(a)) {
+    automaton->impl().track(&state);
+  }
+  ~State() { automaton->impl().untrack(&state); }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   GrammarAutomaton::Impl& a() { return automaton->impl(); }
   bool is_end(int32_t token) const {
     return std::binary_search(end_tokens.begin(), end_tokens.end(), token);
@@ -23,8 +30,7 @@ struct GrammarMatcher::State {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton,
                                std::vector<int32_t> end_tokens)
-    : s_(std::make_unique<State>()) {
-  s_->automaton = std::move(automaton);
+    : s_(std::make_unique<State>(std::move(automaton))) {
   std::sort(end_tokens.begin(), end_tokens.end());
   end_tokens.erase(std::unique(end_tokens.begin(), end_tokens.end()), end_tokens.end());
   s_->end_tokens = std::move(end_tokens);
@@ -38,6 +44,7 @@ GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
   constexpr float kOff = -std::numeric_limits<float>::infinity();
   State& s = *s_;
+  s.a().compact_if_full();
   if (s.ended) {
     std::fill(logits, logits + vocab_size, kOff);
     return;
@@ -70,6 +77,7 @@ void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
 
 bool GrammarMatcher::allows(int32_t token) {
   State& s = *s_;
+  s.a().compact_if_full();
   if (s.ended) return false;
   if (s.is_end(token)) return s.a().can_end(s.state);
   const auto& v = s.a().vocab();

@@ -95,6 +95,25 @@ void PushdownStacks::step(std::span<const int32_t> stacks, uint8_t b, std::vecto
   finish(out);
 }
 
+std::vector<int32_t> PushdownStacks::positions(int32_t stack) const {
+  std::vector<int32_t> out;
+  for (; stack != kEmpty; stack = nodes_[stack].parent) out.push_back(nodes_[stack].pos);
+  return out;
+}
+
+int32_t PushdownStacks::rebuild(std::span<const int32_t> top_first) {
+  int32_t s = kEmpty;
+  for (auto it = top_first.rbegin(); it != top_first.rend(); ++it) s = intern(*it, s);
+  return s;
+}
+
+void PushdownStacks::clear() {
+  nodes_.resize(1);
+  nodes_.shrink_to_fit();
+  node_ids_ = {};
+  visited_ = {};
+}
+
 size_t PushdownStacks::memory_bytes() const {
   return nodes_.capacity() * sizeof(Node) + node_ids_.size() * 32 + node_ids_.bucket_count() * 8;
 }

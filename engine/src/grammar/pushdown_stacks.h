@@ -35,6 +35,12 @@ class PushdownStacks {
   void step(std::span<const int32_t> stacks, uint8_t b, std::vector<int32_t>& out);
   size_t memory_bytes() const;
 
+  // A stack's positions, top first, to rebuild it after clear().
+  std::vector<int32_t> positions(int32_t stack) const;
+  int32_t rebuild(std::span<const int32_t> top_first);
+  // Forgets every stack (their ids with them).
+  void clear();
+
  private:
   struct Node {
     int32_t pos;     // top: a terminal; below: where to continue after a rule
