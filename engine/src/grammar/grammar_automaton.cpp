@@ -50,9 +50,7 @@ void GrammarAutomaton::Impl::compact_if_full() {
   transitions_.clear();
   transitions_.shrink_to_fit();
   state_bytes_ = 0;
-  masks_.clear();
-  lru_.clear();
-  mask_bytes_ = 0;
+  drop_masks();
   std::vector<int32_t> none;
   intern_state(none);
   std::vector<int32_t> start;

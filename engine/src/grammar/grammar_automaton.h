@@ -44,6 +44,12 @@ struct GrammarAutomaton::Impl {
   // states: an automaton kept for many sequences does not fill up with the states of old ones.
   void compact_if_full();
   size_t compactions() const { return compactions_; }
+  // Forgets the cached masks (the states and transitions stay): for measuring a mask's walk.
+  void drop_masks() {
+    masks_.clear();
+    lru_.clear();
+    mask_bytes_ = 0;
+  }
 
   size_t cache_bytes() const { return state_bytes_ + stacks_.memory_bytes() + mask_bytes_; }
   const TokenVocabulary::Impl& vocab() const { return vocab_->impl(); }
