@@ -9,7 +9,7 @@
 // The counter per_mask is the CPU time of one mask (mask_logits) plus its accept.
 //   string_uncached: one state inside a JSON string (most tokens allowed), its transitions known
 //            but its mask dropped from the cache before each call: the full trie walk;
-//   string_cached: the same mask from the cache.
+//   string_cached, after_key_cached: a mask from the cache, most or few tokens allowed.
 //
 //   build/bin/bench_grammar
 //   build/bin/bench_grammar --benchmark_filter='json/warm'
@@ -174,14 +174,14 @@ void string_uncached(benchmark::State& state) {
   state.counters["trie_nodes"] = static_cast<double>(s.vocab->impl().nodes.size() - 1);
 }
 
-// The same state's mask from the cache: what most steps cost.
-void string_cached(benchmark::State& state) {
+// A cached mask applied: inside a string (most tokens allowed) and after a key (a few allowed).
+void cached(benchmark::State& state, std::string_view prefix) {
   const Setup& s = setup();
   const int32_t n = s.tok->vocab_size();
   std::vector<float> logits(n, 0.0f);
   auto automaton = std::make_shared<GrammarAutomaton>(s.json, s.vocab);
   GrammarMatcher m(automaton, {});
-  for (int32_t t : s.tok->encode("{\"abstract\": \"We", false)) m.accept(t);
+  for (int32_t t : s.tok->encode(prefix, false)) m.accept(t);
   for (auto _ : state) {
     m.mask_logits(logits.data(), n);
     benchmark::DoNotOptimize(logits.data());
@@ -197,7 +197,10 @@ void register_all() {
   benchmark::RegisterBenchmark("vocabulary_build", vocabulary_build)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("json/string_uncached", string_uncached)
       ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("json/string_cached", string_cached)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("json/string_cached", cached, "{\"abstract\": \"We")
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("json/after_key_cached", cached, "{\"abstract\":")
+      ->Unit(benchmark::kMicrosecond);
   for (bool json : {true, false})
     for (bool warm : {false, true})
       for (int batch : {1, 16}) {

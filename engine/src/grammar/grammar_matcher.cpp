@@ -63,7 +63,18 @@ void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
       for (int k = 0; k < 64; ++k) out[k] = kOff;
       continue;
     }
-    for (uint64_t off = ~word; off; off &= off - 1) out[std::countr_zero(off)] = kOff;
+    // Whichever is fewer: the disallowed tokens set one by one, or the allowed ones kept aside
+    // while all 64 are set.
+    if (std::popcount(word) >= 32) {
+      for (uint64_t off = ~word; off; off &= off - 1) out[std::countr_zero(off)] = kOff;
+    } else {
+      float keep[64];
+      for (uint64_t on = word; on; on &= on - 1)
+        keep[std::countr_zero(on)] = out[std::countr_zero(on)];
+      for (int k = 0; k < 64; ++k) out[k] = kOff;
+      for (uint64_t on = word; on; on &= on - 1)
+        out[std::countr_zero(on)] = keep[std::countr_zero(on)];
+    }
   }
   for (int32_t t = full_words * 64; t < known; ++t)
     if (!((bits[t >> 6] >> (t & 63)) & 1)) logits[t] = kOff;
