@@ -216,6 +216,8 @@ TEST(GrammarMatcher, EndTokensAndMustEnd) {
   EXPECT_FALSE(fresh.allows(-1));
   EXPECT_FALSE(fresh.allows(tok.vocab_size() + 5));
   EXPECT_THROW(fresh.accept(-3), GrammarError);
+  EXPECT_THROW(GrammarMatcher(nullptr, {}), std::invalid_argument);
+  EXPECT_THROW(GrammarAutomaton(g, nullptr), std::invalid_argument);
 }
 
 TEST(GrammarMatcher, TokenEndingInsideACharacter) {

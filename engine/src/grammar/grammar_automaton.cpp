@@ -1,6 +1,7 @@
 #include "grammar/grammar_automaton.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "grammar/grammar_rules.h"
@@ -163,7 +164,10 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar,
                                    std::shared_ptr<const TokenVocabulary> vocab,
                                    size_t max_cache_bytes)
-    : impl_(std::make_unique<Impl>(std::move(grammar), std::move(vocab), max_cache_bytes)) {}
+    : impl_((grammar && vocab)
+                ? std::make_unique<Impl>(std::move(grammar), std::move(vocab), max_cache_bytes)
+                : throw std::invalid_argument(
+                      "GrammarAutomaton: a grammar and a vocabulary are needed")) {}
 
 GrammarAutomaton::~GrammarAutomaton() = default;
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "engine/grammar/grammar.h"
@@ -30,7 +31,8 @@ struct GrammarMatcher::State {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton,
                                std::vector<int32_t> end_tokens)
-    : s_(std::make_unique<State>(std::move(automaton))) {
+    : s_(automaton ? std::make_unique<State>(std::move(automaton))
+                   : throw std::invalid_argument("GrammarMatcher: no automaton")) {
   std::sort(end_tokens.begin(), end_tokens.end());
   end_tokens.erase(std::unique(end_tokens.begin(), end_tokens.end()), end_tokens.end());
   s_->end_tokens = std::move(end_tokens);
