@@ -18,17 +18,16 @@ PushdownStacks::PushdownStacks(const Grammar::Impl& g, StackLimits limits)
 }
 
 int32_t PushdownStacks::intern(int32_t pos, int32_t parent) {
-  auto [it, fresh] = node_ids_.try_emplace(key(pos, parent), static_cast<int32_t>(nodes_.size()));
-  if (fresh) {
-    int32_t depth = nodes_[parent].depth + 1;
-    if (depth > limits_.max_depth) {
-      node_ids_.erase(it);
-      throw GrammarError("grammar: nesting deeper than " + std::to_string(limits_.max_depth) +
-                         " rules (the text nests too deep for this grammar)");
-    }
-    nodes_.push_back({pos, parent, depth});
-  }
-  return it->second;
+  // Every node over `parent` has this depth, so one past the bound was never interned.
+  const int32_t depth = nodes_[parent].depth + 1;
+  if (depth > limits_.max_depth)
+    throw GrammarError("grammar: nesting deeper than " + std::to_string(limits_.max_depth) +
+                       " rules (the text nests too deep for this grammar)");
+  bool fresh;
+  const int32_t id =
+      node_ids_.find_or_insert(key(pos, parent), static_cast<int32_t>(nodes_.size()), fresh);
+  if (fresh) nodes_.push_back({pos, parent, depth});
+  return id;
 }
 
 void PushdownStacks::expand(int32_t pos, int32_t parent, std::vector<int32_t>& out) {
@@ -37,7 +36,9 @@ void PushdownStacks::expand(int32_t pos, int32_t parent, std::vector<int32_t>& o
   while (!work_.empty()) {
     auto [p, s] = work_.back();
     work_.pop_back();
-    if (!visited_.insert(key(p, s)).second) continue;
+    bool fresh;
+    visited_.find_or_insert(key(p, s), 0, fresh);
+    if (!fresh) continue;
     if (visited_.size() > limits_.max_expansions)
       throw GrammarError("grammar: more than " + std::to_string(limits_.max_expansions) +
                          " expansions for one byte (the grammar is too ambiguous)");
@@ -110,12 +111,12 @@ int32_t PushdownStacks::rebuild(std::span<const int32_t> top_first) {
 void PushdownStacks::clear() {
   nodes_.resize(1);
   nodes_.shrink_to_fit();
-  node_ids_ = {};
-  visited_ = {};
+  node_ids_.release();
+  visited_.release();
 }
 
 size_t PushdownStacks::memory_bytes() const {
-  return nodes_.capacity() * sizeof(Node) + node_ids_.size() * 32 + node_ids_.bucket_count() * 8;
+  return nodes_.capacity() * sizeof(Node) + node_ids_.memory_bytes() + visited_.memory_bytes();
 }
 
 }  // namespace sandwich::engine::grammar

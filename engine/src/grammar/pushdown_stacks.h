@@ -7,10 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
+#include "grammar/flat_key_map.h"
 #include "grammar/grammar_rules.h"
 
 namespace sandwich::engine::grammar {
@@ -55,8 +54,8 @@ class PushdownStacks {
   const Grammar::Impl& g_;
   StackLimits limits_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, int32_t> node_ids_;
-  std::unordered_set<uint64_t> visited_;
+  FlatKeyMap node_ids_;
+  FlatKeyMap visited_;  // (position, stack) pairs a closure has expanded
   std::vector<std::pair<int32_t, int32_t>> work_;
 };
 
