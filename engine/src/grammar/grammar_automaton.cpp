@@ -34,6 +34,9 @@ GrammarAutomaton::Impl::Impl(std::shared_ptr<const Grammar> grammar,
   intern_state(none);  // kDead
   std::vector<int32_t> start;
   stacks_.initial(start);
+  if (start.empty() && stacks_.cut())
+    throw GrammarError("grammar: its rules nest deeper than " + std::to_string(max_depth()) +
+                       " before the first byte");
   initial_ = intern_state(start);
 }
 
@@ -50,6 +53,7 @@ void GrammarAutomaton::Impl::compact_if_full() {
   state_ids_.clear();
   transitions_.clear();
   transitions_.shrink_to_fit();
+  depth_cuts_.clear();
   state_bytes_ = 0;
   drop_masks();
   std::vector<int32_t> none;
@@ -89,6 +93,7 @@ int32_t GrammarAutomaton::Impl::intern_state(std::vector<int32_t>& stacks) {
 int32_t GrammarAutomaton::Impl::add_transition(int32_t state, uint8_t b) {
   stacks_.step(states_[state], b, step_out_);
   int32_t t = step_out_.empty() ? kDead : intern_state(step_out_);
+  if (t == kDead && stacks_.cut()) depth_cuts_.insert(static_cast<uint64_t>(state) * 256 + b);
   transitions_[static_cast<size_t>(state) * 256 + b] = t;
   return t;
 }

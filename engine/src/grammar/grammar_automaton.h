@@ -31,6 +31,11 @@ struct GrammarAutomaton::Impl {
   }
   // The state after all of `bytes`, kDead as soon as none is left.
   int32_t walk(int32_t state, std::string_view bytes);
+  // Whether state --b--> kDead because every parse would nest past the depth bound.
+  bool cut_by_depth(int32_t state, uint8_t b) const {
+    return depth_cuts_.count(static_cast<uint64_t>(state) * 256 + b) > 0;
+  }
+  int32_t max_depth() const { return StackLimits{}.max_depth; }
   bool can_end(int32_t state) const { return !states_[state].empty() && states_[state][0] == 0; }
   bool must_end(int32_t state) const { return states_[state].size() == 1 && can_end(state); }
   // The tokens of the trie allowed in `state`, one bit a token id. Valid until the next call.
@@ -86,7 +91,8 @@ struct GrammarAutomaton::Impl {
   std::vector<uint64_t> scratch_;  // a mask that does not fit the cache
   std::vector<int32_t> step_out_, walk_states_;
   std::unordered_set<int32_t*> tracked_;
-  size_t kept_bytes_ = 0;  // the states' bytes after the last compaction
+  std::unordered_set<uint64_t> depth_cuts_;  // state * 256 + byte
+  size_t kept_bytes_ = 0;                    // the states' bytes after the last compaction
   size_t compactions_ = 0;
 };
 

@@ -103,10 +103,27 @@ void GrammarMatcher::accept(int32_t token) {
   if (!allows(token)) {
     const auto& v = s.a().vocab();
     std::string what = "grammar: token " + std::to_string(token);
-    if (token >= 0 && token < v.vocab_size && v.in_trie[token])
+    bool too_deep = false;
+    if (token >= 0 && token < v.vocab_size && v.in_trie[token]) {
       what += " ('" + std::string(v.token_bytes(token)) + "')";
-    throw GrammarError(what + (s.ended ? " after the end of the sentence"
-                                       : " is not allowed by the grammar here"));
+      int32_t at = s.state;
+      for (char c : v.token_bytes(token)) {
+        const auto b = static_cast<uint8_t>(c);
+        const int32_t next = s.a().next(at, b);
+        if (next == GrammarAutomaton::Impl::kDead) {
+          too_deep = s.a().cut_by_depth(at, b);
+          break;
+        }
+        at = next;
+      }
+    }
+    if (s.ended)
+      what += " after the end of the sentence";
+    else if (too_deep)
+      what += " would nest deeper than " + std::to_string(s.a().max_depth()) + " rules";
+    else
+      what += " is not allowed by the grammar here";
+    throw GrammarError(what);
   }
   if (s.is_end(token)) {
     s.ended = true;

@@ -20,9 +20,10 @@ PushdownStacks::PushdownStacks(const Grammar::Impl& g, StackLimits limits)
 int32_t PushdownStacks::intern(int32_t pos, int32_t parent) {
   // Every node over `parent` has this depth, so one past the bound was never interned.
   const int32_t depth = nodes_[parent].depth + 1;
-  if (depth > limits_.max_depth)
-    throw GrammarError("grammar: nesting deeper than " + std::to_string(limits_.max_depth) +
-                       " rules (the text nests too deep for this grammar)");
+  if (depth > limits_.max_depth) {
+    cut_ = true;
+    return kTooDeep;
+  }
   bool fresh;
   const int32_t id =
       node_ids_.find_or_insert(key(pos, parent), static_cast<int32_t>(nodes_.size()), fresh);
@@ -44,9 +45,11 @@ void PushdownStacks::expand(int32_t pos, int32_t parent, std::vector<int32_t>& o
                          " expansions for one byte (the grammar is too ambiguous)");
     const Element& e = g_.elements[p];
     switch (e.kind) {
-      case Element::Kind::Terminal:
-        out.push_back(intern(p, s));
+      case Element::Kind::Terminal: {
+        const int32_t stack = intern(p, s);
+        if (stack != kTooDeep) out.push_back(stack);
         break;
+      }
       case Element::Kind::End:
         if (s == kEmpty)
           out.push_back(kEmpty);
@@ -56,6 +59,7 @@ void PushdownStacks::expand(int32_t pos, int32_t parent, std::vector<int32_t>& o
       case Element::Kind::RuleRef: {
         // A reference last in its alternative continues where the alternative would: no push.
         int32_t cont = g_.elements[p + 1].kind == Element::Kind::End ? s : intern(p + 1, s);
+        if (cont == kTooDeep) break;
         const auto& alts = g_.alternatives[e.value];
         for (auto it = alts.rbegin(); it != alts.rend(); ++it) work_.push_back({*it, cont});
         break;
@@ -75,6 +79,7 @@ void PushdownStacks::finish(std::vector<int32_t>& out) {
 
 void PushdownStacks::initial(std::vector<int32_t>& out) {
   out.clear();
+  cut_ = false;
   visited_.clear();
   for (int32_t start : g_.alternatives[g_.root]) expand(start, kEmpty, out);
   finish(out);
@@ -82,6 +87,7 @@ void PushdownStacks::initial(std::vector<int32_t>& out) {
 
 void PushdownStacks::step(std::span<const int32_t> stacks, uint8_t b, std::vector<int32_t>& out) {
   out.clear();
+  cut_ = false;
   visited_.clear();
   try {
     for (int32_t s : stacks) {
@@ -104,7 +110,10 @@ std::vector<int32_t> PushdownStacks::positions(int32_t stack) const {
 
 int32_t PushdownStacks::rebuild(std::span<const int32_t> top_first) {
   int32_t s = kEmpty;
-  for (auto it = top_first.rbegin(); it != top_first.rend(); ++it) s = intern(*it, s);
+  for (auto it = top_first.rbegin(); it != top_first.rend(); ++it) {
+    s = intern(*it, s);
+    if (s == kTooDeep) throw GrammarError("grammar: a stack to rebuild is past the depth bound");
+  }
   return s;
 }
 

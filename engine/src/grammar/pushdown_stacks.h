@@ -29,9 +29,12 @@ class PushdownStacks {
 
   // The stacks before the first byte.
   void initial(std::vector<int32_t>& out);
-  // The stacks after byte b (sorted, unique; empty when no stack takes b). Throws GrammarError
-  // past the limits.
+  // The stacks after byte b (sorted, unique; empty when no stack takes b). A stack that would
+  // nest past max_depth is dropped (cut() says so): the text may not nest deeper, which is not
+  // an error while other parses remain. Throws GrammarError past the other limits.
   void step(std::span<const int32_t> stacks, uint8_t b, std::vector<int32_t>& out);
+  // Whether the last initial() or step() dropped a stack for its depth.
+  bool cut() const { return cut_; }
   size_t memory_bytes() const;
 
   // A stack's positions, top first, to rebuild it after clear().
@@ -46,6 +49,8 @@ class PushdownStacks {
     int32_t parent;  // the rest of the stack
     int32_t depth;
   };
+  static constexpr int32_t kTooDeep = -1;
+  // The node, or kTooDeep past max_depth.
   int32_t intern(int32_t pos, int32_t parent);
   // Adds the stacks that continue at pos over parent, matching nothing (a closure).
   void expand(int32_t pos, int32_t parent, std::vector<int32_t>& out);
@@ -57,6 +62,7 @@ class PushdownStacks {
   FlatKeyMap node_ids_;
   FlatKeyMap visited_;  // (position, stack) pairs a closure has expanded
   std::vector<std::pair<int32_t, int32_t>> work_;
+  bool cut_ = false;
 };
 
 }  // namespace sandwich::engine::grammar
