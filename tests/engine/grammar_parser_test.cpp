@@ -87,6 +87,35 @@ TEST(GrammarParser, ListAndCsv) {
   EXPECT_FALSE(csv->accepts("a,b"));
 }
 
+TEST(GrammarParser, SchemaGrammarFromLlamaCppGuide) {
+  // What llama.cpp's json_schema_to_grammar.py writes for an array of 10..100 {name, age}
+  // (grammars/README.md).
+  constexpr std::string_view g =
+      R"g(char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+item ::= "{" space item-name-kv "," space item-age-kv "}" space
+item-age ::= ([0-9] | ([1-8] [0-9] | [9] [0-9]) | "1" ([0-4] [0-9] | [5] "0")) space
+item-age-kv ::= "\"age\"" space ":" space item-age
+item-name ::= "\"" char{1,100} "\"" space
+item-name-kv ::= "\"name\"" space ":" space item-name
+root ::= "[" space item ("," space item){9,99} "]" space
+space ::= | " " | "\n" [ \t]{0,20}
+)g";
+  auto grammar = Grammar::parse(g);
+  auto people = [](int n, std::string_view age) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i)
+      s += std::string(i ? ",\n  " : "") + "{\"name\": \"Actor \\\"" + std::to_string(i) +
+           "\\\" é\", \"age\": " + std::string(age) + "}";
+    return s + "]";
+  };
+  EXPECT_TRUE(grammar->accepts(people(10, "42")));
+  EXPECT_TRUE(grammar->accepts(people(100, "150")));
+  EXPECT_FALSE(grammar->accepts(people(9, "42")));
+  EXPECT_FALSE(grammar->accepts(people(101, "42")));
+  EXPECT_FALSE(grammar->accepts(people(10, "151")));
+  EXPECT_FALSE(grammar->accepts(people(10, "042")));
+}
+
 TEST(GrammarParser, UnicodeClassesAndLiterals) {
   constexpr std::string_view jp = R"g(# A probably incorrect grammar for Japanese
 root        ::= jp-char+ ([ \t\n] jp-char+)*
@@ -141,6 +170,10 @@ TEST(GrammarParser, LayoutCommentsNewlines) {
   EXPECT_TRUE(accepts(g, "yw"));
   EXPECT_FALSE(accepts(g, "x"));
   EXPECT_TRUE(accepts("root ::= start\nstart ::= \"s\"", "s"));
+  EXPECT_TRUE(
+      accepts("root ::= rule_123 check-mate UPPER\nrule_123 ::= \"a\"\n"
+              "check-mate ::= \"b\"\nUPPER ::= \"c\"\n",
+              "abc"));
   EXPECT_TRUE(Grammar::parse("start ::= \"s\"\n", "start")->accepts("s"));
 }
 

@@ -24,8 +24,10 @@ struct RuleDraft {
   bool repetition_loop = false;
 };
 
+// Rule names: letters, digits, dashes and (as llama.cpp's grammar guide allows) underscores.
 bool is_word_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
 }
 
 class GbnfParser {
