@@ -45,6 +45,7 @@ GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
 void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
   constexpr float kOff = -std::numeric_limits<float>::infinity();
+  if (vocab_size <= 0) return;
   State& s = *s_;
   s.a().compact_if_full();
   if (s.ended) {
