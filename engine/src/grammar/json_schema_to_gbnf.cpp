@@ -399,10 +399,12 @@ class SchemaCompiler {
           values = json::array();
       }
       std::vector<std::string> alts;
+      std::set<std::string> seen;
       for (const auto& v : values) {
         if (!allowed(type_of_value(v))) continue;
         std::string lit = json_literal(r_, v);
-        if (std::find(alts.begin(), alts.end(), lit) == alts.end()) alts.push_back(std::move(lit));
+        r_.charge(lit.size());
+        if (seen.insert(lit).second) alts.push_back(std::move(lit));
       }
       if (alts.empty()) nothing(ptr, "no value of 'enum'/'const' has an allowed type");
       return r_.add(hint, join(alts));
