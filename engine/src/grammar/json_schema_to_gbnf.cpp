@@ -278,8 +278,10 @@ class SchemaCompiler {
       return json_value(r_);
     }
     if (!s.is_object()) fail(ptr, "a schema must be an object or a boolean");
-    for (const auto& [k, v] : s.items())
+    for (const auto& [k, v] : s.items()) {
+      if (k == "if" && !s.contains("then") && !s.contains("else")) continue;  // no effect alone
       if (is_unsupported(k, v)) fail(ptr + "/" + pointer_token(k), "'" + k + "' is not supported");
+    }
 
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) fail(ptr, "'$ref' must be a string");
@@ -512,22 +514,28 @@ class SchemaCompiler {
     const std::string sep = "\",\" " + sp;
     const bool interleave = opt_.faithful && !extra_kv.empty();
     const std::string extras = extra_kv.empty() ? "" : "(" + sep + " " + extra_kv + ")*";
-    // tail[i]: members i.. after something was written; head[i]: the same with nothing before.
+    // tail: members i.. after something was written; head: the same with nothing before. Heads
+    // are needed up to the first required member only.
     const size_t n = members.size();
+    size_t first_required = n;
+    for (size_t i = 0; i < n && first_required == n; ++i)
+      if (members[i].required) first_required = i;
     std::string tail = extras, head = extra_kv.empty() ? "" : "(" + extra_kv + " " + extras + ")?";
     const std::string lead = interleave ? "(" + extra_kv + " " + sep + ")* " : "";
     for (size_t i = n; i-- > 0;) {
       const std::string after = (interleave ? extras + " " : "") + tail;
-      const std::string t = members[i].required ? sep + " " + kvs[i] + " " + after
-                                                : "(" + sep + " " + kvs[i] + ")? " + after;
-      const std::string h =
-          members[i].required ? lead + kvs[i] + " " + after
-                              : lead + kvs[i] + " " + after + (head.empty() ? " |" : " | " + head);
-      tail = r_.add(hint + "-tail", t);
-      if (members[i].required || !head.empty())
-        head = r_.add(hint + "-head", h);
-      else
-        head = r_.add(hint + "-head", "(" + kvs[i] + " " + after + ")?");
+      if (i <= first_required) {
+        if (members[i].required)
+          head = r_.add(hint + "-head", lead + kvs[i] + " " + after);
+        else if (!head.empty())
+          head = r_.add(hint + "-head", lead + kvs[i] + " " + after + " | " + head);
+        else
+          head = r_.add(hint + "-head", "(" + kvs[i] + " " + after + ")?");
+      }
+      if (i > 0)
+        tail =
+            r_.add(hint + "-tail", members[i].required ? sep + " " + kvs[i] + " " + after
+                                                       : "(" + sep + " " + kvs[i] + ")? " + after);
     }
     std::string body = "\"{\" " + sp + " " + head + " \"}\" " + sp;
     return r_.add(hint + "-object", body);
