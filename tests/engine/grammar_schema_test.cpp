@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +113,60 @@ TEST(GrammarSchema, DataSchemasReplayThroughAMatcherOverLlama3) {
   EXPECT_GT(masks, 100);
 }
 
+// What a model with random weights does: any allowed token, at random. Every walk that ends
+// (within 300 tokens) is JSON that satisfies its schema (valijson); numbers stay parseable.
+TEST(GrammarSchema, RandomWalksThroughEveryDataSchemaValidate) {
+  if (!test::kHaveJsonSchemaCheck) GTEST_SKIP() << "valijson is not installed";
+  const auto tok = load_tokenizer(test::data_dir() / "tokenizers/llama3/tokenizer.model");
+  const auto vocab = std::make_shared<const TokenVocabulary>(*tok);
+  const int32_t eos = tok->eos_id(), n = tok->vocab_size();
+  std::vector<float> logits(n);
+  std::mt19937 rng(2026);
+  int ended = 0, walks = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(schema_dir())) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    const json file = json::parse(test::slurp(entry.path()));
+    GrammarMatcher m(std::make_shared<GrammarAutomaton>(compile(file["schema"]), vocab), {eos});
+    std::vector<int32_t> ids;
+    bool done = false;
+    ++walks;
+    for (int step = 0; step < 300 && !done; ++step) {
+      if (m.can_end() && rng() % 2 == 0) {
+        done = true;
+        break;
+      }
+      int32_t pick = -1;
+      for (int tries = 0; tries < 20 && pick < 0; ++tries)  // cheap where most tokens fit
+        if (const int32_t t = rng() % n; t != eos && m.allows(t)) pick = t;
+      if (pick < 0) {  // else draw from the mask
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        m.mask_logits(logits.data(), n);
+        std::vector<int32_t> allowed;
+        for (int32_t t = 0; t < n; ++t)
+          if (t != eos && !std::isinf(logits[t])) allowed.push_back(t);
+        if (allowed.empty()) {
+          ASSERT_TRUE(m.can_end()) << "a dead end";
+          done = true;
+          break;
+        }
+        pick = allowed[rng() % allowed.size()];
+      }
+      m.accept(pick);
+      ids.push_back(pick);
+      done = m.must_end();
+    }
+    if (!done) continue;
+    ++ended;
+    const std::string text = tok->decode(ids);
+    json value;
+    ASSERT_NO_THROW(value = json::parse(text)) << text;
+    if (file.value("valijson", true))
+      EXPECT_EQ(test::json_schema_violations(value, file["schema"]), "") << text;
+  }
+  EXPECT_GE(ended, walks / 3);
+}
+
 // The data is right: valijson agrees on which instances are valid.
 TEST(GrammarSchema, ValijsonAgreesWithTheDataFiles) {
   if (!test::kHaveJsonSchemaCheck) GTEST_SKIP() << "valijson is not installed";
@@ -166,7 +222,16 @@ TEST(GrammarSchema, NumbersAreValidJson) {
     EXPECT_TRUE(num->accepts(ok)) << ok;
   for (const char* bad : {"01", "+1", "1.", ".5", "1e", "-", "0x1", "NaN", "Infinity", "1.5.2"})
     EXPECT_FALSE(num->accepts(bad)) << bad;
+  // Bounded digits: every number parses, integers as int64 (a random model stops writing them).
+  EXPECT_TRUE(num->accepts("-123456789012345678.12345678901234567e-99"));
+  for (const char* bad : {"1234567890123456789", "0.123456789012345678", "1e100", "1e-100"})
+    EXPECT_FALSE(num->accepts(bad)) << bad;
   const auto integer = compile(json{{"type", "integer"}});
+  EXPECT_TRUE(integer->accepts("-999999999999999999"));
+  EXPECT_FALSE(integer->accepts("-1000000000000000000"));
+  const auto above_big = compile(json{{"type", "integer"}, {"minimum", 5}});
+  EXPECT_TRUE(above_big->accepts("999999999999999999"));
+  EXPECT_FALSE(above_big->accepts("1000000000000000000"));
   EXPECT_TRUE(integer->accepts("-42"));
   EXPECT_FALSE(integer->accepts("4.0"));  // stricter than JSON Schema, as peers: no fraction
   EXPECT_FALSE(integer->accepts("1e3"));

@@ -702,7 +702,7 @@ class SchemaCompiler {
     if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_excl || hi_excl))))
       nothing(ptr, "no number lies between the bounds");
     // Only the sign is enforced; other bounds on non-integers are left to the model.
-    const std::string body = "(\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)? " + sp;
+    const std::string body = json_unsigned_number_body() + " " + sp;
     if (lo && *lo >= 0) return r_.add(hint + "-num", body);
     if (hi && (*hi < 0 || (*hi == 0 && hi_excl))) return r_.add(hint + "-num", "\"-\" " + body);
     return json_number(r_);

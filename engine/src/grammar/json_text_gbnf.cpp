@@ -113,13 +113,16 @@ std::string json_string(GbnfRules& r) {
   return r.fixed("string", "\"\\\"\" " + ch + "* \"\\\"\" " + sp);
 }
 
+std::string json_unsigned_number_body() {
+  return "(\"0\" | [1-9] [0-9]{0,17}) (\".\" [0-9]{1,17})? ([eE] [-+]? [0-9]{1,2})?";
+}
+
 std::string json_number(GbnfRules& r) {
-  return r.fixed("number", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)? " +
-                               json_space(r));
+  return r.fixed("number", "\"-\"? " + json_unsigned_number_body() + " " + json_space(r));
 }
 
 std::string json_integer(GbnfRules& r) {
-  return r.fixed("integer", "\"-\"? (\"0\" | [1-9] [0-9]*) " + json_space(r));
+  return r.fixed("integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,17}) " + json_space(r));
 }
 
 std::string json_boolean(GbnfRules& r) {
@@ -162,7 +165,8 @@ std::string json_string_chars(GbnfRules& r, const CodepointSet& set) {
   const CodepointSet escaped = set.minus(raw_string_chars());
   for (const auto& [a, b] : escaped.intervals())
     for (uint32_t cp = a; cp <= b; ++cp) out += (out.empty() ? "" : " | ") + canonical_escape(cp);
-  return escaped.empty() ? out : "(" + out + ")";
+  // A class with escapes (`.`, \s, [^a]) is long: one rule, shared by every use.
+  return escaped.empty() ? out : r.add("string-chars", out);
 }
 
 namespace {
