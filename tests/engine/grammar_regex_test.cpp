@@ -55,6 +55,8 @@ TEST(GrammarRegex, TableOfPatterns) {
       {"é+ü", {"\xc3\xa9\xc3\xa9\xc3\xbc"}, {"e\xc3\xbc"}},
       {"(?<year>\\d{4})-(?<m>\\d\\d)", {"2026-11"}, {"26-11"}},
       {"x{", {"x{"}, {"x"}},
+      {"a[]|b", {"b"}, {"a", "a[]"}},
+      {"[^]{2}", {"\n\r", "ab"}, {"a"}},
       {"(a|b)*abb", {"abb", "babababb"}, {"ab", "abba"}},
       {"(true|false)", {"true", "false"}, {"True", "truefalse"}},
       {"-?(0|[1-9][0-9]*)(\\.[0-9]+)?", {"0", "-12.5"}, {"01", "1."}},
@@ -130,6 +132,9 @@ TEST(GrammarRegex, HostilePatternsFailFast) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(error_of("a{1000000}").find("repeat count"), std::string::npos);
   EXPECT_NE(error_of("((a{999}){999}){999}").find("expands"), std::string::npos);
+  EXPECT_NE(
+      error_of("(((((((((a{999}){999}){999}){999}){999}){999}){999}){999}){999})").find("expands"),
+      std::string::npos);
   EXPECT_NE(error_of(std::string(1000, '(') + std::string(1000, ')')).find("nested deeper"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(5000000, 'a')).find("longer than 64 KiB"), std::string::npos);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -235,6 +236,32 @@ TEST(GrammarSchema, NumbersAreValidJson) {
   EXPECT_TRUE(integer->accepts("-42"));
   EXPECT_FALSE(integer->accepts("4.0"));  // stricter than JSON Schema, as peers: no fraction
   EXPECT_FALSE(integer->accepts("1e3"));
+}
+
+// A schema's pattern constrains the string's value (escapes decoded) and, unanchored, matches
+// anywhere: the grammar agrees with std::regex_search on random strings with quotes, backslashes
+// and control characters in them.
+TEST(GrammarSchema, PatternsAgreeWithStdRegexSearchOnTheDecodedValue) {
+  const std::vector<std::pair<const char*, const char*>> patterns = {
+      {"a\\\"", "a\\\"b"},    {"^[^a]+$", "a\\\"\n"}, {"\\s\\d", " \t\n1"},
+      {"^(a|\"\")*$", "a\""}, {"x$", "x\\y"},         {"^.\\W", "\n.\\a"},
+  };
+  std::mt19937 rng(99);
+  for (const auto& [pattern, alphabet] : patterns) {
+    SCOPED_TRACE(pattern);
+    const std::regex re(pattern, std::regex::ECMAScript);
+    const auto g = compile(json{{"type", "string"}, {"pattern", pattern}});
+    const std::string abc = alphabet;
+    int matches = 0;
+    for (int i = 0; i < 300; ++i) {
+      std::string v;
+      for (int k = rng() % 7; k > 0; --k) v += abc[rng() % abc.size()];
+      const bool expected = std::regex_search(v, re);
+      matches += expected;
+      EXPECT_EQ(g->accepts(json(v).dump()), expected) << json(v).dump();
+    }
+    EXPECT_GT(matches, 0);
+  }
 }
 
 // Integer ranges, exhaustively on small ones and at the edges of large ones.

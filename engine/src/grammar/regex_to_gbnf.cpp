@@ -362,8 +362,8 @@ long weight(const Node& n) {
     case Node::kChars:
       return 1;
     case Node::kRepeat: {
-      const long k = weight(n.kids[0]);
-      return k * std::max(1, n.max == -1 ? n.min + 1 : n.max);
+      const long k = weight(n.kids[0]);  // at most kMaxWeight + 1: no overflow below
+      return std::min(k * std::max(1, n.max == -1 ? n.min + 1 : n.max), kMaxWeight + 1);
     }
     default: {
       long w = 1;
