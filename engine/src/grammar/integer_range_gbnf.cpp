@@ -2,9 +2,13 @@
 
 #include <vector>
 
+#include "grammar/json_text_gbnf.h"
+
 namespace sandwich::engine::grammar {
 
 namespace {
+
+constexpr size_t kMaxDigits = kMaxIntegerDigits;
 
 std::string digit_class(char a, char b) {
   if (a == b) return std::string("\"") + a + "\"";
@@ -63,7 +67,10 @@ std::string non_negative(uint64_t lo, std::optional<uint64_t> hi) {
     const std::string b = hi && len == len_hi ? std::to_string(*hi) : std::string(len, '9');
     alts.push_back(same_length(a, b));
   }
-  if (!hi) alts.push_back("[1-9] [0-9]{" + std::to_string(len_lo) + ",}");
+  // Unbounded above: more digits, up to the JSON number's limit.
+  if (!hi && len_lo < kMaxDigits)
+    alts.push_back("[1-9] [0-9]{" + std::to_string(len_lo) + "," + std::to_string(kMaxDigits - 1) +
+                   "}");
   return join_alts(alts);
 }
 

@@ -7,7 +7,8 @@
 namespace sandwich::engine::grammar {
 
 // A GBNF expression for the decimal integers in [lo, hi] (an absent bound: unbounded on that
-// side) as JSON writes them: no leading zeros, no "-0". lo <= hi when both are given.
+// side) as JSON writes them: no leading zeros, no "-0"; an open side stops at 18 digits, as
+// json_integer does. lo <= hi when both are given.
 std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
 }  // namespace sandwich::engine::grammar

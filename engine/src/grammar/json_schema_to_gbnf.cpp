@@ -278,8 +278,10 @@ class SchemaCompiler {
       return json_value(r_);
     }
     if (!s.is_object()) fail(ptr, "a schema must be an object or a boolean");
-    for (const auto& [k, v] : s.items())
-      if (is_unsupported(k, v)) fail(ptr + "/" + pointer_token(k), "'" + k + "' is not supported");
+    for (const auto& [k, v] : s.items()) {
+      if (k == "if" && !s.contains("then") && !s.contains("else")) continue;  // no effect alone
+      if (is_unsupported(k, v)) fail(ptr, "'" + k + "' is not supported");
+    }
 
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) fail(ptr, "'$ref' must be a string");
@@ -348,14 +350,14 @@ class SchemaCompiler {
         types.push_back(t.get<std::string>());
       else if (t.is_array())
         for (const auto& x : t) {
-          if (!x.is_string()) fail(ptr + "/type", "'type' lists must hold strings");
+          if (!x.is_string()) fail(ptr, "'type' lists must hold strings");
           types.push_back(x.get<std::string>());
         }
       else
-        fail(ptr + "/type", "'type' must be a string or a list of strings");
+        fail(ptr, "'type' must be a string or a list of strings");
       for (const auto& x : types)
         if (std::find(kTypes.begin(), kTypes.end(), x) == kTypes.end())
-          fail(ptr + "/type", "unknown type \"" + x + "\"");
+          fail(ptr, "unknown type \"" + x + "\"");
       if (types.empty()) nothing(ptr, "'type' is an empty list");
     } else if (opt_.faithful) {
       types = kTypes;
@@ -388,7 +390,7 @@ class SchemaCompiler {
     if (s.contains("enum") || s.contains("const")) {
       json values = json::array();
       if (s.contains("enum")) {
-        if (!s["enum"].is_array()) fail(ptr + "/enum", "'enum' must be an array");
+        if (!s["enum"].is_array()) fail(ptr, "'enum' must be an array");
         values = s["enum"];
       }
       if (s.contains("const")) {
@@ -399,10 +401,12 @@ class SchemaCompiler {
           values = json::array();
       }
       std::vector<std::string> alts;
+      std::set<std::string> seen;
       for (const auto& v : values) {
         if (!allowed(type_of_value(v))) continue;
         std::string lit = json_literal(r_, v);
-        if (std::find(alts.begin(), alts.end(), lit) == alts.end()) alts.push_back(std::move(lit));
+        r_.charge(lit.size());
+        if (seen.insert(lit).second) alts.push_back(std::move(lit));
       }
       if (alts.empty()) nothing(ptr, "no value of 'enum'/'const' has an allowed type");
       return r_.add(hint, join(alts));
@@ -435,12 +439,12 @@ class SchemaCompiler {
   // additionalProperties allows them) after the declared ones, or between them (faithful).
   std::string visit_object(const json& s, const std::string& ptr, const std::string& hint) {
     const json props = s.value("properties", json::object());
-    if (!props.is_object()) fail(ptr + "/properties", "'properties' must be an object");
+    if (!props.is_object()) fail(ptr, "'properties' must be an object");
     const json required = s.value("required", json::array());
-    if (!required.is_array()) fail(ptr + "/required", "'required' must be an array of names");
+    if (!required.is_array()) fail(ptr, "'required' must be an array of names");
     std::vector<std::string> req;
     for (const auto& x : required) {
-      if (!x.is_string()) fail(ptr + "/required", "'required' must be an array of names");
+      if (!x.is_string()) fail(ptr, "'required' must be an array of names");
       if (std::find(req.begin(), req.end(), x.get<std::string>()) == req.end())
         req.push_back(x.get<std::string>());
     }
@@ -510,22 +514,28 @@ class SchemaCompiler {
     const std::string sep = "\",\" " + sp;
     const bool interleave = opt_.faithful && !extra_kv.empty();
     const std::string extras = extra_kv.empty() ? "" : "(" + sep + " " + extra_kv + ")*";
-    // tail[i]: members i.. after something was written; head[i]: the same with nothing before.
+    // tail: members i.. after something was written; head: the same with nothing before. Heads
+    // are needed up to the first required member only.
     const size_t n = members.size();
+    size_t first_required = n;
+    for (size_t i = 0; i < n && first_required == n; ++i)
+      if (members[i].required) first_required = i;
     std::string tail = extras, head = extra_kv.empty() ? "" : "(" + extra_kv + " " + extras + ")?";
     const std::string lead = interleave ? "(" + extra_kv + " " + sep + ")* " : "";
     for (size_t i = n; i-- > 0;) {
       const std::string after = (interleave ? extras + " " : "") + tail;
-      const std::string t = members[i].required ? sep + " " + kvs[i] + " " + after
-                                                : "(" + sep + " " + kvs[i] + ")? " + after;
-      const std::string h =
-          members[i].required ? lead + kvs[i] + " " + after
-                              : lead + kvs[i] + " " + after + (head.empty() ? " |" : " | " + head);
-      tail = r_.add(hint + "-tail", t);
-      if (members[i].required || !head.empty())
-        head = r_.add(hint + "-head", h);
-      else
-        head = r_.add(hint + "-head", "(" + kvs[i] + " " + after + ")?");
+      if (i <= first_required) {
+        if (members[i].required)
+          head = r_.add(hint + "-head", lead + kvs[i] + " " + after);
+        else if (!head.empty())
+          head = r_.add(hint + "-head", lead + kvs[i] + " " + after + " | " + head);
+        else
+          head = r_.add(hint + "-head", "(" + kvs[i] + " " + after + ")?");
+      }
+      if (i > 0)
+        tail =
+            r_.add(hint + "-tail", members[i].required ? sep + " " + kvs[i] + " " + after
+                                                       : "(" + sep + " " + kvs[i] + ")? " + after);
     }
     std::string body = "\"{\" " + sp + " " + head + " \"}\" " + sp;
     return r_.add(hint + "-object", body);
@@ -537,7 +547,7 @@ class SchemaCompiler {
     std::string rest_ptr = ptr + "/items";
     if (s.contains("prefixItems")) {
       prefix = s["prefixItems"];
-      if (!prefix.is_array()) fail(ptr + "/prefixItems", "'prefixItems' must be an array");
+      if (!prefix.is_array()) fail(ptr, "'prefixItems' must be an array");
       if (s.contains("items")) rest = s["items"];
     } else if (s.contains("items") && s["items"].is_array()) {  // draft 7 tuples
       prefix = s["items"];
@@ -550,7 +560,7 @@ class SchemaCompiler {
       if (!s.contains(key)) return dflt;
       const json& v = s[key];
       if (!v.is_number() || v.get<double>() < 0)
-        fail(ptr + "/" + key, std::string("'") + key + "' must be a non-negative integer");
+        fail(ptr, std::string("'") + key + "' must be a non-negative integer");
       const double d = v.get<double>();
       return d > 1e15 ? int64_t{1} << 50 : static_cast<int64_t>(d);
     };
@@ -558,7 +568,7 @@ class SchemaCompiler {
     int64_t max = count("maxItems", -1);
     if (max != -1 && max < min) nothing(ptr, "maxItems < minItems");
     if (min > kMaxCount)
-      fail(ptr + "/minItems", "minItems over " + std::to_string(kMaxCount) + " is not supported");
+      fail(ptr, "minItems over " + std::to_string(kMaxCount) + " is not supported");
     if (max > kMaxCount) max = -1;
 
     const std::set<std::string> saved = std::exchange(no_progress_, {});
@@ -628,7 +638,7 @@ class SchemaCompiler {
     const std::string quote = "\"\\\"\"";
     std::string pattern;
     if (s.contains("pattern")) {
-      if (!s["pattern"].is_string()) fail(ptr + "/pattern", "'pattern' must be a string");
+      if (!s["pattern"].is_string()) fail(ptr, "'pattern' must be a string");
       pattern = s["pattern"].get<std::string>();
     } else if (s.contains("format") && s["format"].is_string()) {
       auto it = format_patterns().find(s["format"].get<std::string>());
@@ -643,7 +653,7 @@ class SchemaCompiler {
       if (!s.contains(key)) return dflt;
       const json& v = s[key];
       if (!v.is_number() || v.get<double>() < 0)
-        fail(ptr + "/" + key, std::string("'") + key + "' must be a non-negative integer");
+        fail(ptr, std::string("'") + key + "' must be a non-negative integer");
       const double d = v.get<double>();
       return d > 1e15 ? int64_t{1} << 50 : static_cast<int64_t>(d);
     };
@@ -651,7 +661,7 @@ class SchemaCompiler {
     int64_t max = count("maxLength", -1);
     if (max != -1 && max < min) nothing(ptr, "maxLength < minLength");
     if (min > kMaxCount)
-      fail(ptr + "/minLength", "minLength over " + std::to_string(kMaxCount) + " is not supported");
+      fail(ptr, "minLength over " + std::to_string(kMaxCount) + " is not supported");
     if (max > kMaxCount) max = -1;
     if (min == 0 && max == -1) return json_string(r_);
     return r_.add(hint + "-string",
@@ -666,7 +676,7 @@ class SchemaCompiler {
     const auto num = [&](const char* key) -> std::optional<double> {
       if (!s.contains(key)) return std::nullopt;
       if (s[key].is_boolean()) return std::nullopt;
-      if (!s[key].is_number()) fail(ptr + "/" + key, std::string("'") + key + "' must be a number");
+      if (!s[key].is_number()) fail(ptr, std::string("'") + key + "' must be a number");
       return s[key].get<double>();
     };
     lo = num("minimum");
@@ -692,7 +702,7 @@ class SchemaCompiler {
     if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_excl || hi_excl))))
       nothing(ptr, "no number lies between the bounds");
     // Only the sign is enforced; other bounds on non-integers are left to the model.
-    const std::string body = "(\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)? " + sp;
+    const std::string body = json_unsigned_number_body() + " " + sp;
     if (lo && *lo >= 0) return r_.add(hint + "-num", body);
     if (hi && (*hi < 0 || (*hi == 0 && hi_excl))) return r_.add(hint + "-num", "\"-\" " + body);
     return json_number(r_);

@@ -113,17 +113,18 @@ std::string json_string(GbnfRules& r) {
   return r.fixed("string", "\"\\\"\" " + ch + "* \"\\\"\" " + sp);
 }
 
-// Digits are bounded as llama.cpp bounds them: 16 significant digits are what a double holds
-// and what an int64 takes without loss, and a two-digit exponent stays finite (1e400 is an
-// error to many JSON parsers), so that what a random model writes still parses everywhere.
+// Digits are bounded: 18 fit an int64 and a double's precision, and a two-digit exponent stays
+// finite (1e400 is an error to many JSON parsers), so what a random model writes parses anywhere.
+std::string json_unsigned_number_body() {
+  return "(\"0\" | [1-9] [0-9]{0,17}) (\".\" [0-9]{1,17})? ([eE] [-+]? [0-9]{1,2})?";
+}
+
 std::string json_number(GbnfRules& r) {
-  return r.fixed("number",
-                 "\"-\"? (\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})? " +
-                     json_space(r));
+  return r.fixed("number", "\"-\"? " + json_unsigned_number_body() + " " + json_space(r));
 }
 
 std::string json_integer(GbnfRules& r) {
-  return r.fixed("integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,15}) " + json_space(r));
+  return r.fixed("integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,17}) " + json_space(r));
 }
 
 std::string json_boolean(GbnfRules& r) {
@@ -166,7 +167,8 @@ std::string json_string_chars(GbnfRules& r, const CodepointSet& set) {
   const CodepointSet escaped = set.minus(raw_string_chars());
   for (const auto& [a, b] : escaped.intervals())
     for (uint32_t cp = a; cp <= b; ++cp) out += (out.empty() ? "" : " | ") + canonical_escape(cp);
-  return escaped.empty() ? out : "(" + out + ")";
+  // A class with escapes (`.`, \s, [^a]) is long: one rule, shared by every use.
+  return escaped.empty() ? out : r.add("string-chars", out);
 }
 
 namespace {

@@ -16,6 +16,12 @@ namespace sandwich::engine::grammar {
 // loop in whitespace.
 std::string json_space(GbnfRules& r);
 
+// Numbers have at most 18 integer digits, 17 fraction digits and a 2-digit exponent (llama.cpp
+// bounds them too): a model cannot write digits forever, and every number it writes parses (as
+// an int64 when it has no fraction) and fits a double.
+inline constexpr int kMaxIntegerDigits = 18;
+std::string json_unsigned_number_body();  // the number without its sign or space
+
 // Each of these is followed by `space`.
 std::string json_value(GbnfRules& r);   // any JSON value
 std::string json_object(GbnfRules& r);  // any object

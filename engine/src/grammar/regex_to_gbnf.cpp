@@ -21,6 +21,9 @@ namespace {
 constexpr int kMaxCount = 1000;
 // The grammar a regex may expand to (characters, with repeats multiplied out).
 constexpr long kMaxWeight = 200000;
+constexpr int kMaxNesting = 200;
+constexpr size_t kMaxPatternBytes =
+    size_t{64} << 10;  // groups in groups: the parser and writer recurse on them
 
 struct Node {
   enum Kind { kChars, kSeq, kAlt, kRepeat } kind = kSeq;
@@ -56,6 +59,9 @@ CodepointSet dot_chars() {  // anything but a line terminator
 class RegexParser {
  public:
   RegexParser(std::string_view pattern, std::string where) : where_(std::move(where)) {
+    if (pattern.size() > kMaxPatternBytes)
+      throw GrammarError(where_ + ": the pattern is longer than " +
+                         std::to_string(kMaxPatternBytes >> 10) + " KiB");
     for (size_t pos = 0; pos < pattern.size();)
       cps_.push_back(next_code_point(pattern, pos, where_));
   }
@@ -180,6 +186,8 @@ class RegexParser {
   Node parse_atom() {
     const uint32_t c = cps_[i_];
     if (c == '(') {
+      if (++nesting_ > kMaxNesting)
+        fail("groups nested deeper than " + std::to_string(kMaxNesting));
       ++i_;
       if (peek('?')) {
         if (peek_at(1, ':'))
@@ -199,6 +207,7 @@ class RegexParser {
       Node inner = parse_alt();
       if (!peek(')')) syntax("a missing ')'");
       ++i_;
+      --nesting_;
       return inner;
     }
     if (c == '*' || c == '+' || c == '?')
@@ -345,6 +354,7 @@ class RegexParser {
   std::string where_;
   std::vector<uint32_t> cps_;
   size_t i_ = 0;
+  int nesting_ = 0;
 };
 
 long weight(const Node& n) {
@@ -352,8 +362,8 @@ long weight(const Node& n) {
     case Node::kChars:
       return 1;
     case Node::kRepeat: {
-      const long k = weight(n.kids[0]);
-      return k * std::max(1, n.max == -1 ? n.min + 1 : n.max);
+      const long k = weight(n.kids[0]);  // at most kMaxWeight + 1: no overflow below
+      return std::min(k * std::max(1, n.max == -1 ? n.min + 1 : n.max), kMaxWeight + 1);
     }
     default: {
       long w = 1;
