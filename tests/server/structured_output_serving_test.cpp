@@ -46,6 +46,11 @@ class StructuredOutputServing : public testing::Test {
 TempDir* StructuredOutputServing::dir_ = nullptr;
 Daemon* StructuredOutputServing::daemon_ = nullptr;
 
+json with(json a, const json& b) {
+  a.update(b);
+  return a;
+}
+
 struct SchemaCase {
   std::string name;
   json schema;
@@ -109,7 +114,7 @@ TEST_F(StructuredOutputServing, EveryFieldNameClientsUse) {
        {json{{"guided_json", schema}}, json{{"guided_json", schema.dump()}},
         json{{"structured_outputs", {{"json", schema}}}}, json{{"json_schema", schema}},
         json{{"response_format", {{"type", "json_object"}, {"schema", schema}}}}}) {
-    const json r = chat(extra.merged_patch({{"temperature", 0.8}, {"n", 2}}));
+    const json r = chat(with(extra, {{"temperature", 0.8}, {"n", 2}}));
     expect_valid(r, schema, extra.dump());
   }
   for (const json& extra : {json{{"response_format", {{"type", "json_object"}}}},
@@ -120,7 +125,7 @@ TEST_F(StructuredOutputServing, EveryFieldNameClientsUse) {
   }
   for (const json& extra : {json{{"guided_choice", {"red", "green", "blue"}}},
                             json{{"structured_outputs", {{"choice", {"red", "green", "blue"}}}}}}) {
-    const json r = chat(extra.merged_patch({{"temperature", 1.0}, {"n", 3}}));
+    const json r = chat(with(extra, {{"temperature", 1.0}, {"n", 3}}));
     for (const json& ch : r["choices"]) {
       const std::string s = ch["message"]["content"];
       EXPECT_TRUE(s == "red" || s == "green" || s == "blue") << s;
@@ -139,21 +144,21 @@ TEST_F(StructuredOutputServing, EveryFieldNameClientsUse) {
 TEST_F(StructuredOutputServing, GbnfGrammarsAndRegexes) {
   const std::vector<std::string> grammars = {
       // arithmetic
-      R"(root ::= expr
+      R"g(root ::= expr
 expr ::= term (("+" | "-") term)*
 term ::= factor (("*" | "/") factor)*
-factor ::= [0-9]+ | "(" expr ")")",
+factor ::= [0-9]+ | "(" expr ")")g",
       // a CSV line of three fields
-      R"(root ::= field "," field "," field "\n"
-field ::= [A-Za-z0-9 ]* | "\"" [^"\n]* "\"")",
+      R"g(root ::= field "," field "," field "\n"
+field ::= [A-Za-z0-9 ]* | "\"" [^"\n]* "\"")g",
       // llama.cpp's JSON, in short
-      R"(root ::= object
+      R"g(root ::= object
 value ::= object | array | string | number | ("true" | "false" | "null") ws
 object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
 array ::= "[" ws ( value ("," ws value)* )? "]" ws
 string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
 number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-ws ::= | " " | "\n" [ \t]{0,20})",
+ws ::= | " " | "\n" [ \t]{0,20})g",
   };
   for (const std::string& g : grammars) {
     const auto parsed = engine::grammar::Grammar::parse(g);
