@@ -83,6 +83,16 @@ void add_api_options(ArgParser& p, CommandLine& c) {
              "with --api-key: /metrics needs the key too");
   p.add("--chat-template", &o.service.chat_template,
         "llama3, llama2, chatml, or a Jinja template file (default: the model's own)", "T");
+  p.option("--tool-call-parser", "P",
+           "how the model writes tool calls, for tool_choice auto: auto (default: from the chat "
+           "template, else the tokenizer), llama3_json, hermes, mistral or none",
+           [&o](const std::string& v) {
+             const auto f = value_named(v, server::kToolCallFormatNames);
+             if (!f)
+               throw CliError("--tool-call-parser must be " +
+                              names_of(server::kToolCallFormatNames) + ", got '" + v + "'");
+             o.service.tool_call_parser = *f;
+           });
 }
 
 void add_scheduler_options(ArgParser& p, server::SandwichdOptions& o) {

@@ -1,0 +1,48 @@
+#include "tool_call_json.h"
+#include "tool_call_parsers.h"
+
+namespace sandwich::server {
+namespace {
+
+constexpr std::string_view kToolCalls = "[TOOL_CALLS]";
+
+class MistralParser final : public ToolCallParser {
+ public:
+  size_t settled(std::string_view text) const override {
+    if (const size_t m = text.find(kToolCalls); m != std::string_view::npos) return m;
+    const size_t partial = partial_marker_start(text, kToolCalls);
+    return partial == std::string_view::npos ? text.size() : partial;
+  }
+
+  ParsedOutput parse(std::string_view text, bool) const override {
+    const size_t m = text.find(kToolCalls);
+    if (m == std::string_view::npos) return {std::string(text), {}};
+    const std::string_view rest = text.substr(m + kToolCalls.size());
+    // A list of calls, or (some versions) one call alone; text after it stays content.
+    const size_t pos = skip_space(rest, 0);
+    const size_t end = json_container_end(rest, pos);
+    const auto j = end == std::string_view::npos ? std::nullopt : json_at(rest, pos, end);
+    ParsedOutput out{std::string(text.substr(0, m)), {}};
+    if (j && j->is_array() && !j->empty()) {
+      for (const auto& e : *j) {
+        auto call = call_of(e);
+        if (!call) return {std::string(text), {}};
+        out.calls.push_back(std::move(*call));
+      }
+    } else if (auto call = j ? call_of(*j) : std::nullopt) {
+      out.calls.push_back(std::move(*call));
+    } else {
+      return {std::string(text), {}};
+    }
+    if (!all_space(rest.substr(end))) out.content += rest.substr(end);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ToolCallParser> make_mistral_parser() {
+  return std::make_unique<MistralParser>();
+}
+
+}  // namespace sandwich::server
