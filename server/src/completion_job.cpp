@@ -255,7 +255,11 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
       if (reason) c.finish_reason = *reason;
       if (!stream_) {
         for (auto& e : lp) c.logprob_entries.push_back(std::move(e));
-        for (auto& call : news.tool_calls) c.tool_calls.push_back(std::move(call));
+        // A message's calls have no index; only stream deltas do.
+        for (auto& call : news.tool_calls) {
+          call.erase("index");
+          c.tool_calls.push_back(std::move(call));
+        }
         whole = all_done;
       } else {
         if (!news.text.empty() || o.finished || !lp.empty() || !news.tool_calls.empty())
