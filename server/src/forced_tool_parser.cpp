@@ -16,7 +16,7 @@ std::optional<nlohmann::ordered_json> whole_json(std::string_view text) {
 
 class RequiredParser final : public ToolCallParser {
  public:
-  size_t settled(std::string_view) const override { return 0; }
+  size_t settled(std::string_view, size_t) const override { return 0; }
   ParsedOutput parse(std::string_view text, bool) const override {
     const auto j = whole_json(text);
     ParsedOutput out;
@@ -34,7 +34,7 @@ class RequiredParser final : public ToolCallParser {
 class NamedParser final : public ToolCallParser {
  public:
   explicit NamedParser(std::string function) : function_(std::move(function)) {}
-  size_t settled(std::string_view) const override { return 0; }
+  size_t settled(std::string_view, size_t) const override { return 0; }
   ParsedOutput parse(std::string_view text, bool) const override {
     const auto j = whole_json(text);
     if (!j || !j->is_object()) return {std::string(text), {}};

@@ -17,8 +17,8 @@ std::optional<ToolCall> block_call(std::string_view inner) {
 
 class HermesParser final : public ToolCallParser {
  public:
-  size_t settled(std::string_view text) const override {
-    size_t pos = 0;
+  size_t settled(std::string_view text, size_t from) const override {
+    size_t pos = from;
     while (true) {
       const size_t open = text.find(kOpen, pos);
       if (open == std::string_view::npos) break;

@@ -29,11 +29,13 @@ std::optional<std::vector<ToolCall>> calls_of(std::string_view s) {
 
 class Llama3JsonParser final : public ToolCallParser {
  public:
-  size_t settled(std::string_view text) const override {
-    const size_t first = skip_space(text, 0);
-    // Nothing yet, or an output opening with '{': it may be all calls, known only at its end.
-    if (first == text.size() || text[first] == '{') return 0;
-    if (const size_t tag = text.find(kPythonTag); tag != std::string_view::npos) return tag;
+  size_t settled(std::string_view text, size_t from) const override {
+    if (from == 0) {
+      const size_t first = skip_space(text, 0);
+      // Nothing yet, or an output opening with '{': it may be all calls, known only at its end.
+      if (first == text.size() || text[first] == '{') return 0;
+    }
+    if (const size_t tag = text.find(kPythonTag, from); tag != std::string_view::npos) return tag;
     const size_t partial = partial_marker_start(text, kPythonTag);
     return partial == std::string_view::npos ? text.size() : partial;
   }

@@ -8,8 +8,8 @@ constexpr std::string_view kToolCalls = "[TOOL_CALLS]";
 
 class MistralParser final : public ToolCallParser {
  public:
-  size_t settled(std::string_view text) const override {
-    if (const size_t m = text.find(kToolCalls); m != std::string_view::npos) return m;
+  size_t settled(std::string_view text, size_t from) const override {
+    if (const size_t m = text.find(kToolCalls, from); m != std::string_view::npos) return m;
     const size_t partial = partial_marker_start(text, kToolCalls);
     return partial == std::string_view::npos ? text.size() : partial;
   }

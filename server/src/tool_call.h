@@ -40,8 +40,10 @@ class ToolCallParser {
  public:
   virtual ~ToolCallParser() = default;
   // Of the output so far, how many leading bytes are settled: whatever follows cannot change
-  // whether they are content or calls. What may still become a call is held back.
-  virtual size_t settled(std::string_view text) const = 0;
+  // whether they are content or calls. What may still become a call is held back. The first
+  // `from` bytes were settled before (a marker cannot start there): only the rest is searched,
+  // so that a long output costs linear time.
+  virtual size_t settled(std::string_view text, size_t from) const = 0;
   // Settled text into content and calls; `at_start`: the text opens the output. Text that looks
   // like a call but does not parse stays content, as it was written.
   virtual ParsedOutput parse(std::string_view text, bool at_start) const = 0;

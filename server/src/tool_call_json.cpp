@@ -16,7 +16,7 @@ size_t json_container_end(std::string_view text, size_t pos) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      ++depth;
+      if (++depth > kMaxCallJsonDepth) return std::string_view::npos;
     } else if ((c == '}' || c == ']') && --depth == 0) {
       return i + 1;
     }

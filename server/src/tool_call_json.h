@@ -13,9 +13,13 @@
 
 namespace sandwich::server {
 
+// Deepest nesting of a call's JSON: deeper text is no call (and never reaches the recursive
+// parts of the JSON library), as request bodies are limited.
+inline constexpr int kMaxCallJsonDepth = 64;
+
 // The end (one past the closing bracket) of the object or array opening at text[pos], or npos
-// when it is not closed within `text`. Brackets inside strings are skipped; the text between is
-// not checked (json_at does that).
+// when it is not closed within `text` or nests deeper than kMaxCallJsonDepth. Brackets inside
+// strings are skipped; the text between is not checked (json_at does that).
 size_t json_container_end(std::string_view text, size_t pos);
 
 // The JSON value of text[pos, end), or none when it is not valid JSON.

@@ -23,7 +23,7 @@ ToolCallStream::~ToolCallStream() = default;
 ToolCallStream::Step ToolCallStream::push(std::string_view text) {
   text_ += text;
   if (!parser_) return take(text_.size());
-  return take(parser_->settled(text_));
+  return take(parser_->settled(text_, done_));
 }
 
 ToolCallStream::Step ToolCallStream::finish() {

@@ -200,6 +200,22 @@ TEST(ToolCallParser, WithoutParallelToolCallsOnlyTheFirstCallIsKept) {
   expect_parse(p, w + ";" + v, "", {call(0, "a", kWeather)});
 }
 
+// A model may write anything: a hundred thousand brackets, or a call that never ends, are content
+// (and settle in linear time: the whole output is not searched again for every piece).
+TEST(ToolCallParser, HostileOutputsStayContent) {
+  const std::string deep =
+      "<tool_call>{\"name\": \"f\", \"arguments\": " + std::string(100000, '[') +
+      std::string(100000, ']') + "}</tool_call>";
+  EXPECT_EQ(run(format(ToolCallFormat::Hermes), deep, {4096}).content, deep);
+  const std::string deep_llama = "{\"name\": \"f\", \"parameters\": " + std::string(100000, '{') +
+                                 std::string(100000, '}') + "}";
+  EXPECT_EQ(run(format(ToolCallFormat::Llama3Json), deep_llama, {4096}).content, deep_llama);
+  // 512 KiB of content in 2-byte pieces (searching all of it for each piece would take minutes).
+  const std::string long_text(512 << 10, 'a');
+  for (auto f : {ToolCallFormat::Llama3Json, ToolCallFormat::Hermes, ToolCallFormat::Mistral})
+    EXPECT_EQ(run(format(f), long_text, {2}).content.size(), long_text.size());
+}
+
 TEST(ToolCallParser, CallIds) {
   const std::string id = new_tool_call_id(false);
   EXPECT_EQ(id.size(), 29u);
@@ -215,6 +231,15 @@ TEST(ToolCallParser, JsonContainerEndSkipsBracketsInStrings) {
   EXPECT_EQ(json_container_end(s, 0), s.size() - 5);
   EXPECT_EQ(json_container_end("{\"a\": [1, 2}", 0), std::string::npos);
   EXPECT_EQ(json_container_end("x{}", 0), std::string::npos);
+  // Deeper than any call needs: not a call (a random model's "[[[[..." never reaches a
+  // recursive parser).
+  EXPECT_EQ(json_container_end(
+                std::string(kMaxCallJsonDepth, '[') + std::string(kMaxCallJsonDepth, ']'), 0),
+            2u * kMaxCallJsonDepth);
+  EXPECT_EQ(
+      json_container_end(
+          std::string(kMaxCallJsonDepth + 1, '[') + std::string(kMaxCallJsonDepth + 1, ']'), 0),
+      std::string::npos);
   EXPECT_EQ(partial_marker_start("abc<tool_", "<tool_call>"), 3u);
   EXPECT_EQ(partial_marker_start("abc<tool_call>", "<tool_call>"), std::string::npos);
 }
