@@ -29,7 +29,8 @@ struct GrammarError : std::invalid_argument {
 class Grammar {
  public:
   // Throws GrammarError (syntax, undefined or left-recursive rules, no `root`).
-  static std::shared_ptr<const Grammar> parse(std::string_view gbnf, std::string_view root = "root");
+  static std::shared_ptr<const Grammar> parse(std::string_view gbnf,
+                                              std::string_view root = "root");
   ~Grammar();
   // Whether all of `text` (bytes) is a sentence of the grammar. For tests and checks; no
   // vocabulary involved.
@@ -44,9 +45,9 @@ class Grammar {
 };
 
 // Converters to GBNF. Each throws GrammarError naming what it cannot compile.
-std::string gbnf_from_json_schema(const nlohmann::json& schema);  // json_schema_to_gbnf.cpp
-std::string gbnf_any_json_object();                               // response_format json_object
-std::string gbnf_from_regex(std::string_view pattern);            // a whole-output regex
+std::string gbnf_from_json_schema(const nlohmann::json& schema);      // json_schema_to_gbnf.cpp
+std::string gbnf_any_json_object();                                   // response_format json_object
+std::string gbnf_from_regex(std::string_view pattern);                // a whole-output regex
 std::string gbnf_from_choices(std::span<const std::string> choices);  // exactly one of them
 
 // A tokenizer's tokens as the bytes they add to the text, in a byte trie. Built once per served

@@ -1,0 +1,138 @@
+#include "grammar/grammar_automaton.h"
+
+#include <string>
+
+#include "grammar/grammar_rules.h"
+
+namespace sandwich::engine::grammar {
+namespace {
+
+constexpr size_t kMaskOverhead = 96;  // a cached mask's map entry and list node
+
+std::string mib(size_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+}  // namespace
+
+size_t GrammarAutomaton::Impl::VectorHash::operator()(const std::vector<int32_t>& v) const {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ v.size();
+  for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001b3ull + (h >> 29);
+  return static_cast<size_t>(h);
+}
+
+GrammarAutomaton::Impl::Impl(std::shared_ptr<const Grammar> grammar,
+                             std::shared_ptr<const TokenVocabulary> vocab, size_t max_cache_bytes)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      max_bytes_(max_cache_bytes),
+      words_((static_cast<size_t>(vocab_->size()) + 63) / 64),
+      stacks_(grammar_->impl()) {
+  std::vector<int32_t> none;
+  intern_state(none);  // kDead
+  std::vector<int32_t> start;
+  stacks_.initial(start);
+  initial_ = intern_state(start);
+}
+
+int32_t GrammarAutomaton::Impl::intern_state(std::vector<int32_t>& stacks) {
+  auto it = state_ids_.find(stacks);
+  if (it != state_ids_.end()) return it->second;
+  const int32_t id = static_cast<int32_t>(states_.size());
+  // Its transitions, its stacks (twice: the list and the key) and the map's node.
+  const size_t size = 256 * sizeof(int32_t) + 2 * stacks.size() * sizeof(int32_t) + 96;
+  evict_until_fits(size);
+  if (state_bytes_ + size + stacks_.memory_bytes() > max_bytes_)
+    throw GrammarError("grammar: its parse states take more than " + mib(max_bytes_) +
+                       " (the grammar or the text is too large to follow)");
+  state_bytes_ += size;
+  states_.push_back(stacks);
+  state_ids_.emplace(std::move(stacks), id);
+  transitions_.resize(transitions_.size() + 256, id == kDead ? kDead : -1);
+  return id;
+}
+
+int32_t GrammarAutomaton::Impl::add_transition(int32_t state, uint8_t b) {
+  stacks_.step(states_[state], b, step_out_);
+  int32_t t = step_out_.empty() ? kDead : intern_state(step_out_);
+  transitions_[static_cast<size_t>(state) * 256 + b] = t;
+  return t;
+}
+
+int32_t GrammarAutomaton::Impl::walk(int32_t state, std::string_view bytes) {
+  for (char c : bytes) {
+    if (state == kDead) break;
+    state = next(state, static_cast<uint8_t>(c));
+  }
+  return state;
+}
+
+void GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& bits) {
+  const auto& v = vocab();
+  bits.assign(words_, 0);
+  walk_states_.assign(static_cast<size_t>(v.max_depth) + 1, kDead);
+  int32_t* at = walk_states_.data();  // at[d]: the state after the first d bytes of the path
+  at[0] = state;
+  const TrieNode* nodes = v.nodes.data();
+  const int32_t* ids = v.token_ids.data();
+  const int32_t n = static_cast<int32_t>(v.nodes.size()) - 1;  // the last is the sentinel
+  const int32_t* table = transitions_.data();
+  for (int32_t i = 0; i < n;) {
+    const TrieNode& node = nodes[i];
+    const int32_t from = at[node.depth - 1];
+    int32_t t = table[static_cast<size_t>(from) * 256 + node.byte];
+    if (t < 0) {
+      t = add_transition(from, node.byte);
+      table = transitions_.data();
+    }
+    if (t == kDead) {
+      i = node.skip;
+      continue;
+    }
+    at[node.depth] = t;
+    for (int32_t k = node.tok_begin, end = nodes[i + 1].tok_begin; k < end; ++k)
+      bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
+    ++i;
+  }
+}
+
+void GrammarAutomaton::Impl::evict_until_fits(size_t extra) {
+  while (!lru_.empty() &&
+         state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + extra > max_bytes_) {
+    masks_.erase(lru_.back());
+    lru_.pop_back();
+    mask_bytes_ -= words_ * sizeof(uint64_t) + kMaskOverhead;
+  }
+}
+
+const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
+  auto it = masks_.find(state);
+  if (it != masks_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    return it->second.bits.data();
+  }
+  compute_mask(state, scratch_);
+  const size_t size = words_ * sizeof(uint64_t) + kMaskOverhead;
+  evict_until_fits(size);
+  if (state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + size > max_bytes_)
+    return scratch_.data();  // too large to keep: computed again when asked again
+  lru_.push_front(state);
+  auto& entry = masks_[state];
+  entry.bits.swap(scratch_);
+  entry.lru = lru_.begin();
+  mask_bytes_ += size;
+  return entry.bits.data();
+}
+
+GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar,
+                                   std::shared_ptr<const TokenVocabulary> vocab,
+                                   size_t max_cache_bytes)
+    : impl_(std::make_unique<Impl>(std::move(grammar), std::move(vocab), max_cache_bytes)) {}
+
+GrammarAutomaton::~GrammarAutomaton() = default;
+
+size_t GrammarAutomaton::cache_bytes() const {
+  return impl_->cache_bytes();
+}
+
+}  // namespace sandwich::engine::grammar

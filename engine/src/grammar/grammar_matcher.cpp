@@ -1,0 +1,103 @@
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+
+#include "engine/grammar/grammar.h"
+#include "grammar/grammar_automaton.h"
+
+namespace sandwich::engine::grammar {
+
+struct GrammarMatcher::State {
+  std::shared_ptr<GrammarAutomaton> automaton;
+  std::vector<int32_t> end_tokens;  // sorted
+  int32_t state = GrammarAutomaton::Impl::kDead;
+  bool ended = false;  // an end token was accepted
+  std::vector<float> saved;
+
+  GrammarAutomaton::Impl& a() { return automaton->impl(); }
+  bool is_end(int32_t token) const {
+    return std::binary_search(end_tokens.begin(), end_tokens.end(), token);
+  }
+};
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton,
+                               std::vector<int32_t> end_tokens)
+    : s_(std::make_unique<State>()) {
+  s_->automaton = std::move(automaton);
+  std::sort(end_tokens.begin(), end_tokens.end());
+  end_tokens.erase(std::unique(end_tokens.begin(), end_tokens.end()), end_tokens.end());
+  s_->end_tokens = std::move(end_tokens);
+  s_->state = s_->a().initial();
+}
+
+GrammarMatcher::~GrammarMatcher() = default;
+GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
+
+void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
+  constexpr float kOff = -std::numeric_limits<float>::infinity();
+  State& s = *s_;
+  if (s.ended) {
+    std::fill(logits, logits + vocab_size, kOff);
+    return;
+  }
+  const bool end_ok = s.a().can_end(s.state);
+  s.saved.clear();
+  for (int32_t t : s.end_tokens) s.saved.push_back(t >= 0 && t < vocab_size ? logits[t] : 0.0f);
+  const uint64_t* bits = s.a().mask(s.state);
+  const int32_t known = std::min(vocab_size, s.a().vocab().vocab_size);
+  const int32_t full_words = known / 64;
+  for (int32_t w = 0; w < full_words; ++w) {
+    uint64_t word = bits[w];
+    float* out = logits + static_cast<size_t>(w) * 64;
+    if (word == ~uint64_t{0}) continue;
+    if (word == 0) {
+      for (int k = 0; k < 64; ++k) out[k] = kOff;
+      continue;
+    }
+    for (uint64_t off = ~word; off; off &= off - 1) out[std::countr_zero(off)] = kOff;
+  }
+  for (int32_t t = full_words * 64; t < known; ++t)
+    if (!((bits[t >> 6] >> (t & 63)) & 1)) logits[t] = kOff;
+  // Ids past the tokenizer's (a padded embedding) are never text.
+  for (int32_t t = std::max(known, 0); t < vocab_size; ++t) logits[t] = kOff;
+  for (size_t k = 0; k < s.end_tokens.size(); ++k) {
+    int32_t t = s.end_tokens[k];
+    if (t >= 0 && t < vocab_size) logits[t] = end_ok ? s.saved[k] : kOff;
+  }
+}
+
+bool GrammarMatcher::allows(int32_t token) {
+  State& s = *s_;
+  if (s.ended) return false;
+  if (s.is_end(token)) return s.a().can_end(s.state);
+  const auto& v = s.a().vocab();
+  if (token < 0 || token >= v.vocab_size || !v.in_trie[token]) return false;
+  return s.a().walk(s.state, v.token_bytes(token)) != GrammarAutomaton::Impl::kDead;
+}
+
+void GrammarMatcher::accept(int32_t token) {
+  State& s = *s_;
+  if (!allows(token)) {
+    const auto& v = s.a().vocab();
+    std::string what = "grammar: token " + std::to_string(token);
+    if (token >= 0 && token < v.vocab_size && v.in_trie[token])
+      what += " ('" + std::string(v.token_bytes(token)) + "')";
+    throw GrammarError(what + (s.ended ? " after the end of the sentence"
+                                       : " is not allowed by the grammar here"));
+  }
+  if (s.is_end(token)) {
+    s.ended = true;
+    return;
+  }
+  s.state = s.a().walk(s.state, s.a().vocab().token_bytes(token));
+}
+
+bool GrammarMatcher::can_end() const {
+  return s_->ended || s_->a().can_end(s_->state);
+}
+bool GrammarMatcher::must_end() const {
+  return s_->ended || s_->a().must_end(s_->state);
+}
+
+}  // namespace sandwich::engine::grammar

@@ -1,0 +1,57 @@
+#pragma once
+// The grammar's pushdown automaton. A stack is a chain of grammar positions: its top is the
+// terminal to match next, the nodes below are where to continue once the rule above ends. Stacks
+// are hash-consed parent-linked nodes, so one is an integer and stacks share their bottoms. A
+// rule referenced last in an alternative pushes nothing (a tail call), so right recursion and
+// x* loops do not grow the stack. A parse state is a sorted set of stacks, as in llama.cpp.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "grammar/grammar_rules.h"
+
+namespace sandwich::engine::grammar {
+
+struct StackLimits {
+  int32_t max_depth = 2048;         // nodes in one stack (nesting of rules)
+  size_t max_stacks = 16384;        // stacks in one state (ambiguity)
+  size_t max_expansions = 1 << 22;  // closure steps for one byte
+};
+
+class PushdownStacks {
+ public:
+  // The stack with nothing left to match: the text so far is a whole sentence.
+  static constexpr int32_t kEmpty = 0;
+
+  explicit PushdownStacks(const Grammar::Impl& g, StackLimits limits = {});
+
+  // The stacks before the first byte.
+  void initial(std::vector<int32_t>& out);
+  // The stacks after byte b (sorted, unique; empty when no stack takes b). Throws GrammarError
+  // past the limits.
+  void step(std::span<const int32_t> stacks, uint8_t b, std::vector<int32_t>& out);
+  size_t memory_bytes() const;
+
+ private:
+  struct Node {
+    int32_t pos;     // top: a terminal; below: where to continue after a rule
+    int32_t parent;  // the rest of the stack
+    int32_t depth;
+  };
+  int32_t intern(int32_t pos, int32_t parent);
+  // Adds the stacks that continue at pos over parent, matching nothing (a closure).
+  void expand(int32_t pos, int32_t parent, std::vector<int32_t>& out);
+  void finish(std::vector<int32_t>& out);
+
+  const Grammar::Impl& g_;
+  StackLimits limits_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, int32_t> node_ids_;
+  std::unordered_set<uint64_t> visited_;
+  std::vector<std::pair<int32_t, int32_t>> work_;
+};
+
+}  // namespace sandwich::engine::grammar
