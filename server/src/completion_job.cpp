@@ -30,6 +30,10 @@ HttpResponse abort_error(const engine::RequestOutput& o) {
     case engine::AbortReason::Shutdown:
       return json_error(503, "the server shut down before the request finished; retry it",
                         "server_error");
+    case engine::AbortReason::Grammar:
+      // The request's grammar, not the server: no sequence of tokens can satisfy it.
+      return json_error(400, "structured output could not be generated: " + o.error,
+                        "invalid_request_error");
     default:
       return json_error(500, "the engine failed while generating this request: " + o.error,
                         "server_error");
@@ -401,6 +405,7 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
       r.skip_special_tokens =
           req.tool_calls.kind == ToolCallParsing::Kind::Format ? false : req.skip_special_tokens;
       r.logprobs = req.logprobs;
+      r.grammar = req.grammar_automaton;
       r.deadline = deadline;
       r.on_output = [job, idx](const engine::RequestOutput& o) { job->on_output(idx, o); };
       rs.push_back(std::move(r));

@@ -11,6 +11,7 @@
 #include "api_error.h"
 #include "common/version.h"
 #include "completion_job.h"
+#include "grammar_cache.h"
 #include "json_response.h"
 #include "preprocess_pool.h"
 #include "prometheus.h"
@@ -23,6 +24,11 @@
 
 namespace sandwich::server {
 namespace {
+
+// Grammars kept compiled between requests, and each one's bound on states and masks (a mask is
+// 16 KiB at a 128k vocabulary): 16 x 64 MiB at most.
+constexpr size_t kCachedGrammars = 16;
+constexpr size_t kGrammarCacheBytes = size_t{64} << 20;
 
 using json = nlohmann::json;
 
@@ -112,6 +118,7 @@ struct OpenAiService::Impl {
   std::unique_ptr<EngineStatsLogger> stats_log;  // while attached and not shutting down
   size_t longest_token_bytes = 0;                // the vocabulary's; for the context pre-check
   std::unique_ptr<PreprocessPool> pool;
+  std::unique_ptr<GrammarCache> grammars;  // once attached
 
   // Checks the key of a request to `path`, before anything else about it: an unknown route or
   // a wrong method without the key is a 401 too, so that routes cannot be probed.
@@ -203,7 +210,14 @@ struct OpenAiService::Impl {
 
   void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
     const json j = model_request(http);
-    const GenerateRequest req = parse_generate_request(j, kind, parse_context());
+    GenerateRequest req = parse_generate_request(j, kind, parse_context());
+    if (!req.grammar.empty()) {
+      try {
+        req.grammar_automaton = grammars->get(req.grammar);
+      } catch (const engine::grammar::GrammarError& e) {
+        bad("'" + req.grammar_param + "': " + e.what(), req.grammar_param);
+      }
+    }
     const WireFormat& format =
         kind == ApiKind::Chat ? chat_completions_format() : completions_format();
     ResponseHeader header{random_id(format.id_prefix()), unix_now(), opt.served_model_name};
@@ -284,6 +298,8 @@ void OpenAiService::attach(const engine::Model& model, engine::Scheduler& schedu
   I.tool_format = choose_tool_call_format(I.opt.tool_call_parser, chosen.source, *model.tokenizer);
   I.special_texts = special_token_texts(*model.tokenizer, tool_call_markers(I.tool_format.format));
   I.longest_token_bytes = longest_token_bytes(*model.tokenizer);
+  I.grammars = std::make_unique<GrammarCache>(*model.tokenizer, kCachedGrammars,
+                                              kGrammarCacheBytes);
   if (I.opt.log_interval_seconds > 0)
     I.stats_log = std::make_unique<EngineStatsLogger>(scheduler, I.opt.log_interval_seconds);
   I.ready = true;

@@ -145,6 +145,10 @@ std::string metrics_text(const MetricsSnapshot& m) {
             static_cast<double>(st.decode_steps));
   p.counter("sandwich:prefill_step_seconds_total", "Time in prefill steps", st.prefill_seconds);
   p.counter("sandwich:decode_step_seconds_total", "Time in decode steps", st.decode_seconds);
+  p.counter("sandwich:grammar_seconds_total",
+            "Time structured output's grammars took (token masks and checks)", st.grammar_seconds);
+  p.counter("sandwich:grammar_tokens_total", "Tokens chosen under a grammar",
+            static_cast<double>(st.grammar_tokens));
   p.counter("sandwich:rank_restarts_total",
             "Rank groups re-formed after a rank process died, failed or hung",
             static_cast<double>(st.rank_restarts));

@@ -11,6 +11,7 @@
 #include "chat_messages.h"
 #include "common/bounded_file.h"
 #include "engine/grammar/grammar.h"
+#include "structured_output.h"
 #include "tool_choice_schema.h"
 #include "tool_request.h"
 
@@ -277,21 +278,8 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   if (f.boolean("include_stop_str_in_output", false))
     bad("'include_stop_str_in_output' is not supported by this server",
         "include_stop_str_in_output");
-  // Structured output (vLLM's and llama-server's names): answering unconstrained text would be
-  // a silent wrong answer. null is "not asked", as for every field.
-  for (const char* k : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                        "structured_outputs", "grammar", "json_schema"})
-    if (const json* g = f.get(k); g && !g->is_null())
-      bad(std::string("'") + k + "' (structured output) is not supported by this server yet", k);
   if (const json* g = f.get("prompt_logprobs"); g && !g->is_null())
     bad("'prompt_logprobs' is not supported by this server yet", "prompt_logprobs");
-  if (chat) {
-    if (const json* rf = f.get("response_format")) {
-      if (!rf->is_object() || rf->value("type", std::string()) != "text")
-        bad("only 'response_format' {\"type\": \"text\"} is supported by this server",
-            "response_format");
-    }
-  }
 }
 
 // Whether arrays and objects nest more than `limit` deep, counted on the raw text (brackets in
@@ -356,6 +344,7 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
   // Before refuse_unsupported: a forced tool choice with structured output gets its own message.
   const ToolRequest tools = chat ? parse_tool_request(body) : ToolRequest{};
   refuse_unsupported(f, chat, ctx.max_n);
+  parse_structured_output(f, r);
   if (const json* so = f.get("stream_options")) {
     if (!r.stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
     if (!so->is_object()) bad("'stream_options' must be an object", "stream_options");

@@ -4,12 +4,14 @@
 // tokenizer and the chat template.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/grammar/grammar.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/chat_template.h"
 #include "engine/text/tokenizer.h"
@@ -64,6 +66,8 @@ struct GenerateRequest {
   std::string grammar_param;
   // Chat: what the output is parsed into (content and tool calls).
   ToolCallParsing tool_calls;
+  // The grammar compiled for the engine (set after parsing, from the server's grammar cache).
+  std::shared_ptr<engine::grammar::GrammarAutomaton> grammar_automaton;
 
   size_t sequences() const { return prompts.size() * static_cast<size_t>(n); }
 };

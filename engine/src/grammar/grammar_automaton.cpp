@@ -1,5 +1,6 @@
 #include "grammar/grammar_automaton.h"
 
+#include <algorithm>
 #include <string>
 
 #include "grammar/grammar_rules.h"
@@ -27,7 +28,8 @@ GrammarAutomaton::Impl::Impl(std::shared_ptr<const Grammar> grammar,
       vocab_(std::move(vocab)),
       max_bytes_(max_cache_bytes),
       words_((static_cast<size_t>(vocab_->size()) + 63) / 64),
-      stacks_(grammar_->impl()) {
+      stacks_(grammar_->impl()),
+      lengths_(grammar_->impl()) {
   std::vector<int32_t> none;
   intern_state(none);  // kDead
   std::vector<int32_t> start;
@@ -67,7 +69,35 @@ int32_t GrammarAutomaton::Impl::walk(int32_t state, std::string_view bytes) {
   return state;
 }
 
-void GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& bits) {
+int32_t GrammarAutomaton::Impl::stack_bytes_to_end(int32_t stack) {
+  if (stack == PushdownStacks::kEmpty) return 0;
+  if (stack_end_.size() < static_cast<size_t>(stacks_.node_count()))
+    stack_end_.resize(static_cast<size_t>(stacks_.node_count()), -1);
+  int32_t& known = stack_end_[stack];
+  if (known < 0) {
+    // Frames are shared bottoms: the chain below is usually known already.
+    int64_t sum = lengths_.rest(stacks_.top_position(stack));
+    const int32_t below = stacks_.below(stack);
+    if (sum < kNoEnd) sum += stack_bytes_to_end(below);
+    known = static_cast<int32_t>(std::min<int64_t>(sum, kNoEnd));
+  }
+  return known;
+}
+
+int32_t GrammarAutomaton::Impl::bytes_to_end(int32_t state) {
+  if (state_end_.size() < states_.size()) state_end_.resize(states_.size(), -1);
+  int32_t& known = state_end_[state];
+  if (known < 0) {
+    int32_t best = kNoEnd;
+    for (int32_t stack : states_[state]) best = std::min(best, stack_bytes_to_end(stack));
+    known = best;
+  }
+  return known;
+}
+
+int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& bits,
+                                             int32_t max_end) {
+  int32_t most = 0;
   const auto& v = vocab();
   bits.assign(words_, 0);
   walk_states_.assign(static_cast<size_t>(v.max_depth) + 1, kDead);
@@ -90,10 +120,25 @@ void GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& 
       continue;
     }
     at[node.depth] = t;
-    for (int32_t k = node.tok_begin, end = nodes[i + 1].tok_begin; k < end; ++k)
-      bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
+    const int32_t tok_end = nodes[i + 1].tok_begin;
+    if (node.tok_begin < tok_end) {
+      const int32_t need = bytes_to_end(t);
+      if (need <= max_end) {
+        most = std::max(most, need);
+        for (int32_t k = node.tok_begin; k < tok_end; ++k)
+          bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
+      }
+    }
     ++i;
   }
+  return most;
+}
+
+const uint64_t* GrammarAutomaton::Impl::mask_within(int32_t state, int32_t max_end) {
+  const uint64_t* bits = mask(state);
+  if (last_max_end_ <= max_end) return bits;
+  compute_mask(state, within_, max_end);
+  return within_.data();
 }
 
 void GrammarAutomaton::Impl::evict_until_fits(size_t extra) {
@@ -109,9 +154,10 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
   auto it = masks_.find(state);
   if (it != masks_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
+    last_max_end_ = it->second.max_end;
     return it->second.bits.data();
   }
-  compute_mask(state, scratch_);
+  last_max_end_ = compute_mask(state, scratch_);
   const size_t size = words_ * sizeof(uint64_t) + kMaskOverhead;
   evict_until_fits(size);
   if (state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + size > max_bytes_)
@@ -120,6 +166,7 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
   auto& entry = masks_[state];
   entry.bits.swap(scratch_);
   entry.lru = lru_.begin();
+  entry.max_end = last_max_end_;
   mask_bytes_ += size;
   return entry.bits.data();
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/grammar/grammar.h"
+#include "grammar/completion_lengths.h"
 #include "grammar/pushdown_stacks.h"
 #include "grammar/token_trie.h"
 
@@ -34,6 +35,12 @@ struct GrammarAutomaton::Impl {
   bool must_end(int32_t state) const { return states_[state].size() == 1 && can_end(state); }
   // The tokens of the trie allowed in `state`, one bit a token id. Valid until the next call.
   const uint64_t* mask(int32_t state);
+  // The fewest bytes that end a sentence from `state` (kNoEnd when none can).
+  int32_t bytes_to_end(int32_t state);
+  // mask(), less the tokens after which the sentence needs more than max_end bytes to end. The
+  // cached mask when no allowed token needs that many (the usual case: only near the end of
+  // max_tokens is a mask walked afresh).
+  const uint64_t* mask_within(int32_t state, int32_t max_end);
 
   size_t cache_bytes() const { return state_bytes_ + stacks_.memory_bytes() + mask_bytes_; }
   const TokenVocabulary::Impl& vocab() const { return vocab_->impl(); }
@@ -48,10 +55,14 @@ struct GrammarAutomaton::Impl {
   struct CachedMask {
     std::vector<uint64_t> bits;
     std::list<int32_t>::iterator lru;
+    int32_t max_end = 0;  // the most bytes_to_end after any allowed token
   };
   int32_t add_transition(int32_t state, uint8_t b);
   int32_t intern_state(std::vector<int32_t>& stacks);
-  void compute_mask(int32_t state, std::vector<uint64_t>& bits);
+  // Returns the most bytes_to_end after any token it allows; with max_end, allows only the
+  // tokens after which the sentence can end within max_end bytes.
+  int32_t compute_mask(int32_t state, std::vector<uint64_t>& bits, int32_t max_end = kNoEnd);
+  int32_t stack_bytes_to_end(int32_t stack);
   void evict_until_fits(size_t extra);
 
   std::shared_ptr<const Grammar> grammar_;
@@ -68,6 +79,11 @@ struct GrammarAutomaton::Impl {
   std::list<int32_t> lru_;  // most recent first
   size_t mask_bytes_ = 0;
   std::vector<uint64_t> scratch_;  // a mask that does not fit the cache
+  std::vector<uint64_t> within_;   // mask_within's, never cached (it depends on the budget)
+  CompletionLengths lengths_;
+  std::vector<int32_t> stack_end_;  // per stack node, -1 until known
+  std::vector<int32_t> state_end_;  // per state, -1 until known
+  int32_t last_max_end_ = 0;        // of the mask last computed
   std::vector<int32_t> step_out_, walk_states_;
 };
 

@@ -13,6 +13,9 @@ struct GrammarMatcher::State {
   std::vector<int32_t> end_tokens;  // sorted
   int32_t state = GrammarAutomaton::Impl::kDead;
   bool ended = false;  // an end token was accepted
+  int32_t tokens_left = INT32_MAX;
+  // The most bytes the sentence may still need after the next token.
+  int32_t max_end() const { return tokens_left == INT32_MAX ? kNoEnd : tokens_left - 1; }
   std::vector<float> saved;
 
   GrammarAutomaton::Impl& a() { return automaton->impl(); }
@@ -44,7 +47,7 @@ void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
   const bool end_ok = s.a().can_end(s.state);
   s.saved.clear();
   for (int32_t t : s.end_tokens) s.saved.push_back(t >= 0 && t < vocab_size ? logits[t] : 0.0f);
-  const uint64_t* bits = s.a().mask(s.state);
+  const uint64_t* bits = s.a().mask_within(s.state, s.max_end());
   const int32_t known = std::min(vocab_size, s.a().vocab().vocab_size);
   const int32_t full_words = known / 64;
   for (int32_t w = 0; w < full_words; ++w) {
@@ -73,12 +76,23 @@ bool GrammarMatcher::allows(int32_t token) {
   if (s.is_end(token)) return s.a().can_end(s.state);
   const auto& v = s.a().vocab();
   if (token < 0 || token >= v.vocab_size || !v.in_trie[token]) return false;
-  return s.a().walk(s.state, v.token_bytes(token)) != GrammarAutomaton::Impl::kDead;
+  const int32_t next = s.a().walk(s.state, v.token_bytes(token));
+  return next != GrammarAutomaton::Impl::kDead &&
+         (s.tokens_left == INT32_MAX || s.a().bytes_to_end(next) <= s.max_end());
+}
+
+void GrammarMatcher::limit_tokens(int32_t tokens_left) {
+  s_->tokens_left = std::max(tokens_left, 1);
 }
 
 void GrammarMatcher::accept(int32_t token) {
   State& s = *s_;
-  if (!allows(token)) {
+  // The budget shapes the choice, not what may be taken: a token the grammar allows is taken.
+  const int32_t budget = s.tokens_left;
+  s.tokens_left = INT32_MAX;
+  const bool ok = allows(token);
+  s.tokens_left = budget;
+  if (!ok) {
     const auto& v = s.a().vocab();
     std::string what = "grammar: token " + std::to_string(token);
     if (token >= 0 && token < v.vocab_size && v.in_trie[token])

@@ -113,13 +113,17 @@ std::string json_string(GbnfRules& r) {
   return r.fixed("string", "\"\\\"\" " + ch + "* \"\\\"\" " + sp);
 }
 
+// Digits are bounded as llama.cpp bounds them: 16 significant digits are what a double holds
+// and what an int64 takes without loss, and a two-digit exponent stays finite (1e400 is an
+// error to many JSON parsers), so that what a random model writes still parses everywhere.
 std::string json_number(GbnfRules& r) {
-  return r.fixed("number", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)? " +
-                               json_space(r));
+  return r.fixed("number",
+                 "\"-\"? (\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})? " +
+                     json_space(r));
 }
 
 std::string json_integer(GbnfRules& r) {
-  return r.fixed("integer", "\"-\"? (\"0\" | [1-9] [0-9]*) " + json_space(r));
+  return r.fixed("integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,15}) " + json_space(r));
 }
 
 std::string json_boolean(GbnfRules& r) {

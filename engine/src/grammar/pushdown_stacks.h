@@ -34,6 +34,10 @@ class PushdownStacks {
   // past the limits.
   void step(std::span<const int32_t> stacks, uint8_t b, std::vector<int32_t>& out);
   size_t memory_bytes() const;
+  // A stack's frames, top first: the position to match next, then where to continue.
+  int32_t top_position(int32_t stack) const { return nodes_[stack].pos; }
+  int32_t below(int32_t stack) const { return nodes_[stack].parent; }
+  int32_t node_count() const { return static_cast<int32_t>(nodes_.size()); }
 
  private:
   struct Node {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "kernels/elementwise.h"
@@ -113,14 +114,24 @@ int64_t nucleus(int32_t* ids, int64_t n, const float* logits, const float* w, do
 }  // namespace
 
 int32_t Sampler::sample(float* logits, std::span<const int32_t> prompt,
-                        std::span<const int32_t> output) {
+                        std::span<const int32_t> output, TokenConstraint* constraint) {
   apply_penalties(logits, prompt, output);
-  if (p_.greedy()) return argmax(logits, vocab_);
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  if (p_.greedy()) {
+    // The model's own choice is usually allowed: one token's check instead of a whole mask.
+    int32_t best = argmax(logits, vocab_);
+    if (!constraint || constraint->allows(best)) return best;
+    constraint->mask(logits, vocab_);
+    best = argmax(logits, vocab_);
+    return logits[best] == kNone ? -1 : best;
+  }
+  if (constraint) constraint->mask(logits, vocab_);
 
   // Weights exp((l - max) / T) for the whole vocabulary in one vectorised pass: the cuts
   // below are all relative to the most likely token, whose weight is 1.
   const int32_t top = argmax(logits, vocab_);
   const float mx = logits[top];
+  if (mx == kNone) return -1;  // the constraint allows nothing
   const float inv_t = 1.0f / p_.temperature;
   weights_.resize(vocab_);
   for (int32_t i = 0; i < vocab_; ++i) weights_[i] = (logits[i] - mx) * inv_t;

@@ -35,6 +35,7 @@ struct Seq {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<IncrementalDecoder> decoder;
   std::unique_ptr<StopStringMatcher> stops;
+  std::unique_ptr<grammar::GrammarMatcher> matcher;  // made on the engine thread, when first used
   Clock::time_point arrival, last_token;
   Clock::time_point scheduled, first_token;  // first admission; first token (has_first)
   bool was_scheduled = false;
@@ -80,6 +81,8 @@ struct Scheduler::Impl {
   std::mt19937_64 seeds{std::random_device{}()};
   std::vector<float> logits;
   std::vector<Seq*> in_step;  // the sequences of the step under way
+  double grammar_seconds = 0;  // not yet in st (published with the counts)
+  uint64_t grammar_tokens = 0;
   std::thread thread;
   std::mutex join_mu;
 
@@ -90,6 +93,8 @@ struct Scheduler::Impl {
   void prefill_step();
   void decode_step();
   void accept_token(Seq& s, float* row);
+  void accept_constrained_token(Seq& s, float* row);
+  void accept_sampled_token(Seq& s, float* row, TokenConstraint* constraint);
   bool is_stop_token(const Seq& s, int32_t t) const;
   void finish(Seq& s, FinishReason reason);
   void abort(Seq& s, AbortReason why, const std::string& error);
@@ -296,6 +301,10 @@ void Scheduler::Impl::publish_counts() {
   st.running = static_cast<int32_t>(running.size());
   st.kv_blocks_used = cache->used_blocks();
   st.kv_blocks_cached = cache->cached_blocks();
+  st.grammar_seconds += grammar_seconds;
+  st.grammar_tokens += grammar_tokens;
+  grammar_seconds = 0;
+  grammar_tokens = 0;
 }
 
 void Scheduler::Impl::abort(Seq& s, AbortReason why, const std::string& error) {
@@ -409,7 +418,60 @@ bool Scheduler::Impl::is_stop_token(const Seq& s, int32_t t) const {
   return (!s.req.ignore_eos && in(stop_ids)) || in(s.req.stop_token_ids);
 }
 
+namespace {
+
+// The sampler's view of a sequence's grammar, timing what the grammar costs.
+class GrammarConstraint final : public TokenConstraint {
+ public:
+  GrammarConstraint(grammar::GrammarMatcher& m, double& seconds) : m_(m), seconds_(seconds) {}
+  bool allows(int32_t token) override {
+    const auto t0 = Clock::now();
+    const bool ok = m_.allows(token);
+    seconds_ += secs(Clock::now() - t0);
+    return ok;
+  }
+  void mask(float* logits, int32_t vocab_size) override {
+    const auto t0 = Clock::now();
+    m_.mask_logits(logits, vocab_size);
+    seconds_ += secs(Clock::now() - t0);
+  }
+
+ private:
+  grammar::GrammarMatcher& m_;
+  double& seconds_;
+};
+
+}  // namespace
+
 void Scheduler::Impl::accept_token(Seq& s, float* row) {
+  if (s.req.grammar) {
+    try {
+      accept_constrained_token(s, row);
+    } catch (const grammar::GrammarError& e) {
+      abort(s, AbortReason::Grammar, e.what());
+    }
+    return;
+  }
+  accept_sampled_token(s, row, nullptr);
+}
+
+void Scheduler::Impl::accept_constrained_token(Seq& s, float* row) {
+  const auto t0 = Clock::now();
+  if (!s.matcher) {
+    std::vector<int32_t> ends = s.req.stop_token_ids;
+    if (!s.req.ignore_eos) ends.insert(ends.end(), stop_ids.begin(), stop_ids.end());
+    s.matcher = std::make_unique<grammar::GrammarMatcher>(s.req.grammar, std::move(ends));
+  }
+  // Room for a whole sentence: the fewer of max_tokens and the context left.
+  s.matcher->limit_tokens(std::min(s.req.max_tokens - s.generated(),
+                                   opt.max_model_len - static_cast<int32_t>(s.tokens.size())));
+  grammar_seconds += secs(Clock::now() - t0);
+  ++grammar_tokens;
+  GrammarConstraint c(*s.matcher, grammar_seconds);
+  accept_sampled_token(s, row, &c);
+}
+
+void Scheduler::Impl::accept_sampled_token(Seq& s, float* row, TokenConstraint* constraint) {
   const int32_t V = model.config.vocab_size;
   const bool may_stop = s.generated() >= s.req.min_tokens;
   // Before min_tokens a stop token cannot be sampled at all (as vLLM does), rather than being
@@ -422,7 +484,18 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   RequestOutput out;
   std::vector<float> raw;
   if (s.req.logprobs >= 0) raw.assign(row, row + V);
-  const int32_t next = s.sampler->sample(row, s.prompt(), s.output());
+  const int32_t next = s.sampler->sample(row, s.prompt(), s.output(), constraint);
+  if (next < 0) {
+    abort(s, AbortReason::Grammar,
+          "the grammar allows no token here (after " + std::to_string(s.generated()) +
+              " tokens; an end token is also refused before min_tokens)");
+    return;
+  }
+  if (s.matcher) {
+    const auto t0 = Clock::now();
+    s.matcher->accept(next);  // an end token too: it must end a whole sentence
+    grammar_seconds += secs(Clock::now() - t0);
+  }
   const auto now = Clock::now();
   if (!s.has_first) {
     ttft.observe(secs(now - s.arrival));
@@ -453,11 +526,13 @@ void Scheduler::Impl::accept_token(Seq& s, float* row) {
   out.completion_tokens = s.generated();
   out.cached_tokens = s.cached_tokens;
   if (s.req.on_output) s.req.on_output(out);
-  if (s.stops->stopped())
+  if (s.stops->stopped() || (s.matcher && s.matcher->must_end()))
     finish(s, FinishReason::Stop);
   else if (s.generated() >= s.req.max_tokens ||
            static_cast<int32_t>(s.tokens.size()) >= opt.max_model_len)
-    finish(s, FinishReason::Length);
+    // A grammar's whole sentence is a finished answer, not a cut one (OpenAI's SDK refuses to
+    // parse structured output that ended for length).
+    finish(s, s.matcher && s.matcher->can_end() ? FinishReason::Stop : FinishReason::Length);
 }
 
 void Scheduler::Impl::prefill_step() {

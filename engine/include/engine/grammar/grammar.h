@@ -102,6 +102,11 @@ class GrammarMatcher {
   bool allows(int32_t token);
   // Takes a sampled token. Throws GrammarError if the grammar does not allow it.
   void accept(int32_t token);
+  // The tokens left for this sequence, the next one included (max_tokens less those made).
+  // From then on a token is allowed only if the sentence can still end within the rest, so a
+  // sentence that can be finished in max_tokens is (a random model would otherwise run out of
+  // tokens inside a string, and leave JSON that does not parse).
+  void limit_tokens(int32_t tokens_left);
   bool can_end() const;   // the text so far is a whole sentence
   bool must_end() const;  // ...and nothing may follow it
 

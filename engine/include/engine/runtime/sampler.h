@@ -27,13 +27,26 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0f; }
 };
 
+// A rule on which tokens may come next (a grammar), applied after the penalties and biases and
+// before any cut, so that every sampling mode draws only from the tokens it allows.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Whether one token is allowed: cheap, so greedy decoding asks it of its choice first.
+  virtual bool allows(int32_t token) = 0;
+  // Sets the logits of every token not allowed to -inf.
+  virtual void mask(float* logits, int32_t vocab_size) = 0;
+};
+
 class Sampler {
  public:
   // Without a seed in params, draws from default_seed (callers pass a fresh random value).
   Sampler(const SamplingParams& params, int32_t vocab_size, uint64_t default_seed);
 
   // Picks the next token. logits (vocab_size values) are modified in place (penalties etc.).
-  int32_t sample(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
+  // With a constraint: only a token it allows, or -1 when it allows none.
+  int32_t sample(float* logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                 TokenConstraint* constraint = nullptr);
 
   // Log-probabilities under the model's raw distribution: the logprob of `token` and the top n.
   struct TopLogprob {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/formats/model.h"
+#include "engine/grammar/grammar.h"
 #include "engine/plans/plan.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/finish_reason.h"
@@ -60,6 +61,7 @@ enum class AbortReason {
   Shutdown,     // request_shutdown(false) or the scheduler's destructor
   NoRoom,       // can never fit in the KV cache
   EngineError,  // a step failed
+  Grammar,      // the request's grammar allowed no token, or passed its limits
 };
 
 // What a request hears from the engine thread, as it happens.
@@ -90,6 +92,10 @@ struct EngineRequest {
   // false: special tokens generated (e.g. EOS under ignore_eos) appear in the text as written.
   bool skip_special_tokens = true;
   int32_t logprobs = -1;  // -1: none; n >= 0: the chosen token's logprob and the top n
+  // Structured output: only tokens this grammar allows are sampled, the sequence's end tokens
+  // only where its sentence is whole, and a sentence that can go no further ends the sequence
+  // (Stop). Several sequences may share one automaton; it is used on the engine thread only.
+  std::shared_ptr<grammar::GrammarAutomaton> grammar;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Called on the engine thread; must be quick and must not call back into the scheduler,
   // except cancel() (which only queues the id).
@@ -109,6 +115,10 @@ struct SchedulerStats {
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   uint64_t prefill_steps = 0, decode_steps = 0;
   double prefill_seconds = 0, decode_seconds = 0;
+  // Structured output: time the grammars' masks and checks took (on the engine thread, between
+  // steps), and the tokens they chose.
+  double grammar_seconds = 0;
+  uint64_t grammar_tokens = 0;
   uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
   uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
   uint64_t rank_restarts = 0;             // rank groups re-formed after a rank died or hung
