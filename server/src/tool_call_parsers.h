@@ -13,7 +13,8 @@ std::unique_ptr<ToolCallParser> make_llama3_json_parser();
 // Hermes, Qwen2.5: <tool_call>{"name": ..., "arguments": {...}}</tool_call>, any number, with text
 // between.
 std::unique_ptr<ToolCallParser> make_hermes_parser();
-// Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] after any text.
+// Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] after any text, or (tokenizer
+// v11 and later) [TOOL_CALLS]name[ARGS]{...} for each call.
 std::unique_ptr<ToolCallParser> make_mistral_parser();
 // tool_choice required: the grammar's [{"name": ..., "parameters": {...}}, ...]; named: the
 // grammar's arguments object of `function`.

@@ -169,10 +169,17 @@ TEST(ToolCallParser, Mistral) {
       {call(0, "get_weather", kWeather), call(1, "deep", kNested), call(2, "u", kUnicode)});
   expect_no_leak(p, "Sure. [TOOL_CALLS] " + list.dump(), "Sure. ");
   expect_parse(p, "[TOOL_CALLS]" + list[0].dump(), "", {call(0, "get_weather", kWeather)});
+  // Tokenizer v11 and later: name[ARGS]arguments for each call.
+  const std::string v11 = "Sure. [TOOL_CALLS]get_weather[ARGS]" + kWeather.dump() +
+                          "[TOOL_CALLS]deep[ARGS] " + kNested.dump();
+  expect_parse(p, v11, "Sure. ", {call(0, "get_weather", kWeather), call(1, "deep", kNested)});
+  expect_no_leak(p, v11, "Sure. ");
   for (const std::string& s :
        {std::string("[TOOL_CALLS][{\"name\": \"f\"}]"), std::string("[TOOL_CALLS] nothing"),
         std::string("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}"),
-        std::string("[TOOL_CALLS][]"), std::string("[TOOL_CALL] [1]"), std::string("[1, 2]")})
+        std::string("[TOOL_CALLS][]"), std::string("[TOOL_CALL] [1]"), std::string("[1, 2]"),
+        std::string("[TOOL_CALLS]f[ARGS]"), std::string("[TOOL_CALLS]f[ARGS][1]"),
+        std::string("[TOOL_CALLS]two words[ARGS]{}"), std::string("[TOOL_CALLS]f[ARGS]{} tail")})
     expect_parse(p, s, s, {});
 }
 
