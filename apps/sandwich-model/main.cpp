@@ -1,5 +1,9 @@
 // sandwich-model: make dummy-weight GGUF files, describe model files, and run tokenizers.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -57,7 +61,7 @@ int cmd_make(int argc, char** argv, int first) {
 
 int cmd_quantize(int argc, char** argv, int first) {
   bool quiet = false;
-  ArgParser p("sandwich-model quantize IN OUT TYPE",
+  ArgParser p("sandwich-model quantize IN OUT TYPE [THREADS]",
               "Write a model (F32/F16/BF16 or quantized GGUF, Hugging Face safetensors, llama2.c) "
               "as a GGUF quantized with a llama.cpp preset: " +
                   quant_preset_names() +
@@ -65,25 +69,43 @@ int cmd_quantize(int argc, char** argv, int first) {
                   "per tensor as llama.cpp does; a tensor whose rows no block of q4_0 ... q8_0 "
                   "fits stays f32, where llama-quantize refuses it), or unquantized: f32, f16, "
                   "bf16 (every matrix in that type, as llama-quantize writes them).");
-  p.accept_positionals(3);
+  // A fourth word is llama-quantize's thread count.
+  p.accept_positionals(4);
   std::optional<std::string> tokenizer;
+  int threads = 0;
   p.add_flag("-q,--quiet", &quiet, "do not list the tensors");
+  p.add("-t,--threads", &threads, "threads that quantize (default: every core)");
   p.add("--tokenizer", &tokenizer,
         "vocabulary for an input without one of its own (a GGUF input keeps its own)", "T");
   if (!p.parse(argc, argv, first)) return 0;
-  if (p.positional().size() != 3) throw CliError("quantize takes IN OUT TYPE (see --help)");
+  if (p.positional().size() < 3)
+    throw CliError("quantize takes IN OUT TYPE [THREADS] (see --help)");
   const std::string in = p.positional()[0], out = p.positional()[1], type = p.positional()[2];
+  if (p.positional().size() == 4)
+    threads = static_cast<int>(
+        std::clamp<int64_t>(ArgParser::parse_int("THREADS", p.positional()[3]), -1, 1 << 16));
+  if (threads < 0) throw CliError("--threads must not be negative (0: every core)");
   auto preset = quant_preset(type);
   if (!preset) preset = plain_preset(type);
   if (!preset)
     throw CliError("unknown quantization type '" + type + "' (one of " + quant_preset_names() +
                    ", or f32, f16, bf16)");
   if (!std::filesystem::exists(in)) throw CliError(in + ": no such file or folder");
+  const auto t0 = std::chrono::steady_clock::now();
   quantize_model_file(in, out, *preset, quiet ? nullptr : &std::cerr,
-                      tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt);
+                      tokenizer ? std::optional<std::filesystem::path>(*tokenizer) : std::nullopt,
+                      threads);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ModelFileInfo info = inspect_model(out);
-  std::cerr << "wrote " << out << " (" << preset->name << ", " << info.bytes << " bytes, "
-            << bits_per_weight(info.bytes, weight_count(info)) << " bits per weight)\n";
+  // The file as it lies on disk (header, metadata and padding too), beside the tensors' bytes.
+  const uintmax_t file_bytes = std::filesystem::file_size(out);
+  char line[160];
+  std::snprintf(line, sizeof line, "%ju bytes on disk (%.2f MiB); tensors %ju bytes, ", file_bytes,
+                static_cast<double>(file_bytes) / (1 << 20), static_cast<uintmax_t>(info.bytes));
+  std::cerr << "wrote " << out << " (" << preset->name << "): " << line
+            << bits_per_weight(info.bytes, weight_count(info)) << " bits per weight; " << std::fixed
+            << std::setprecision(1) << seconds << " s\n";
   return 0;
 }
 
@@ -143,7 +165,7 @@ int main(int argc, char** argv) {
        cmd_make},
       {"info", "FILE [--summary]",
        "architecture, shapes, tensor types, bits per weight and size of a model", cmd_info},
-      {"quantize", "IN OUT TYPE [--tokenizer T] [-q]",
+      {"quantize", "IN OUT TYPE [THREADS] [-t N] [--tokenizer T] [-q]",
        "write a model as a GGUF quantized with a llama.cpp preset (q4_k_m, q8_0, ...) or in "
        "f32, f16, bf16",
        cmd_quantize},

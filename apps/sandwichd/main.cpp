@@ -65,6 +65,7 @@ struct CommandLine {
   server::SandwichdOptions o;
   std::optional<std::string> served_name;
   LogLevel log_level = LogLevel::Info;
+  std::vector<std::string> notes;  // for the log, once its level is set
 };
 
 void add_api_options(ArgParser& p, CommandLine& c) {
@@ -99,8 +100,11 @@ void add_scheduler_options(ArgParser& p, server::SandwichdOptions& o) {
   SchedulerOptions& sched = o.scheduler;
   p.add("-c,--ctx-size,--max-model-len", &sched.max_model_len,
         "prompt + output limit (default: the model's context)");
-  p.add("--max-num-seqs", &sched.max_num_seqs, "running sequences at most (default 64)");
-  p.add("--max-num-batched-tokens", &sched.max_batched_tokens,
+  // llama-server's names for the same limits: its slots are our running sequences, its logical
+  // batch the prompt tokens one step takes.
+  p.add("-np,--parallel,--max-num-seqs", &sched.max_num_seqs,
+        "running sequences at most (default 64)");
+  p.add("-b,--batch-size,--max-num-batched-tokens", &sched.max_batched_tokens,
         "prompt tokens per prefill step (default 512)");
   p.option("--kv-cache-memory", "BYTES",
            "KV-cache size, e.g. 2GiB (default: max-num-seqs full sequences, at most 4 GiB)",
@@ -184,6 +188,42 @@ void add_log_options(ArgParser& p, CommandLine& c) {
         "seconds between the engine's throughput lines in the log, while it works (default 10; "
         "0: none)",
         "S");
+  p.flag("--disable-log-stats", "as --log-interval 0 (vLLM's name)",
+         [&c] { c.o.service.log_interval_seconds = 0; });
+}
+
+// Flags of vLLM and llama-server (README, "Coming from vLLM / llama.cpp") with no counterpart
+// here: accepted where they ask for what this server does anyway, else refused naming what to
+// use instead, rather than met with a "did you mean" for an unrelated flag.
+void add_peer_options(ArgParser& p, CommandLine& c) {
+  p.flag("--metrics", "accepted, as llama-server's: /metrics is always on", [] {});
+  p.option("-ngl,--n-gpu-layers,--gpu-layers", "N",
+           "llama-server's GPU offload: only 0 is accepted (a CPU server)",
+           [&c](const std::string& v) {
+             if (v != "0")
+               throw CliError("-ngl " + v +
+                              ": no GPU offload; this is a CPU server (give 0, or leave it out)");
+             c.notes.push_back("-ngl 0: nothing to offload; this is a CPU server");
+           });
+  auto refuse = [&p](const std::string& names, const std::string& metavar, const std::string& why) {
+    const std::string name = names.substr(0, names.find(','));
+    p.option(names, metavar, "refused: " + why,
+             [name, why](const std::string&) { throw CliError(name + ": " + why); });
+  };
+  refuse("--lora", "F", "LoRA adapters are not supported (merge the adapter into the weights)");
+  p.flag("--enable-lora", "refused: LoRA adapters are not supported", [] {
+    throw CliError(
+        "--enable-lora: LoRA adapters are not supported (merge the adapter into the "
+        "weights)");
+  });
+  refuse("--gpu-memory-utilization", "X",
+         "no GPU; the KV cache's size is --kv-cache-memory BYTES (e.g. 4GiB)");
+  refuse("--tensor-parallel-size,-tp", "N",
+         "ranks are processes on this machine's cores: --prefill-config/--decode-config RxT "
+         "(R ranks of T cores), or --plan FILE from sandwich-tune");
+  refuse("-ctk,--cache-type-k", "T", "the KV cache's type is --kv-cache-dtype bf16|f32");
+  refuse("-ctv,--cache-type-v", "T", "the KV cache's type is --kv-cache-dtype bf16|f32");
+  refuse("--uvicorn-log-level", "L", "the log's level is --log-level debug|info|warning|error");
 }
 
 // Everything the command line alone can refuse, before anything binds or loads.
@@ -238,8 +278,10 @@ int main(int argc, char** argv) {
     add_scheduler_options(p, c.o);
     add_connection_options(p, c.o);
     add_log_options(p, c);
+    add_peer_options(p, c);
     if (!p.parse(argc, argv)) return 0;
     set_log_level(c.log_level);
+    for (const auto& n : c.notes) log_line(LogLevel::Info, "sandwichd", n);
     check_options(p, c);
     server::Sandwichd daemon(std::move(c.o), startup_plan_search);
     return daemon.run();

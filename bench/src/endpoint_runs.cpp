@@ -133,7 +133,9 @@ class EndpointRuns {
                                arrival_times(static_cast<int>(n_), rate, o_.burstiness, o_.seed));
     progress_.clear();
     run.summary = summarize(run.records, o_.slo, o_.slo_scale, o_.attainment_target);
-    for (double s : rep_.scales) run.scale_curve.push_back({s, attainment(run.records, o_.slo, s)});
+    if (o_.slo.given())
+      for (double s : rep_.scales)
+        run.scale_curve.push_back({s, attainment(run.records, o_.slo, s)});
     log_ << format_run_summary(run, o_.attainment_target);
     rep_.runs.push_back(std::move(run));
     return run_meets_slo(rep_.runs.back().summary, o_.slo_definition, o_.attainment_target);
@@ -160,6 +162,7 @@ class EndpointRuns {
   void sweep_rates() {
     std::vector<std::pair<double, bool>> rate_met;
     for (double rate : o_.rates) rate_met.push_back({rate, run_at(rate, 0)});
+    if (!o_.slo.given()) return;  // no goodput without an SLO
     er_.goodput_rate = goodput_rate(rate_met);
     std::sort(rate_met.begin(), rate_met.end());
     for (const auto& [rate, met] : rate_met)

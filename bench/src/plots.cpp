@@ -245,7 +245,8 @@ std::vector<PlotScript> plot_scripts(const ServeReport& r) {
   for (const auto& run : r.runs)
     if (std::find(rates.begin(), rates.end(), run.rate) == rates.end()) rates.push_back(run.rate);
   std::vector<Plot> plots;
-  if (std::any_of(rates.begin(), rates.end(), [](double x) { return !std::isinf(x); }))
+  const bool slo = o.slo.given();  // without one: the CDFs only
+  if (slo && std::any_of(rates.begin(), rates.end(), [](double x) { return !std::isinf(x); }))
     plots.push_back(attainment_vs_rate(r, slo_text, target));
 
   // One picture per rate for the per-run views, so that each compares endpoints at one load.
@@ -283,9 +284,11 @@ std::vector<PlotScript> plot_scripts(const ServeReport& r) {
       ttft.series.push_back({run.label, cdf(t1), kStepStyle});
       tpot.series.push_back({run.label, cdf(t2), kStepStyle});
     }
-    ttft.extra += cdf_range(all_ttft, ttft_slo);
-    tpot.extra += cdf_range(all_tpot, tpot_slo);
-    plots.push_back(std::move(scale));
+    if (slo) {
+      ttft.extra += cdf_range(all_ttft, ttft_slo);
+      tpot.extra += cdf_range(all_tpot, tpot_slo);
+      plots.push_back(std::move(scale));
+    }
     plots.push_back(std::move(ttft));
     plots.push_back(std::move(tpot));
   }

@@ -109,9 +109,16 @@ std::string goodput_text(const EndpointReport& e, const ServeOptions& o) {
 
 json summary_to_json(const Summary& s) {
   json j = s;
+  j.erase("slo_scale");
+  if (!s.slo.given()) {
+    // Nothing was judged: null, never an attainment of 0.
+    for (const char* k : {"slo", "good", "attainment", "ttft_attainment", "tpot_attainment",
+                          "percentile_slo", "good_request_rate"})
+      j[k] = nullptr;
+    return j;
+  }
   // The SLO with the scale the requests were judged at.
   j["slo"]["scale"] = s.slo_scale;
-  j.erase("slo_scale");
   return j;
 }
 
@@ -173,17 +180,21 @@ std::string format_run_summary(const RunReport& run, double attainment_target) {
   section("End-to-end Latency");
   dist("E2EL", s.e2el_ms);
   section("SLO");
-  row("SLO (ms):", "TTFT <= " + fmt(s.slo.ttft_ms * s.slo_scale, 1) + ", TPOT <= " +
-                       fmt(s.slo.tpot_ms * s.slo_scale, 1) + " (scale " + fmt(s.slo_scale) + ")");
-  row("SLO attainment, per request (%):",
-      fmt(100 * s.attainment) + (s.attainment >= attainment_target ? "" : "  (below target)"));
-  row("TTFT / TPOT limit met (%):",
-      fmt(100 * s.ttft_attainment) + " / " + fmt(100 * s.tpot_attainment));
-  const std::string p = percentile_name(s.percentile_slo.percentile);
-  row(p + " TTFT / " + p + " TPOT (ms):",
-      ms_or_never(s.percentile_slo.ttft_ms) + " / " + ms_or_never(s.percentile_slo.tpot_ms));
-  row(percentile_slo_text(s) + ":", s.percentile_slo.met ? "met" : "missed");
-  row("Good request rate (req/s):", fmt(s.good_request_rate));
+  if (!s.slo.given()) {
+    row("SLO:", "none given (--slo, or --slo-ttft-ms and --slo-tpot-ms)");
+  } else {
+    row("SLO (ms):", "TTFT <= " + fmt(s.slo.ttft_ms * s.slo_scale, 1) + ", TPOT <= " +
+                         fmt(s.slo.tpot_ms * s.slo_scale, 1) + " (scale " + fmt(s.slo_scale) + ")");
+    row("SLO attainment, per request (%):",
+        fmt(100 * s.attainment) + (s.attainment >= attainment_target ? "" : "  (below target)"));
+    row("TTFT / TPOT limit met (%):",
+        fmt(100 * s.ttft_attainment) + " / " + fmt(100 * s.tpot_attainment));
+    const std::string p = percentile_name(s.percentile_slo.percentile);
+    row(p + " TTFT / " + p + " TPOT (ms):",
+        ms_or_never(s.percentile_slo.ttft_ms) + " / " + ms_or_never(s.percentile_slo.tpot_ms));
+    row(percentile_slo_text(s) + ":", s.percentile_slo.met ? "met" : "missed");
+    row("Good request rate (req/s):", fmt(s.good_request_rate));
+  }
   if (s.output_len_mismatch)
     row("Output length != max_tokens:", std::to_string(s.output_len_mismatch) + " requests");
   o << "==================================================\n";
@@ -205,15 +216,20 @@ std::string markdown_report(const ServeReport& r) {
     m << "- arrivals: gamma, burstiness " << o.burstiness << "; max concurrency "
       << (o.max_concurrency > 0 ? std::to_string(o.max_concurrency) : std::string("unlimited"))
       << "\n";
-  m << "- SLO: TTFT <= " << fmt(o.slo.ttft_ms * o.slo_scale, 1)
-    << " ms and TPOT <= " << fmt(o.slo.tpot_ms * o.slo_scale, 1) << " ms ("
-    << (o.slo_name.empty() ? "given" : "preset " + o.slo_name) << ": " << fmt(o.slo.ttft_ms, 0)
-    << " / " << fmt(o.slo.tpot_ms, 0) << " ms, scale " << fmt(o.slo_scale)
-    << "); attainment target " << target << "; goodput judges a run "
-    << (o.slo_definition == SloDefinition::Percentile
-            ? "by P" + fmt(100 * o.attainment_target, 0) + " TTFT and TPOT against the targets"
-            : "by its per-request attainment")
-    << "\n\n";
+  const bool slo = o.slo.given();
+  if (!slo)
+    m << "- SLO: none given, so latencies and throughput only (--slo PRESET, or --slo-ttft-ms and "
+         "--slo-tpot-ms, add attainment and goodput)\n\n";
+  else
+    m << "- SLO: TTFT <= " << fmt(o.slo.ttft_ms * o.slo_scale, 1)
+      << " ms and TPOT <= " << fmt(o.slo.tpot_ms * o.slo_scale, 1) << " ms ("
+      << (o.slo_name.empty() ? "given" : "preset " + o.slo_name) << ": " << fmt(o.slo.ttft_ms, 0)
+      << " / " << fmt(o.slo.tpot_ms, 0) << " ms, scale " << fmt(o.slo_scale)
+      << "); attainment target " << target << "; goodput judges a run "
+      << (o.slo_definition == SloDefinition::Percentile
+              ? "by P" + fmt(100 * o.attainment_target, 0) + " TTFT and TPOT against the targets"
+              : "by its per-request attainment")
+      << "\n\n";
 
   m << "## Endpoints\n\n| endpoint | URL | model | prompts built with | exact-length prompts "
        "|\n|---|---|---|---|---|\n";
@@ -244,14 +260,20 @@ std::string markdown_report(const ServeReport& r) {
       << fmt(s.ttft_ms.p99, 1) << " | " << fmt(s.tpot_ms.mean, 1) << " | "
       << fmt(s.tpot_ms.median, 1) << " | " << fmt(s.tpot_ms.p90, 1) << " | "
       << fmt(s.tpot_ms.p99, 1) << " | " << fmt(s.itl_ms.p99, 1) << " | " << fmt(s.e2el_ms.median, 1)
-      << " | " << fmt(s.e2el_ms.p99, 1) << " | " << fmt(100 * s.attainment, 1) << "% | "
-      << (s.percentile_slo.met ? "met" : "missed") << " | " << fmt(s.good_request_rate) << " |\n";
+      << " | " << fmt(s.e2el_ms.p99, 1) << " | ";
+    if (slo)
+      m << fmt(100 * s.attainment, 1) << "% | " << (s.percentile_slo.met ? "met" : "missed")
+        << " | " << fmt(s.good_request_rate) << " |\n";
+    else
+      m << "n/a | n/a | n/a |\n";
   }
 
   const std::string criterion = o.slo_definition == SloDefinition::Percentile
                                     ? pct + " TTFT and " + pct + " TPOT stay within the targets"
                                     : "SLO attainment stays >= " + target;
-  if (const GoodputSearch& g = o.goodput_search; g.enabled) {
+  if (!slo) {
+    // Neither goodput nor the attainment curve without an SLO.
+  } else if (const GoodputSearch& g = o.goodput_search; g.enabled) {
     m << "\n## Goodput\n\nThe highest request rate at which " << criterion
       << ", found by bisection between " << rate_with_unit(g.min_rate) << " and "
       << rate_with_unit(g.max_rate) << " to a resolution of " << rate_with_unit(g.resolution)
@@ -269,15 +291,17 @@ std::string markdown_report(const ServeReport& r) {
     for (const auto& e : r.endpoints) m << "| " << e.label << " | " << goodput_text(e, o) << " |\n";
   }
 
-  m << "\n## SLO attainment vs SLO scale\n\n| endpoint | rate (req/s) |";
-  for (double s : r.scales) m << " x" << rate_label(s) << " |";
-  m << "\n|---|---|";
-  for (size_t i = 0; i < r.scales.size(); ++i) m << "---|";
-  m << "\n";
-  for (const auto& run : r.runs) {
-    m << "| " << run.label << " | " << rate_label(run.rate) << " |";
-    for (const auto& [sc, a] : run.scale_curve) m << " " << fmt(100 * a, 1) << "% |";
+  if (slo) {
+    m << "\n## SLO attainment vs SLO scale\n\n| endpoint | rate (req/s) |";
+    for (double s : r.scales) m << " x" << rate_label(s) << " |";
+    m << "\n|---|---|";
+    for (size_t i = 0; i < r.scales.size(); ++i) m << "---|";
     m << "\n";
+    for (const auto& run : r.runs) {
+      m << "| " << run.label << " | " << rate_label(run.rate) << " |";
+      for (const auto& [sc, a] : run.scale_curve) m << " " << fmt(100 * a, 1) << "% |";
+      m << "\n";
+    }
   }
 
   std::vector<std::string> notes = r.notes;
@@ -342,28 +366,30 @@ std::string summary_json(const ServeReport& r) {
   const ServeOptions& o = r.options;
   json rates = json::array();
   for (double x : o.rates) rates.push_back(rate_json(x));
-  json cfg = {
-      {"api", api_name(o.api)},
-      {"dataset", o.dataset.describe()},
-      {"num_prompts", r.lengths.size()},
-      {"seed", o.seed},
-      {"max_model_len", r.max_model_len},
-      {"request_rates", rates},
-      {"burstiness", o.burstiness},
-      {"max_concurrency", o.max_concurrency},
-      {"single_sequence", o.single_sequence},
-      {"slo", {{"ttft_ms", o.slo.ttft_ms}, {"tpot_ms", o.slo.tpot_ms}, {"preset", o.slo_name}}},
-      {"slo_scale", o.slo_scale},
-      {"slo_scales", r.scales},
-      {"attainment_target", o.attainment_target},
-      {"slo_definition", slo_definition_name(o.slo_definition)},
-      {"goodput_search", o.goodput_search.enabled
-                             ? json{{"min_rate", o.goodput_search.min_rate},
-                                    {"max_rate", o.goodput_search.max_rate},
-                                    {"resolution", o.goodput_search.resolution}}
-                             : json(nullptr)},
-      {"request_timeout_s", o.timeout_s},
-      {"warmup", o.warmup}};
+  json cfg = {{"api", api_name(o.api)},
+              {"dataset", o.dataset.describe()},
+              {"num_prompts", r.lengths.size()},
+              {"seed", o.seed},
+              {"max_model_len", r.max_model_len},
+              {"request_rates", rates},
+              {"burstiness", o.burstiness},
+              {"max_concurrency", o.max_concurrency},
+              {"single_sequence", o.single_sequence},
+              {"slo", o.slo.given() ? json{{"ttft_ms", o.slo.ttft_ms},
+                                           {"tpot_ms", o.slo.tpot_ms},
+                                           {"preset", o.slo_name}}
+                                    : json(nullptr)},
+              {"slo_scale", o.slo_scale},
+              {"slo_scales", r.scales},
+              {"attainment_target", o.attainment_target},
+              {"slo_definition", slo_definition_name(o.slo_definition)},
+              {"goodput_search", o.goodput_search.enabled
+                                     ? json{{"min_rate", o.goodput_search.min_rate},
+                                            {"max_rate", o.goodput_search.max_rate},
+                                            {"resolution", o.goodput_search.resolution}}
+                                     : json(nullptr)},
+              {"request_timeout_s", o.timeout_s},
+              {"warmup", o.warmup}};
   json eps = json::array();
   for (const auto& e : r.endpoints) {
     json runs = json::array();

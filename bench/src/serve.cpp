@@ -63,8 +63,11 @@ void validate(const ServeOptions& o) {
     bad("--burstiness must be a positive number");
   if (o.max_concurrency < 0 || o.max_concurrency > kMaxConcurrency)
     bad("--max-concurrency must be 1.." + std::to_string(kMaxConcurrency) + " (or 0 for no limit)");
-  if (!(o.slo.ttft_ms > 0) || !(o.slo.tpot_ms > 0))
-    bad("SLO targets are required: --slo-ttft-ms and --slo-tpot-ms (> 0), or --slo PRESET");
+  // None (both 0) reports latencies and throughput only.
+  if ((o.slo.ttft_ms != 0 || o.slo.tpot_ms != 0) && !o.slo.given())
+    bad("SLO targets must both be > 0: --slo-ttft-ms and --slo-tpot-ms, or --slo PRESET");
+  if (o.goodput_search.enabled && !o.slo.given())
+    bad("--goodput-search needs an SLO: --slo-ttft-ms and --slo-tpot-ms, or --slo PRESET");
   if (!(o.slo_scale > 0) || std::isinf(o.slo_scale)) bad("--slo-scale must be a positive number");
   for (double s : o.slo_scales)
     if (!(s > 0) || std::isinf(s)) bad("--slo-scales must be positive numbers");

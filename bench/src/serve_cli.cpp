@@ -195,8 +195,12 @@ void resolve_names(ServeArgs& a) {
 ServeOptions serve_options(ServeArgs& a) {
   resolve_names(a);
   ServeOptions& o = a.o;
-  if (!(o.slo.ttft_ms > 0) || !(o.slo.tpot_ms > 0))
+  // No SLO at all: latencies and throughput only. Half of one is a mistake.
+  if ((a.ttft || a.tpot) && !o.slo.given())
     throw CliError("give the SLO: --slo-ttft-ms T and --slo-tpot-ms P (both > 0), or --slo PRESET");
+  if (o.goodput_search.enabled && !o.slo.given())
+    throw CliError(
+        "--goodput-search needs an SLO: --slo-ttft-ms T and --slo-tpot-ms P, or --slo PRESET");
   if (a.rate && a.rates) throw CliError("give --request-rate or --request-rates, not both");
   if (o.single_sequence && (a.rate || a.rates || o.max_concurrency))
     throw CliError(
@@ -254,8 +258,8 @@ int bench_serve_main(int argc, char** argv, int first_arg) {
   ArgParser p(
       "sandwich-bench serve",
       "Streams a trace of requests to OpenAI-compatible servers (sandwichd, llama-server, vLLM) "
-      "and reports TTFT, TPOT, ITL, E2E, throughput, SLO attainment and goodput (the highest "
-      "request rate meeting the SLO, from a sweep or --goodput-search), comparing the "
+      "and reports TTFT, TPOT, ITL, E2E, throughput and, given an SLO, SLO attainment and goodput "
+      "(the highest request rate meeting the SLO, from a sweep or --goodput-search), comparing the "
       "endpoints.");
   add_traffic_options(p, args);
   add_slo_options(p, args);

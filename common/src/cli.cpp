@@ -20,6 +20,22 @@ std::vector<std::string> split_names(const std::string& names) {
   return out;
 }
 
+// llama.cpp's single-dash long names ("-np", "-ngl"): CLI11 takes one letter after a single
+// dash, so it is handed them as "--np" and the command line is rewritten to match.
+bool single_dash_long(const std::string& name) {
+  return name.size() > 2 && name[0] == '-' && name[1] != '-';
+}
+
+std::string cli11_name(const std::string& name) {
+  return single_dash_long(name) ? "-" + name : name;
+}
+
+std::string cli11_names(const std::string& names) {
+  std::string out;
+  for (const auto& n : split_names(names)) out += (out.empty() ? "" : ",") + cli11_name(n);
+  return out;
+}
+
 // A word CLI11 reads as an option rather than a value: "-x", "--name"; not "-", "--", "-5".
 bool looks_like_option(const std::string& a) {
   if (a.size() < 2 || a[0] != '-' || a == "--") return false;
@@ -44,10 +60,11 @@ struct ArgParser::Impl {
     app.set_help_flag("-h,--help", "show this help");
   }
 
+  // By a name as given, or as CLI11 knows it.
   const Opt* find(const std::string& name) const {
     for (const auto& o : opts)
       for (const auto& n : o.names)
-        if (n == name) return &o;
+        if (n == name || cli11_name(n) == name) return &o;
     return nullptr;
   }
 
@@ -82,7 +99,7 @@ ArgParser::~ArgParser() = default;
 
 void ArgParser::option(const std::string& names, const std::string& metavar,
                        const std::string& help, std::function<void(const std::string&)> set) {
-  impl_->app.add_option_function<std::string>(names, std::move(set), help)
+  impl_->app.add_option_function<std::string>(cli11_names(names), std::move(set), help)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   impl_->opts.push_back({split_names(names), metavar, help, false});
 }
@@ -91,7 +108,7 @@ void ArgParser::repeatable(const std::string& names, const std::string& metavar,
                            const std::string& help, std::function<void(const std::string&)> set) {
   impl_->app
       .add_option_function<std::vector<std::string>>(
-          names,
+          cli11_names(names),
           [set = std::move(set)](const std::vector<std::string>& values) {
             for (const auto& v : values) set(v);
           },
@@ -103,7 +120,7 @@ void ArgParser::repeatable(const std::string& names, const std::string& metavar,
 }
 
 void ArgParser::flag(const std::string& names, const std::string& help, std::function<void()> set) {
-  impl_->app.add_flag_callback(names, std::move(set), help);
+  impl_->app.add_flag_callback(cli11_names(names), std::move(set), help);
   impl_->opts.push_back({split_names(names), "", help, true});
 }
 
@@ -190,10 +207,12 @@ bool ArgParser::parse(int argc, char** argv, int start) {
   Impl& I = *impl_;
   std::vector<std::string> args;
   for (int i = start; i < argc; ++i) args.emplace_back(argv[i]);
+  const std::vector<std::string> given = args;  // for messages: before "-np" became "--np"
   // CLI11 would read "--flag=0" as "flag off"; here a flag never takes a value, as before.
   for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
-    const std::string& a = args[i];
+    std::string& a = args[i];
     const size_t eq = a.find('=');
+    if (single_dash_long(a.substr(0, eq)) && I.find(a.substr(0, eq))) a = "-" + a;
     const Impl::Opt* o = I.find(a.rfind("--", 0) == 0 ? a.substr(0, eq) : a);
     if (!o && a == "--version") {
       std::cout << version_line(I.program.substr(0, I.program.find(' '))) << "\n";
@@ -213,7 +232,7 @@ bool ArgParser::parse(int argc, char** argv, int start) {
     I.refuse_extras(args);
   } catch (const CLI::ArgumentMismatch&) {
     // Only the last option can lack its value: CLI11 takes the next word whatever it is.
-    for (auto it = args.rbegin(); it != args.rend(); ++it)
+    for (auto it = given.rbegin(); it != given.rend(); ++it)
       if (I.find(*it)) throw CliError(*it + " needs a value");
     throw CliError("an option needs a value (see --help)");
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -145,6 +146,7 @@ class Session : public std::enable_shared_from_this<Session> {
     net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct)] {
       if (self->state_ != State::Handling) return;
       self->state_ = State::Streaming;
+      self->answering(status);
       http::response<http::empty_body> res(static_cast<http::status>(status),
                                            self->response_version());
       res.set(http::field::server, "sandwichd");
@@ -268,6 +270,8 @@ class Session : public std::enable_shared_from_this<Session> {
     request_.method = std::string(req.method_string());
     request_.target = std::string(req.target());
     request_.path = request_.target.substr(0, request_.target.find('?'));
+    exchange_ = {request_.method, request_.path, 0, 0};
+    exchange_start_ = std::chrono::steady_clock::now();
     for (auto& f : req) {
       std::string name(f.name_string());
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -399,6 +403,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void write_full(HttpResponse r) {
     if (responder_) responder_->mark_complete();
+    answering(r.status);
     http::response<http::string_body> res(static_cast<http::status>(r.status), response_version());
     res.set(http::field::server, "sandwichd");
     res.set(http::field::content_type, r.content_type);
@@ -458,6 +463,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void after_response() {
+    exchanged();
     auto self = std::move(hold_);
     responder_.reset();
     if (!keep_alive_) return close_gracefully();
@@ -502,6 +508,33 @@ class Session : public std::enable_shared_from_this<Session> {
     close();
   }
 
+  // The access log's record: opened by the request's head (or by an answer without one), its
+  // status set by the answer, reported once the answer is out or the client is gone.
+  void answering(int status) {
+    if (!exchange_) {
+      exchange_ = {"-", "-", 0, 0};
+      exchange_start_ = std::chrono::steady_clock::now();
+      // Refused while its head was read (a Content-Length over the limit) after the request
+      // line: it has a name.
+      if (parser_ && !parser_->get().target().empty()) {
+        const auto& req = parser_->get();
+        const std::string target(req.target());
+        exchange_->method = std::string(req.method_string());
+        exchange_->path = target.substr(0, target.find('?'));
+      }
+    }
+    exchange_->status = status;
+  }
+  void exchanged() {
+    if (!exchange_) return;
+    HttpExchange e = std::move(*exchange_);
+    exchange_.reset();
+    if (e.status == 0) e.status = 499;
+    e.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start_).count();
+    if (opt_.on_exchange) opt_.on_exchange(e);
+  }
+
   // An in-flight write still reads the front buffer: its handler drops the output instead.
   void drop_output() {
     if (writing_) return;
@@ -512,6 +545,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void close() {
     auto self = std::move(hold_);
     drop_output();
+    // A request that was being answered ends here; one whose head or body never fully came
+    // was never a request to log.
+    if (state_ == State::Handling || state_ == State::Streaming ||
+        (exchange_ && exchange_->status != 0))
+      exchanged();
+    exchange_.reset();
     if (state_ == State::Closed && !stream_.socket().is_open()) return;
     state_ = State::Closed;
     if (responder_) responder_->mark_gone();
@@ -528,7 +567,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Counters& counters_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  HttpRequest request_;      // the header of the request being read
+  HttpRequest request_;                   // the header of the request being read
+  std::optional<HttpExchange> exchange_;  // the request being answered, for the access log
+  std::chrono::steady_clock::time_point exchange_start_;
   std::string cors_origin_;  // Access-Control-Allow-Origin for this request; empty: none
   std::shared_ptr<SessionResponder> responder_;
   std::shared_ptr<Session> hold_;  // itself, while a request is being answered

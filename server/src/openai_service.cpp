@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api_error.h"
+#include "common/log.h"
 #include "common/version.h"
 #include "completion_job.h"
 #include "grammar_cache.h"
@@ -156,8 +157,15 @@ struct OpenAiService::Impl {
   json model_request(const HttpRequest& http) const {
     json j = parse_json_body(http.body);
     require_ready();
-    check_model(Fields(j), opt.served_model_name);
     return j;
+  }
+
+  // After a model route's parser: the fields it never read, logged once (as vLLM does), so that
+  // a field this server does not know is never dropped without a word.
+  static void log_unread(const Fields& f, const std::string& what) {
+    const std::vector<std::string> names = f.unread();
+    if (!names.empty() && log_enabled(LogLevel::Warning))
+      log_line(LogLevel::Warning, "request", what + ": " + ignored_fields_message(names));
   }
 
   ParseContext parse_context() const {
@@ -210,7 +218,9 @@ struct OpenAiService::Impl {
 
   void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
     const json j = model_request(http);
-    GenerateRequest req = parse_generate_request(j, kind, parse_context());
+    Fields f(j);
+    check_model(f, opt.served_model_name);
+    GenerateRequest req = parse_generate_request(f, kind, parse_context());
     if (!req.grammar.empty()) {
       try {
         req.grammar_automaton = grammars->get(req.grammar);
@@ -221,6 +231,7 @@ struct OpenAiService::Impl {
     const WireFormat& format =
         kind == ApiKind::Chat ? chat_completions_format() : completions_format();
     ResponseHeader header{random_id(format.id_prefix()), unix_now(), opt.served_model_name};
+    log_unread(f, header.id);
     try {
       run_completion(req, format, std::move(header),
                      std::chrono::seconds(opt.request_timeout_seconds),
@@ -236,14 +247,20 @@ struct OpenAiService::Impl {
 
   void tokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
     const json j = model_request(http);
-    const std::vector<int32_t> ids = parse_tokenize_request(j, parse_context());
+    Fields f(j);
+    check_model(f, opt.served_model_name);
+    const std::vector<int32_t> ids = parse_tokenize_request(f, parse_context());
+    log_unread(f, http.method + " " + http.path);
     out->reply(json_response(
         {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", scheduler->max_model_len()}}));
   }
 
   void detokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
     const json j = model_request(http);
-    const std::vector<int32_t> ids = parse_detokenize_request(j, *model->tokenizer);
+    Fields f(j);
+    check_model(f, opt.served_model_name);
+    const std::vector<int32_t> ids = parse_detokenize_request(f, *model->tokenizer);
+    log_unread(f, http.method + " " + http.path);
     out->reply(json_response({{"prompt", model->tokenizer->decode(ids)}}));
   }
 

@@ -1,5 +1,6 @@
 #include "request_fields.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "api_error.h"
@@ -44,6 +45,7 @@ std::optional<int64_t> as_int64(const json& v) {
 }
 
 const json* Fields::get(const char* k) const {
+  if (std::find(read_.begin(), read_.end(), k) == read_.end()) read_.emplace_back(k);
   auto it = j_.find(k);
   return it == j_.end() || it->is_null() ? nullptr : &*it;
 }
@@ -85,6 +87,26 @@ std::optional<std::string> Fields::string(const char* k) const {
   if (!v) return std::nullopt;
   if (!v->is_string()) bad(std::string("'") + k + "' must be a string, not " + type_name(*v), k);
   return v->get<std::string>();
+}
+
+const Fields& Fields::object(const char* k) const {
+  for (const auto& o : objects_)
+    if (o->name_ == k) return *o;
+  const json* v = get(k);
+  static const json empty = json::object();
+  objects_.push_back(std::make_unique<Fields>(v && v->is_object() ? *v : empty));
+  objects_.back()->name_ = k;
+  return *objects_.back();
+}
+
+std::vector<std::string> Fields::unread() const {
+  std::vector<std::string> out;
+  if (!j_.is_object()) return out;
+  for (auto it = j_.begin(); it != j_.end(); ++it)
+    if (std::find(read_.begin(), read_.end(), it.key()) == read_.end()) out.push_back(it.key());
+  for (const auto& o : objects_)
+    for (const auto& k : o->unread()) out.push_back(o->name_ + "." + k);
+  return out;
 }
 
 }  // namespace sandwich::server

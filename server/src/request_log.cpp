@@ -31,6 +31,33 @@ std::string request_log_message(const RequestRecord& r) {
          (r.finish_reason.empty() ? std::string("-") : r.finish_reason);
 }
 
+std::string http_exchange_message(const HttpExchange& e) {
+  constexpr size_t kMaxPath = 200;
+  const std::string path = e.path.size() > kMaxPath ? e.path.substr(0, kMaxPath) + "..." : e.path;
+  return e.method + " " + path + " " + std::to_string(e.status) + " " + ms(e.seconds);
+}
+
+void log_http_exchange(const HttpExchange& e) {
+  const bool probe =
+      e.status == 200 && e.method == "GET" && (e.path == "/health" || e.path == "/metrics");
+  const LogLevel level = probe ? LogLevel::Debug : LogLevel::Info;
+  if (log_enabled(level)) log_line(level, "http", http_exchange_message(e));
+}
+
+std::string ignored_fields_message(const std::vector<std::string>& names) {
+  // The names are the client's: a body of a million keys, or of one huge one, still makes a
+  // short line.
+  constexpr size_t kMaxNames = 32, kMaxNameBytes = 64;
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < kMaxNames; ++i) {
+    const std::string& n = names[i];
+    list += (list.empty() ? "'" : ", '") +
+            (n.size() > kMaxNameBytes ? n.substr(0, kMaxNameBytes) + "..." : n) + "'";
+  }
+  if (names.size() > kMaxNames) list += ", ... (" + std::to_string(names.size()) + " in all)";
+  return "The following fields were present in the request but ignored: {" + list + "}";
+}
+
 std::optional<std::string> engine_stats_message(const engine::SchedulerStats& before,
                                                 const engine::SchedulerStats& now, double seconds) {
   const uint64_t prompt = now.prompt_tokens - before.prompt_tokens;

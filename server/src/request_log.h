@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/runtime/scheduler.h"
+#include "server/http_server.h"
 
 namespace sandwich::server {
 
@@ -25,6 +27,17 @@ struct RequestRecord {
 // "<id> finished: status 200, prompt 12 tokens, output 34 tokens, TTFT 12.3 ms, TPOT 4.56 ms,
 // E2E 160.8 ms, finish stop". TPOT is (E2E - TTFT) / (output - 1); "-" below two tokens.
 std::string request_log_message(const RequestRecord& r);
+
+// The access log's line for every answered request, refused ones included: "POST
+// /v1/completions 400 1.2 ms" (a long path is cut).
+std::string http_exchange_message(const HttpExchange& e);
+// Logs it: at info, but probes (/health and /metrics answered 200) at debug, as a load balancer
+// or Prometheus would otherwise fill the log.
+void log_http_exchange(const HttpExchange& e);
+
+// vLLM's words for a request's fields that no parser read: "The following fields were present
+// in the request but ignored: {'a', 'b'}".
+std::string ignored_fields_message(const std::vector<std::string>& names);
 
 // The engine's line for an interval of `seconds` from `before` to `now`: prompt and generation
 // tokens/s, running and waiting sequences, KV-cache use; nullopt when nothing ran or waited.

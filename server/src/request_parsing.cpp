@@ -56,9 +56,9 @@ void precheck_context(size_t bytes, const ParseContext& ctx, int64_t want, const
 
 // prompt: string, token ids, list of strings, or list of token-id lists. `want`: the completion's
 // tokens at least, for the context pre-check.
-std::vector<std::vector<int32_t>> completion_prompts(const json& j, const ParseContext& ctx,
+std::vector<std::vector<int32_t>> completion_prompts(const Fields& f, const ParseContext& ctx,
                                                      int64_t want) {
-  const json* p = j.contains("prompt") && !j["prompt"].is_null() ? &j["prompt"] : nullptr;
+  const json* p = f.get("prompt");
   if (!p) bad("'prompt' is required", "prompt");
   const engine::Tokenizer& tok = ctx.tokenizer;
   auto ids_of = [&](const json& arr) {
@@ -125,9 +125,8 @@ nlohmann::ordered_json template_kwargs(const Fields& f) {
 // messages (with the request's tools and template variables), rendered with the chat template and
 // tokenized. `want`: the completion's tokens at least, for the context pre-check (< 0: none,
 // /tokenize).
-std::vector<int32_t> chat_prompt(const json& j, const ParseContext& ctx, int64_t want,
+std::vector<int32_t> chat_prompt(const Fields& f, const ParseContext& ctx, int64_t want,
                                  const ToolRequest& tools) {
-  const Fields f(j);
   const json* m = f.get("messages");
   if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
   nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
@@ -331,10 +330,9 @@ void check_model(const Fields& f, const std::string& served_model_name) {
         "invalid_request_error", "model", "model_not_found"};
 }
 
-GenerateRequest parse_generate_request(const json& body, ApiKind kind, const ParseContext& ctx) {
+GenerateRequest parse_generate_request(Fields& f, ApiKind kind, const ParseContext& ctx) {
   // The checks run in the order a client sees their errors: fields first, then the prompts, then
   // what the prompts and fields ask for together.
-  const Fields f(body);
   const bool chat = kind == ApiKind::Chat;
   GenerateRequest r;
   r.kind = kind;
@@ -342,13 +340,13 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
   r.n = static_cast<int>(f.integer("n", 1, 1, ctx.max_n));
   r.stream = f.boolean("stream", false);
   // Before refuse_unsupported: a forced tool choice with structured output gets its own message.
-  const ToolRequest tools = chat ? parse_tool_request(body) : ToolRequest{};
+  const ToolRequest tools = chat ? parse_tool_request(f) : ToolRequest{};
   refuse_unsupported(f, chat, ctx.max_n);
   parse_structured_output(f, r);
   if (const json* so = f.get("stream_options")) {
     if (!r.stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
     if (!so->is_object()) bad("'stream_options' must be an object", "stream_options");
-    r.include_usage = Fields(*so).boolean("include_usage", false);
+    r.include_usage = f.object("stream_options").boolean("include_usage", false);
   }
   if (chat) {
     if (f.boolean("logprobs", false))
@@ -360,8 +358,8 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
   }
   const int64_t want = r.max_tokens < 0 ? std::max(1, r.min_tokens) : r.max_tokens;
   if (chat) set_tool_calls(tools, ctx, r);
-  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(body, ctx, want, tools)}
-                   : completion_prompts(body, ctx, want);
+  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(f, ctx, want, tools)}
+                   : completion_prompts(f, ctx, want);
   for (auto& p : r.prompts)
     if (static_cast<int64_t>(p.size()) + want > ctx.max_model_len)
       context_too_long(ctx.max_model_len, static_cast<int64_t>(p.size()), want, false,
@@ -383,9 +381,8 @@ GenerateRequest parse_generate_request(const json& body, ApiKind kind, const Par
   return r;
 }
 
-std::vector<int32_t> parse_tokenize_request(const json& body, const ParseContext& ctx) {
-  if (body.contains("messages")) return chat_prompt(body, ctx, -1, parse_tool_request(body));
-  const Fields f(body);
+std::vector<int32_t> parse_tokenize_request(Fields& f, const ParseContext& ctx) {
+  if (f.get("messages")) return chat_prompt(f, ctx, -1, parse_tool_request(f));
   auto p = f.string("prompt");
   if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
   check_prompt_bytes(p->size(), ctx, "the prompt is", "prompt");
@@ -400,8 +397,8 @@ size_t longest_token_bytes(const engine::Tokenizer& tok) {
   return longest;
 }
 
-std::vector<int32_t> parse_detokenize_request(const json& body, const engine::Tokenizer& tok) {
-  const json* t = Fields(body).get("tokens");
+std::vector<int32_t> parse_detokenize_request(Fields& f, const engine::Tokenizer& tok) {
+  const json* t = f.get("tokens");
   if (!t || !t->is_array()) bad("'tokens' must be a list of token ids", "tokens");
   std::vector<int32_t> ids;
   for (auto& v : *t) {

@@ -81,14 +81,31 @@ nlohmann::json parse_json_body(const std::string& body);
 // A 'model' field other than the served one is a 404, as OpenAI answers it.
 void check_model(const Fields& f, const std::string& served_model_name);
 
-GenerateRequest parse_generate_request(const nlohmann::json& body, ApiKind kind,
-                                       const ParseContext& ctx);
+// Each parser reads its fields through `body`, which records them, so that body.unread()
+// afterwards names the fields it ignored.
+GenerateRequest parse_generate_request(Fields& body, ApiKind kind, const ParseContext& ctx);
 // /tokenize: the ids of 'prompt' (a string) or of 'messages' rendered as a chat (with 'tools' and
 // 'chat_template_kwargs', as for a chat request).
-std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body, const ParseContext& ctx);
+std::vector<int32_t> parse_tokenize_request(Fields& body, const ParseContext& ctx);
 // /detokenize: 'tokens', checked against the tokenizer's vocabulary.
-std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body,
-                                              const engine::Tokenizer& tok);
+std::vector<int32_t> parse_detokenize_request(Fields& body, const engine::Tokenizer& tok);
+
+// The same, for a body whose ignored fields do not matter (tests, fuzzers).
+inline GenerateRequest parse_generate_request(const nlohmann::json& body, ApiKind kind,
+                                              const ParseContext& ctx) {
+  Fields f(body);
+  return parse_generate_request(f, kind, ctx);
+}
+inline std::vector<int32_t> parse_tokenize_request(const nlohmann::json& body,
+                                                   const ParseContext& ctx) {
+  Fields f(body);
+  return parse_tokenize_request(f, ctx);
+}
+inline std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body,
+                                                     const engine::Tokenizer& tok) {
+  Fields f(body);
+  return parse_detokenize_request(f, tok);
+}
 
 // The chat template in use and where it came from (for the start-up log).
 struct ChosenChatTemplate {

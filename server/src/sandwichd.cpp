@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/stop_signal.h"
 #include "engine/runtime/executor.h"
+#include "request_log.h"
 
 namespace sandwich::server {
 
@@ -64,6 +65,7 @@ void Sandwichd::request_stop() {
 
 void Sandwichd::start_http() {
   o_.http.reserved_paths = {"/health", "/metrics"};
+  o_.http.on_exchange = log_http_exchange;
   service_ = std::make_unique<OpenAiService>(o_.service);
   OpenAiService& service = *service_;
   server_ = std::make_unique<HttpServer>(

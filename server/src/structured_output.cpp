@@ -1,5 +1,6 @@
 #include "structured_output.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,14 +67,12 @@ std::string compile(const Source& s) {
 
 // response_format: text (nothing), json_object (any object; llama-server's own "schema" member
 // narrows it), json_schema ({"name", "schema", "strict"}).
-void from_response_format(const json& rf, std::vector<Source>& out) {
+void from_response_format(const Fields& top, std::vector<Source>& out) {
   const char* p = "response_format";
-  if (!rf.is_object()) bad("'response_format' must be an object with a 'type'", p);
-  const std::string* type = nullptr;
-  if (auto it = rf.find("type"); it != rf.end() && it->is_string())
-    type = it->get_ptr<const std::string*>();
+  if (!top.get(p)->is_object()) bad("'response_format' must be an object with a 'type'", p);
+  const Fields& f = top.object(p);
+  const std::optional<std::string> type = f.string("type");
   if (!type) bad("'response_format' needs a 'type': text, json_object or json_schema", p);
-  const Fields f(rf);
   if (*type == "text") return;
   if (*type == "json_object") {
     if (const json* schema = f.get("schema"))
@@ -86,7 +85,7 @@ void from_response_format(const json& rf, std::vector<Source>& out) {
     const json* js = f.get("json_schema");
     if (!js || !js->is_object())
       bad("'response_format' of type json_schema needs a 'json_schema' object", p);
-    const Fields jf(*js);
+    const Fields& jf = f.object("json_schema");
     jf.string("name");
     jf.string("description");
     jf.boolean("strict", false);  // our output always follows the schema
@@ -99,10 +98,10 @@ void from_response_format(const json& rf, std::vector<Source>& out) {
 }
 
 // vLLM's structured_outputs: {json | regex | choice | grammar | json_object}.
-void from_structured_outputs(const json& so, std::vector<Source>& out) {
+void from_structured_outputs(const Fields& top, std::vector<Source>& out) {
   const char* p = "structured_outputs";
-  if (!so.is_object()) bad("'structured_outputs' must be an object", p);
-  const Fields f(so);
+  if (!top.get(p)->is_object()) bad("'structured_outputs' must be an object", p);
+  const Fields& f = top.object(p);
   if (const json* v = f.get("json")) out.push_back({Source::Kind::Schema, v, "structured_outputs.json"});
   if (const json* v = f.get("regex")) out.push_back({Source::Kind::Regex, v, "structured_outputs.regex"});
   if (const json* v = f.get("choice"))
@@ -122,8 +121,8 @@ void from_structured_outputs(const json& so, std::vector<Source>& out) {
 
 void parse_structured_output(const Fields& f, GenerateRequest& r) {
   std::vector<Source> sources;
-  if (const json* rf = f.get("response_format")) from_response_format(*rf, sources);
-  if (const json* so = f.get("structured_outputs")) from_structured_outputs(*so, sources);
+  if (f.get("response_format")) from_response_format(f, sources);
+  if (f.get("structured_outputs")) from_structured_outputs(f, sources);
   if (const json* v = f.get("guided_json")) sources.push_back({Source::Kind::Schema, v, "guided_json"});
   if (const json* v = f.get("guided_regex")) sources.push_back({Source::Kind::Regex, v, "guided_regex"});
   if (const json* v = f.get("guided_choice"))

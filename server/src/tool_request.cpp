@@ -3,7 +3,6 @@
 #include <set>
 
 #include "api_error.h"
-#include "request_fields.h"
 
 namespace sandwich::server {
 namespace {
@@ -38,8 +37,7 @@ std::string check_tool(const json& t, size_t i) {
 
 }  // namespace
 
-ToolRequest parse_tool_request(const json& body) {
-  const Fields f(body);
+ToolRequest parse_tool_request(const Fields& f) {
   // The legacy names: mapping them would answer in tool_calls, which their clients do not read.
   if (const json* fs = f.get("functions"); fs && !(fs->is_array() && fs->empty()))
     bad("'functions' is deprecated and not supported; send 'tools' ([{\"type\": \"function\", "

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "request_fields.h"
+
 namespace sandwich::server {
 
 enum class ToolChoice { None, Auto, Required, Named };
@@ -18,6 +20,7 @@ struct ToolRequest {
   bool parallel = true;  // parallel_tool_calls
 };
 
-ToolRequest parse_tool_request(const nlohmann::json& body);
+// Reads the fields through the body's `f`, so that they count as known.
+ToolRequest parse_tool_request(const Fields& f);
 
 }  // namespace sandwich::server

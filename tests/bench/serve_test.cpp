@@ -133,6 +133,47 @@ TEST(BenchServe, ComparesEndpointsOverASweepWithFilesAndPlots) {
   }
 }
 
+// Without an SLO (none is needed to measure): latencies and throughput, no attainment, goodput
+// or SLO lines anywhere, and nothing judged in the files.
+TEST(BenchServe, WithoutAnSloReportsLatenciesAndThroughput) {
+  test::ScopedEnv no_plotter("SANDWICH_GNUPLOT", "/nonexistent/gnuplot");
+  FakeOpenAiServer server;
+  server.set_script(test::timed(0.001, 0.001));
+  test::TempDir dir;
+  ServeOptions o;
+  o.endpoints = {parse_endpoint("s=" + server.url())};
+  o.dataset = parse_dataset_spec("fixed:8,3");
+  o.num_prompts = 4;
+  o.rates = {50, 100};
+  o.output_dir = dir.path().string();
+  std::ostringstream log;
+  const ServeReport r = run_serve(o, log);
+  ASSERT_EQ(r.runs.size(), 2u);
+  for (const auto& run : r.runs) {
+    EXPECT_EQ(run.summary.completed, 4);
+    EXPECT_GT(run.summary.output_throughput, 0);
+    EXPECT_TRUE(run.scale_curve.empty());
+  }
+  EXPECT_FALSE(r.endpoints[0].goodput_rate);
+  EXPECT_FALSE(r.endpoints[0].goodput_miss_rate);
+  EXPECT_NE(log.str().find("SLO:                                     none given"),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(log.str().find("attainment"), std::string::npos) << log.str();
+  const std::string md = slurp(dir / "report.md");
+  EXPECT_NE(md.find("- SLO: none given"), std::string::npos) << md;
+  EXPECT_NE(md.find("| n/a | n/a | n/a |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## Goodput"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## SLO attainment"), std::string::npos) << md;
+  const json s = json::parse(slurp(dir / "summary.json"));
+  EXPECT_TRUE(s["config"]["slo"].is_null());
+  const json& summary = s["endpoints"][0]["runs"][0]["summary"];
+  EXPECT_TRUE(summary["attainment"].is_null()) << summary;
+  EXPECT_GT(summary["ttft_ms"]["mean"].get<double>(), 0) << summary;
+  for (const auto& p : plot_scripts(r))
+    EXPECT_EQ(p.name.find("attainment"), std::string::npos) << p.name;
+}
+
 TEST(BenchServe, UnreachableEndpointIsReportedAndPlotsAreOptional) {
   test::ScopedEnv no_plotter("SANDWICH_GNUPLOT", "/nonexistent/gnuplot");
   FakeOpenAiServer up;
@@ -316,6 +357,14 @@ std::string cli_error(std::vector<std::string> args) {
   return test::error_text<CliError>([&] { cli(std::move(args)); }, "(no error)");
 }
 
+TEST(BenchServeCli, RunsWithoutAnSlo) {
+  test::ScopedEnv no_plotter("SANDWICH_GNUPLOT", "/nonexistent/gnuplot");
+  FakeOpenAiServer server;
+  server.set_script(test::timed(0.001, 0.001));
+  EXPECT_EQ(cli({"--endpoint", server.url(), "--dataset", "fixed:4,2", "--num-prompts", "2"}), 0);
+  EXPECT_EQ(server.requests().size(), 2u);
+}
+
 TEST(BenchServeCli, BadInputIsAOneLineError) {
   const std::string url = dead_url();
   const std::vector<std::string> base = {"--endpoint",    url, "--dataset", "fixed:4,2",
@@ -325,8 +374,8 @@ TEST(BenchServeCli, BadInputIsAOneLineError) {
     v.insert(v.end(), more.begin(), more.end());
     return cli_error(v);
   };
-  EXPECT_NE(with({}).find("--slo-ttft-ms"), std::string::npos);
   EXPECT_NE(with({"--slo-ttft-ms", "100"}).find("--slo-tpot-ms"), std::string::npos);
+  EXPECT_NE(with({"--goodput-search"}).find("--goodput-search needs an SLO"), std::string::npos);
   const std::vector<std::string> slo = {"--slo-ttft-ms", "100", "--slo-tpot-ms", "10"};
   auto with_slo = [&](std::vector<std::string> more) {
     more.insert(more.begin(), slo.begin(), slo.end());

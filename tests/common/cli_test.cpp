@@ -94,6 +94,31 @@ TEST(Cli, MistakesAreOneLineMessages) {
   EXPECT_EQ(error_of({"--", "-n"}), "unexpected argument '-n' (see --help)");
 }
 
+// llama.cpp's names: a single dash, more than one letter.
+TEST(Cli, SingleDashLongNames) {
+  int np = 0;
+  bool flag = false;
+  std::string model;
+  ArgParser p("prog", "test");
+  p.add("-np,--parallel", &np, "slots");
+  p.add_flag("-fa", &flag, "flag");
+  p.add("-m", &model, "model");
+  Argv a({"-np", "4", "-fa", "-m", "-np"});
+  ASSERT_TRUE(p.parse(a.argc(), a.argv()));
+  EXPECT_EQ(np, 4);
+  EXPECT_TRUE(flag);
+  EXPECT_EQ(model, "-np");  // a value, not the option
+  Argv b({"-np=6"});
+  ASSERT_TRUE(p.parse(b.argc(), b.argv()));
+  EXPECT_EQ(np, 6);
+  EXPECT_NE(p.usage().find("  -np, --parallel N"), std::string::npos) << p.usage();
+  Argv c({"-m", "x", "-np"});
+  EXPECT_EQ(test::error_text<CliError>([&] { p.parse(c.argc(), c.argv()); }), "-np needs a value");
+  Argv d({"-npp", "4"});
+  EXPECT_EQ(test::error_text<CliError>([&] { p.parse(d.argc(), d.argv()); }),
+            "unknown option -npp (did you mean -np?)");
+}
+
 TEST(Cli, PositionalsUpToTheLimit) {
   Options o;
   ArgParser p("prog", "test");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <sstream>
 
@@ -59,7 +60,7 @@ TEST(ModelQuantizeCli, QuantizeAnF32FileAndGenerateFromIt) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("blk.0.attn_q.weight [256 x 256] f32 -> q8_0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("output.weight [320 x 256] f32 -> q8_0"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("bits per weight)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" bits per weight; "), std::string::npos) << r.err;
   const CommandResult info = test::run_command(model_tool() + " info --summary " + q8.string());
   EXPECT_NE(info.out.find("f32 x5 q8_0 x16"), std::string::npos) << info.out;
   // It runs on the quantized kernels: four ids.
@@ -70,6 +71,33 @@ TEST(ModelQuantizeCli, QuantizeAnF32FileAndGenerateFromIt) {
   std::istringstream ids(gen.out);
   EXPECT_EQ(std::distance(std::istream_iterator<int>(ids), std::istream_iterator<int>()), 4)
       << gen.out;
+}
+
+// --threads (or llama-quantize's fourth word) changes the speed, never the bytes; the report gives
+// the file's size on disk, not only its tensors'.
+TEST(ModelQuantizeCli, ThreadsAndTheSizeOnDisk) {
+  TempDir dir;
+  const auto f32 = make(dir, "f32");
+  std::string bytes[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto out = dir / ("q" + std::to_string(i) + ".gguf");
+    const CommandResult r =
+        test::run_command(model_tool() + " quantize -q " + f32.string() + " " + out.string() +
+                          (i == 0 ? " q4_k_m --threads 1" : " q4_k_m 2"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto size = std::filesystem::file_size(out);
+    EXPECT_NE(r.err.find("(q4_k_m): " + std::to_string(size) + " bytes on disk ("),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(" bits per weight; "), std::string::npos) << r.err;
+    std::ifstream in(out, std::ios::binary);
+    bytes[i].assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(bytes[0], bytes[1]);
+  const std::string base =
+      model_tool() + " quantize " + f32.string() + " " + (dir / "o.gguf").string() + " q8_0";
+  expect_one_line_error(test::run_command(base + " -t -2"), "--threads must not be negative");
+  expect_one_line_error(test::run_command(base + " two"), "THREADS expects an integer");
 }
 
 TEST(ModelQuantizeCli, BadArgumentsAreOneLine) {

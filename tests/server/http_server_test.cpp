@@ -201,6 +201,65 @@ TEST(HttpServerSlowReaders, AWriteThatMakesNoProgressIsAbortedAtTheWriteTimeout)
   EXPECT_TRUE(eventually([&] { return s.stats().open_connections == 0; }));
 }
 
+// The access log's records: one per answered request, refusals the handler never saw included;
+// a request that never fully arrived is not one.
+TEST(HttpServerExchanges, EveryAnswerIsReportedOnce) {
+  std::mutex mu;
+  std::vector<server::HttpExchange> seen;
+  HttpServerOptions o = quick_options();
+  o.max_body_bytes = 1000;
+  o.on_exchange = [&](const server::HttpExchange& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(e);
+  };
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size();
+  };
+  ToyServer s(o);
+  {
+    RawConnection c(s.port());
+    ASSERT_TRUE(c.send("GET /hello?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    EXPECT_NE(c.read_until_close(1000).find("200 OK"), std::string::npos);
+  }
+  {
+    RawConnection c(s.port());
+    ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+                       std::string(5000, 'b')));
+    EXPECT_NE(c.read_until_close(1000).find("413"), std::string::npos);
+  }
+  {
+    RawConnection c(s.port());
+    ASSERT_TRUE(c.send("NOT HTTP AT ALL\r\n\r\n"));
+    EXPECT_NE(c.read_until_close(1000).find("400"), std::string::npos);
+  }
+  {
+    RawConnection c(s.port());  // its body never comes: no answer, no record
+    ASSERT_TRUE(c.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"));
+    c.read_until_close(1000);
+  }
+  {
+    RawConnection c(s.port(), 4096);  // a stream whose client leaves
+    ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(eventually([&] { return s.streamed > 0; }));
+  }
+  ASSERT_TRUE(eventually([&] { return count() >= 4u; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // nothing more comes
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 4u);
+  auto expect = [&](size_t i, const char* method, const char* path, int status) {
+    EXPECT_EQ(seen[i].method, method) << i;
+    EXPECT_EQ(seen[i].path, path) << i;
+    EXPECT_EQ(seen[i].status, status) << i;
+    EXPECT_GE(seen[i].seconds, 0) << i;
+    EXPECT_LT(seen[i].seconds, 5) << i;
+  };
+  expect(0, "GET", "/hello", 200);
+  expect(1, "POST", "/v1/completions", 413);
+  expect(2, "-", "-", 400);
+  expect(3, "GET", "/stream", 200);
+}
+
 TEST(HttpServerSignals, TheSignalHandlerIsReleasedWithTheServer) {
   auto token = std::make_shared<int>(0);
   std::weak_ptr<int> watch = token;

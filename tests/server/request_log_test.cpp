@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <regex>
 #include <thread>
 
@@ -74,7 +75,7 @@ TEST(RequestLog, SandwichdLogsEachRequestAndTheEngineWhileItWorks) {
   const std::string id = r.j()["id"];
   EXPECT_EQ(
       c.post("/v1/chat/completions", {{"model", "nope"}, {"messages", test::json::array()}}).status,
-      404);  // refused before the engine: no line
+      404);  // refused before the engine: no "finished" line (an access line)
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   const std::string log = d.log();
   static const std::regex line(
@@ -91,6 +92,48 @@ TEST(RequestLog, SandwichdLogsEachRequestAndTheEngineWhileItWorks) {
   const size_t lines = count(d.log(), "engine: ");
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   EXPECT_EQ(count(d.log(), "engine: "), lines) << d.log();
+}
+
+// Every request gets an access line, the refused ones too (they never reach the engine, so the
+// "finished" line alone left them out); fields no parser read get one warning per request.
+TEST(RequestLog, EveryRequestHasAnAccessLineAndIgnoredFieldsAWarning) {
+  SANDWICH_REQUIRE_DATA();
+  test::Daemon d(test::stories_daemon_args() + " --log-level debug");
+  ASSERT_NE(d.port(), 0);
+  test::Client c(d.port());
+  const auto ok = c.post("/v1/completions", {{"model", "stories"},
+                                             {"prompt", "Once"},
+                                             {"max_tokens", 2},
+                                             {"frobnicate", 1},
+                                             {"top_a", 0.5},
+                                             {"user", "known, no effect"}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(
+      c.post("/v1/chat/completions", {{"model", "nope"}, {"messages", test::json::array()}}).status,
+      404);
+  EXPECT_EQ(c.post("/v1/completions", {{"prompt", "x"}, {"max_tokens", -3}}).status, 400);
+  EXPECT_EQ(c.get("/v1/nothing").status, 404);
+  EXPECT_EQ(c.get("/health").status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string log = d.log();
+  const std::string id = ok.j()["id"];
+  EXPECT_EQ(count(log, " WARNING request: " + id +
+                           ": The following fields were present in the request but ignored: "
+                           "{'frobnicate', 'top_a'}\n"),
+            1u)
+      << log;
+  EXPECT_EQ(count(log, "but ignored"), 1u) << log;
+  for (const char* line :
+       {" INFO http: POST /v1/completions 200 ", " INFO http: POST /v1/chat/completions 404 ",
+        " INFO http: POST /v1/completions 400 ", " INFO http: GET /v1/nothing 404 ",
+        " DEBUG http: GET /health 200 "}) {
+    static const std::regex ms(R"([\d.]+ ms\n)");
+    const size_t at = log.find(line);
+    ASSERT_NE(at, std::string::npos) << line << " in\n" << log;
+    EXPECT_TRUE(std::regex_search(log.substr(at + std::strlen(line)), ms,
+                                  std::regex_constants::match_continuous))
+        << log.substr(at, 100);
+  }
 }
 
 TEST(RequestLog, LogFlagsAreChecked) {

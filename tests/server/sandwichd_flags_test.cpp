@@ -93,6 +93,51 @@ TEST(SandwichdFlags, KvCacheDtype) {
   EXPECT_GT(bf16_blocks, 0);
 }
 
+// The README's "Coming from vLLM / llama.cpp" table: what it maps is accepted, GPU offload of
+// nothing is a no-op with a note, the rest is refused naming what to use instead.
+TEST(SandwichdFlags, PeerFlagsOfTheReadmeTable) {
+  SANDWICH_REQUIRE_DATA();
+  const std::string dir = (data_dir() / "models/stories260K").string();
+  const std::string base = dir + "/stories260K.bin --tokenizer " + dir + "/tok512.bin -c 128";
+  // -np 2: the default KV cache holds 2 sequences of 128 tokens, 16 blocks of 16.
+  Daemon d(base + " -np 2 -b 64 --metrics -ngl 0 --n-gpu-layers 0 --disable-log-stats");
+  ASSERT_NE(d.port(), 0) << d.log();
+  EXPECT_NE(d.log().find("KV cache: bf16, 16 blocks "), std::string::npos) << d.log();
+  EXPECT_NE(d.log().find("INFO sandwichd: -ngl 0: nothing to offload; this is a CPU server"),
+            std::string::npos)
+      << d.log();
+  EXPECT_EQ(Client(d.port()).get("/metrics").status, 200);
+  for (const char* zero : {" -np 0", " --parallel 0", " -b 0", " --batch-size 0"})
+    expect_one_line_error(run_command(sandwichd() + " --model m" + zero),
+                          "thread counts, limits and timeouts must be positive");
+  const std::pair<const char*, const char*> refused[] = {
+      {" -ngl 33", "-ngl 33: no GPU offload; this is a CPU server (give 0, or leave it out)"},
+      {" --n-gpu-layers all", "-ngl all: no GPU offload"},
+      {" --lora a.gguf", "--lora: LoRA adapters are not supported"},
+      {" --enable-lora", "--enable-lora: LoRA adapters are not supported"},
+      {" --gpu-memory-utilization 0.9", "--kv-cache-memory BYTES"},
+      {" -tp 2", "--prefill-config/--decode-config RxT"},
+      {" -ctk f16", "-ctk: the KV cache's type is --kv-cache-dtype bf16|f32"},
+      {" --uvicorn-log-level debug", "--log-level debug|info|warning|error"}};
+  for (const auto& [flag, message] : refused)
+    expect_one_line_error(run_command(sandwichd() + " --model m" + flag), message);
+}
+
+// vLLM refuses a --max-model-len past the model's context (unless told otherwise); clamping it
+// silently left the user believing in a context the model does not have.
+TEST(SandwichdFlags, ContextLongerThanTheModelsIsRefused) {
+  SANDWICH_REQUIRE_DATA();
+  const std::string dir = (data_dir() / "models/stories260K").string();
+  const CommandResult r = run_command(sandwichd() + " " + dir + "/stories260K.bin --tokenizer " +
+                                      dir + "/tok512.bin --port 0 -c 513");
+  EXPECT_NE(r.code, 0);
+  EXPECT_LT(r.code, 128) << r.err;
+  EXPECT_NE(r.err.find("sandwichd: error: max_model_len 513 (-c, --max-model-len) is larger than "
+                       "the model's context (512 tokens); give at most 512, or leave it out"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(SandwichdFlags, Version) {
   const CommandResult r = run_command(sandwichd() + " --version");
   EXPECT_EQ(r.code, 0);

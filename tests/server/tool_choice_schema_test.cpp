@@ -21,7 +21,7 @@ ToolRequest tools_request(const json& body) {
       "properties": {"city": {"enum": ["Paris", "Tokyo"]}, "celsius": {"type": "boolean"}},
       "required": ["city", "celsius"], "additionalProperties": false}}},
     {"type": "function", "function": {"name": "get_time"}}])");
-  return parse_tool_request(b);
+  return parse_tool_request(Fields(b));
 }
 
 std::shared_ptr<const engine::grammar::Grammar> grammar_of(const ToolRequest& r) {

@@ -60,7 +60,8 @@ struct Distribution {
 Distribution distribution(const std::vector<double>& v);
 
 struct Slo {
-  double ttft_ms = 0, tpot_ms = 0;
+  double ttft_ms = 0, tpot_ms = 0;  // 0: none given (latencies and throughput only)
+  bool given() const { return ttft_ms > 0 && tpot_ms > 0; }
 };
 
 // Both targets met, each multiplied by scale. A request with <= 1 output token has no TPOT and

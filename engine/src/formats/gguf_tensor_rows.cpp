@@ -1,5 +1,7 @@
 #include "formats/gguf_tensor_rows.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <exception>
 #include <mutex>
@@ -13,11 +15,12 @@
 namespace sandwich::engine {
 
 void add_tensor_rows(gguf::Writer& w, const std::string& name, uint32_t type, int64_t rows,
-                     int64_t cols, RowSource source) {
+                     int64_t cols, RowSource source, int threads) {
   std::vector<uint64_t> dims =
       cols ? std::vector<uint64_t>{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}
            : std::vector<uint64_t>{static_cast<uint64_t>(rows)};
   w.add_tensor(name, type, dims, [=](uint8_t* dst, uint64_t) {
+    const int team = threads > 0 ? threads : omp_get_max_threads();
     const int64_t width = cols ? cols : rows, n_rows = cols ? rows : 1;
     const uint64_t row_bytes = gguf::tensor_type_bytes(type, static_cast<uint64_t>(width));
     const auto q = kernels::qtype_from_ggml(type);
@@ -39,7 +42,7 @@ void add_tensor_rows(gguf::Writer& w, const std::string& name, uint32_t type, in
       }
     };
     constexpr int64_t kChunk = 16;
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(team)
     for (int64_t r0 = 0; r0 < n_rows; r0 += kChunk) {
       const int64_t r1 = std::min(n_rows, r0 + kChunk);
       std::vector<float> buf(static_cast<size_t>((r1 - r0) * width));

@@ -15,9 +15,10 @@ namespace sandwich::engine {
 using RowSource = std::function<void(int64_t r0, int64_t r1, float* dst)>;
 
 // At write time, throws naming the tensor and row if a row holds a NaN or infinity or a value
-// the type's f16 scales cannot reach.
+// the type's f16 scales cannot reach. `threads`: how many convert rows at once (0: OpenMP's
+// default, every core).
 void add_tensor_rows(gguf::Writer& w, const std::string& name, uint32_t type, int64_t rows,
-                     int64_t cols, RowSource source);
+                     int64_t cols, RowSource source, int threads = 0);
 
 }  // namespace sandwich::engine
 

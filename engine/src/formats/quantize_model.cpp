@@ -40,7 +40,7 @@ void source_row(const SourceTensor& t, int64_t s, int64_t width, float* dst) {
 
 void quantize_model_file(const std::filesystem::path& in, const std::filesystem::path& out,
                          const QuantPreset& preset, std::ostream* log,
-                         const std::optional<std::filesystem::path>& tokenizer) {
+                         const std::optional<std::filesystem::path>& tokenizer, int threads) {
   ModelSource src = read_model_source(in);
   const ModelConfig& c = src.config;
   gguf::Writer w;
@@ -87,12 +87,13 @@ void quantize_model_file(const std::filesystem::path& in, const std::filesystem:
         preset_tensor_type(preset, spec.name, width, spec.cols ? 2 : 1, c, has_output);
     const bool permute = spec.rope_rows && src.rope_layout == RopeLayout::RotateHalf;
     const int64_t hd = c.head_dim;
-    add_tensor_rows(w, spec.name, type, spec.rows, spec.cols,
-                    [&t, width, permute, hd](int64_t r0, int64_t r1, float* dst) {
-                      for (int64_t f = r0; f < r1; ++f)
-                        source_row(t, permute ? rotate_half_row(f, hd) : f, width,
-                                   dst + (f - r0) * width);
-                    });
+    add_tensor_rows(
+        w, spec.name, type, spec.rows, spec.cols,
+        [&t, width, permute, hd](int64_t r0, int64_t r1, float* dst) {
+          for (int64_t f = r0; f < r1; ++f)
+            source_row(t, permute ? rotate_half_row(f, hd) : f, width, dst + (f - r0) * width);
+        },
+        threads);
     listing << spec.name << " [" << shape_str(spec.rows, spec.cols) << "] " << source_type_name(t)
             << " -> " << gguf::tensor_type_name(type) << "\n";
   }

@@ -112,8 +112,15 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   if (I.opt.max_num_seqs < 1) throw std::invalid_argument("max_num_seqs must be at least 1");
   if (I.opt.max_batched_tokens < 1)
     throw std::invalid_argument("max_batched_tokens must be at least 1");
-  if (I.opt.max_model_len <= 0 || I.opt.max_model_len > c.max_seq_len)
-    I.opt.max_model_len = c.max_seq_len;
+  // Past the model's context the positions were never trained: refused, as vLLM does (not
+  // clamped, which would leave a client's long prompt to fail later, far from the cause).
+  if (I.opt.max_model_len > c.max_seq_len)
+    throw std::invalid_argument("max_model_len " + std::to_string(I.opt.max_model_len) +
+                                " (-c, --max-model-len) is larger than the model's context (" +
+                                std::to_string(c.max_seq_len) + " tokens); give at most " +
+                                std::to_string(c.max_seq_len) +
+                                ", or leave it out for the model's");
+  if (I.opt.max_model_len <= 0) I.opt.max_model_len = c.max_seq_len;
   const KVCacheDType kv_dtype = I.opt.kv_cache_dtype;
   if (I.opt.kv_cache_bytes == 0)
     I.opt.kv_cache_bytes =

@@ -61,6 +61,14 @@ using Handler = std::function<void(HttpRequest&, std::shared_ptr<Responder>)>;
 // sees every request it lets through, and every request without Expect.
 using HeaderCheck = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
+// One answered request, for an access log. A response sent before the request's head could be
+// read (a malformed request, a connection over the limit) has method and path "-".
+struct HttpExchange {
+  std::string method, path;
+  int status = 0;      // 499 (nginx's "client closed request"): the client left before the answer
+  double seconds = 0;  // from the request's head to the answer's last byte
+};
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
@@ -89,6 +97,8 @@ struct HttpServerOptions {
   // A request with an allowed Origin gets Access-Control-Allow-Origin on its response, and its
   // preflight (OPTIONS with Access-Control-Request-Method) a 204 naming the methods and headers.
   std::vector<std::string> allowed_origins;
+  // Called on an I/O thread for every request answered or abandoned while it ran.
+  std::function<void(const HttpExchange&)> on_exchange;
 };
 
 // Counts since the start, for /metrics.

@@ -41,9 +41,10 @@ uint32_t preset_tensor_type(const QuantPreset& preset, const std::string& name, 
 // preset; then prints one line per tensor to `log`. Throws with a message naming the tensor on
 // weights a type cannot hold (non-finite values, or beyond its f16 scales).
 // `tokenizer` gives the vocabulary of a folder or llama2.c file without one of its own (a GGUF
-// input keeps its own).
+// input keeps its own). `threads`: how many quantize at once (0: every core).
 void quantize_model_file(const std::filesystem::path& in, const std::filesystem::path& out,
                          const QuantPreset& preset, std::ostream* log,
-                         const std::optional<std::filesystem::path>& tokenizer = std::nullopt);
+                         const std::optional<std::filesystem::path>& tokenizer = std::nullopt,
+                         int threads = 0);
 
 }  // namespace sandwich::engine

@@ -32,7 +32,7 @@ using ExecutorFactory = std::function<std::unique_ptr<Executor>(
 struct SchedulerOptions {
   int32_t max_num_seqs = 64;         // running sequences at most
   int32_t max_batched_tokens = 512;  // prompt tokens per prefill step (chunked prefill budget)
-  int32_t max_model_len = 0;         // prompt + output limit; 0 = the model's context
+  int32_t max_model_len = 0;  // prompt + output limit; 0 = the model's context; more is refused
   size_t kv_cache_bytes =
       0;  // 0 = enough for max_num_seqs sequences of max_model_len, capped at 4 GiB
   KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;  // F32 or BF16 (half the bytes)
