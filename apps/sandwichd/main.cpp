@@ -94,6 +94,13 @@ void add_api_options(ArgParser& p, CommandLine& c) {
                               names_of(server::kToolCallFormatNames) + ", got '" + v + "'");
              o.service.tool_call_parser = *f;
            });
+  // What vLLM and llama-server need for tool calls, which this server does by default.
+  p.flag("--enable-auto-tool-choice",
+         "accepted, as vLLM's: tool_choice auto works whenever the tool-call format is known "
+         "(--tool-call-parser)",
+         [] {});
+  p.flag("--jinja", "accepted, as llama-server's: chat templates are always rendered as Jinja",
+         [] {});
 }
 
 void add_scheduler_options(ArgParser& p, server::SandwichdOptions& o) {

@@ -87,12 +87,14 @@ INSTANTIATE_TEST_SUITE_P(PublishedTemplates, ToolCallingServing,
                                            Served{"mistral-v3", "mistral"}),
                          [](const auto& info) { return std::string(info.param.format); });
 
-// --tool-call-parser overrides the guess, and a wrong name is refused in one line.
+// --tool-call-parser overrides the guess, and a wrong name is refused in one line; vLLM's
+// --enable-auto-tool-choice and llama-server's --jinja are accepted (what they ask for is the
+// default here).
 TEST(ToolCallParserFlag, OverridesTheTemplatesFormatAndRejectsUnknownNames) {
   SANDWICH_REQUIRE_DATA();
   const auto qwen = source_dir() / "tests/data/chat_templates/qwen2.5.jinja";
   Daemon d("--model " + model_file().string() + " --chat-template " + qwen.string() +
-           " --tool-call-parser none --threads 1");
+           " --tool-call-parser none --threads 1 --enable-auto-tool-choice --jinja");
   ASSERT_NE(d.port(), 0) << d.log();
   EXPECT_NE(d.log().find("tool calls: none (--tool-call-parser)"), std::string::npos) << d.log();
   Client c(d.port());
