@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/grammar/grammar.h"
+#include "test_data.h"
 
 namespace sandwich::engine::grammar {
 namespace {
@@ -22,38 +23,10 @@ bool accepts(std::string_view gbnf, std::string_view text) {
   return Grammar::parse(gbnf)->accepts(text);
 }
 
-// llama.cpp's grammars/json.gbnf (plain integers only, as published).
-constexpr std::string_view kJson =
-    R"g(# Grammar for subset of JSON - doesn't support full string or number syntax
-
-root  ::= object
-value ::= object | array | string | number | boolean
-
-object ::=
-  "{" ws (
-            string ":" ws value
-    ("," ws string ":" ws value)*
-  )? "}"
-
-array  ::=
-  "[" ws (
-            value
-    ("," ws value)*
-  )? "]"
-
-string  ::=
-  "\"" (
-    [\x20\x21\x23-\x5b\x5d-\U0010FFFF] | # any code point except " (\x22) and \ (\x5c)
-    "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F]) # escapes
-  )* "\""
-
-# Only plain integers currently
-number  ::= "-"? [0-9]+ ws
-boolean ::= ("true" | "false") ws
-
-# Optional space: by convention, applied in this grammar after literal chars when allowed
-ws ::= ([ \t\n] ws)?
-)g";
+// llama.cpp's grammars/json.gbnf as published (plain integers only).
+std::string json_gbnf() {
+  return test::slurp(test::source_dir() / "tests/data/grammars/json.gbnf");
+}
 
 constexpr std::string_view kArithmetic = R"g(root  ::= (expr "=" ws term "\n")+
 expr  ::= term ([-+*/] term)*
@@ -76,7 +49,9 @@ quoted ::= "\"" ([^"] | "\"\"")* "\""
 )g";
 
 TEST(GrammarParser, JsonAcceptsAndRejects) {
-  auto g = Grammar::parse(kJson);
+  const std::string text = json_gbnf();
+  ASSERT_FALSE(text.empty());
+  auto g = Grammar::parse(text);
   EXPECT_TRUE(g->accepts(R"g({})g"));
   EXPECT_TRUE(g->accepts(R"g({"a": [1, -2, {"b": true}], "c": "x\"y\u00e9"})g"));
   EXPECT_TRUE(g->accepts("{\"k\":\n\t\"é漢字😀\"}"));
@@ -110,6 +85,35 @@ TEST(GrammarParser, ListAndCsv) {
   EXPECT_TRUE(csv->accepts("\n"));
   EXPECT_FALSE(csv->accepts("a,\"b\n"));
   EXPECT_FALSE(csv->accepts("a,b"));
+}
+
+TEST(GrammarParser, SchemaGrammarFromLlamaCppGuide) {
+  // What llama.cpp's json_schema_to_grammar.py writes for an array of 10..100 {name, age}
+  // (grammars/README.md).
+  constexpr std::string_view g =
+      R"g(char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+item ::= "{" space item-name-kv "," space item-age-kv "}" space
+item-age ::= ([0-9] | ([1-8] [0-9] | [9] [0-9]) | "1" ([0-4] [0-9] | [5] "0")) space
+item-age-kv ::= "\"age\"" space ":" space item-age
+item-name ::= "\"" char{1,100} "\"" space
+item-name-kv ::= "\"name\"" space ":" space item-name
+root ::= "[" space item ("," space item){9,99} "]" space
+space ::= | " " | "\n" [ \t]{0,20}
+)g";
+  auto grammar = Grammar::parse(g);
+  auto people = [](int n, std::string_view age) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i)
+      s += std::string(i ? ",\n  " : "") + "{\"name\": \"Actor \\\"" + std::to_string(i) +
+           "\\\" é\", \"age\": " + std::string(age) + "}";
+    return s + "]";
+  };
+  EXPECT_TRUE(grammar->accepts(people(10, "42")));
+  EXPECT_TRUE(grammar->accepts(people(100, "150")));
+  EXPECT_FALSE(grammar->accepts(people(9, "42")));
+  EXPECT_FALSE(grammar->accepts(people(101, "42")));
+  EXPECT_FALSE(grammar->accepts(people(10, "151")));
+  EXPECT_FALSE(grammar->accepts(people(10, "042")));
 }
 
 TEST(GrammarParser, UnicodeClassesAndLiterals) {
@@ -166,6 +170,10 @@ TEST(GrammarParser, LayoutCommentsNewlines) {
   EXPECT_TRUE(accepts(g, "yw"));
   EXPECT_FALSE(accepts(g, "x"));
   EXPECT_TRUE(accepts("root ::= start\nstart ::= \"s\"", "s"));
+  EXPECT_TRUE(
+      accepts("root ::= rule_123 check-mate UPPER\nrule_123 ::= \"a\"\n"
+              "check-mate ::= \"b\"\nUPPER ::= \"c\"\n",
+              "abc"));
   EXPECT_TRUE(Grammar::parse("start ::= \"s\"\n", "start")->accepts("s"));
 }
 

@@ -56,12 +56,12 @@ inline Stacks step(const Grammar::Impl& g, const Stacks& now, uint8_t b) {
   return out;
 }
 
-inline Stacks after(const Grammar::Impl& g, Stacks now, std::string_view bytes) {
-  for (char c : bytes) {
-    if (now.empty()) break;
-    now = step(g, now, static_cast<uint8_t>(c));
-  }
-  return now;
+inline Stacks after(const Grammar::Impl& g, const Stacks& now, std::string_view bytes) {
+  if (bytes.empty()) return now;
+  Stacks cur = step(g, now, static_cast<uint8_t>(bytes[0]));
+  for (size_t i = 1; i < bytes.size() && !cur.empty(); ++i)
+    cur = step(g, cur, static_cast<uint8_t>(bytes[i]));
+  return cur;
 }
 
 inline bool complete(const Stacks& s) {

@@ -24,13 +24,19 @@ struct RuleDraft {
   bool repetition_loop = false;
 };
 
+// Rule names: letters, digits, dashes and (as llama.cpp's grammar guide allows) underscores.
 bool is_word_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
 }
 
 class GbnfParser {
  public:
-  explicit GbnfParser(std::string_view text) : src_(text) {}
+  explicit GbnfParser(std::string_view text) : src_(text) {
+    line_starts_.push_back(0);
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') line_starts_.push_back(i + 1);
+  }
 
   Grammar::Impl parse(std::string_view root) {
     skip_space(true);
@@ -51,12 +57,13 @@ class GbnfParser {
  private:
   [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
   [[noreturn]] void fail_at(size_t at, const std::string& what) const {
-    int line = 1 + static_cast<int>(
-                       std::count(src_.begin(), src_.begin() + std::min(at, src_.size()), '\n'));
-    throw GrammarError("GBNF line " + std::to_string(line) + ": " + what);
+    throw GrammarError("GBNF line " + std::to_string(line_at(at)) + ": " + what);
   }
+  // Binary search in the line starts: a grammar of many rules is not counted through again for
+  // each of them.
   int line_at(size_t at) const {
-    return 1 + static_cast<int>(std::count(src_.begin(), src_.begin() + at, '\n'));
+    return static_cast<int>(std::upper_bound(line_starts_.begin(), line_starts_.end(), at) -
+                            line_starts_.begin());
   }
   char peek(size_t ahead = 0) const {
     return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0';
@@ -435,6 +442,7 @@ class GbnfParser {
   }
 
   std::string_view src_;
+  std::vector<size_t> line_starts_;
   size_t pos_ = 0;
   std::vector<RuleDraft> rules_;
   std::unordered_map<std::string, int> by_name_;

@@ -1,6 +1,7 @@
 #include "grammar/grammar_automaton.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "grammar/grammar_rules.h"
@@ -34,7 +35,45 @@ GrammarAutomaton::Impl::Impl(std::shared_ptr<const Grammar> grammar,
   intern_state(none);  // kDead
   std::vector<int32_t> start;
   stacks_.initial(start);
+  if (start.empty() && stacks_.cut())
+    throw GrammarError("grammar: its rules nest deeper than " + std::to_string(max_depth()) +
+                       " before the first byte");
   initial_ = intern_state(start);
+}
+
+void GrammarAutomaton::Impl::compact_if_full() {
+  const size_t used = state_bytes_ + stacks_.memory_bytes();
+  if (used <= max_bytes_ / 2 || used <= 2 * kept_bytes_) return;
+  std::vector<std::vector<std::vector<int32_t>>> live;
+  for (int32_t* s : tracked_) {
+    live.emplace_back();
+    for (int32_t stack : states_[*s]) live.back().push_back(stacks_.positions(stack));
+  }
+  stacks_.clear();
+  states_.clear();
+  state_ids_.clear();
+  transitions_.clear();
+  transitions_.shrink_to_fit();
+  depth_cuts_.clear();
+  stack_end_.clear();  // by stack and state ids, which start again
+  state_end_.clear();
+  state_bytes_ = 0;
+  drop_masks();
+  std::vector<int32_t> none;
+  intern_state(none);
+  std::vector<int32_t> start;
+  stacks_.initial(start);
+  initial_ = intern_state(start);
+  for (int32_t* s : tracked_) *s = kDead;  // until rebuilt: a matcher left so throws, never reads
+  size_t k = 0;
+  for (int32_t* s : tracked_) {
+    std::vector<int32_t> stacks;
+    for (const auto& positions : live[k++]) stacks.push_back(stacks_.rebuild(positions));
+    std::sort(stacks.begin(), stacks.end());
+    *s = intern_state(stacks);
+  }
+  kept_bytes_ = state_bytes_ + stacks_.memory_bytes();
+  ++compactions_;
 }
 
 int32_t GrammarAutomaton::Impl::intern_state(std::vector<int32_t>& stacks) {
@@ -57,6 +96,7 @@ int32_t GrammarAutomaton::Impl::intern_state(std::vector<int32_t>& stacks) {
 int32_t GrammarAutomaton::Impl::add_transition(int32_t state, uint8_t b) {
   stacks_.step(states_[state], b, step_out_);
   int32_t t = step_out_.empty() ? kDead : intern_state(step_out_);
+  if (t == kDead && stacks_.cut()) depth_cuts_.insert(static_cast<uint64_t>(state) * 256 + b);
   transitions_[static_cast<size_t>(state) * 256 + b] = t;
   return t;
 }
@@ -99,7 +139,8 @@ int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t
                                              int32_t max_end) {
   int32_t most = 0;
   const auto& v = vocab();
-  bits.assign(words_, 0);
+  // One word more than the tokens need: the sink of nodes where no token ends.
+  bits.assign(words_ + 1, 0);
   walk_states_.assign(static_cast<size_t>(v.max_depth) + 1, kDead);
   int32_t* at = walk_states_.data();  // at[d]: the state after the first d bytes of the path
   at[0] = state;
@@ -107,6 +148,7 @@ int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t
   const int32_t* ids = v.token_ids.data();
   const int32_t n = static_cast<int32_t>(v.nodes.size()) - 1;  // the last is the sentinel
   const int32_t* table = transitions_.data();
+  const int32_t sink = v.vocab_size;
   for (int32_t i = 0; i < n;) {
     const TrieNode& node = nodes[i];
     const int32_t from = at[node.depth - 1];
@@ -120,15 +162,20 @@ int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t
       continue;
     }
     at[node.depth] = t;
-    const int32_t tok_end = nodes[i + 1].tok_begin;
-    if (node.tok_begin < tok_end) {
+    if (node.token != sink) {
+      // The most any allowed token leaves to the end, for mask_within; with a budget, only the
+      // tokens that leave no more than max_end.
       const int32_t need = bytes_to_end(t);
-      if (need <= max_end) {
-        most = std::max(most, need);
-        for (int32_t k = node.tok_begin; k < tok_end; ++k)
-          bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
+      if (need > max_end) {
+        ++i;
+        continue;
       }
+      most = std::max(most, need);
     }
+    bits[static_cast<size_t>(node.token) >> 6] |= uint64_t{1} << (node.token & 63);
+    if (node.more_tokens) [[unlikely]]
+      for (int32_t k = node.tok_begin, end = nodes[i + 1].tok_begin; k < end; ++k)
+        bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
     ++i;
   }
   return most;
@@ -146,7 +193,7 @@ void GrammarAutomaton::Impl::evict_until_fits(size_t extra) {
          state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + extra > max_bytes_) {
     masks_.erase(lru_.back());
     lru_.pop_back();
-    mask_bytes_ -= words_ * sizeof(uint64_t) + kMaskOverhead;
+    mask_bytes_ -= (words_ + 1) * sizeof(uint64_t) + kMaskOverhead;
   }
 }
 
@@ -158,7 +205,7 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
     return it->second.bits.data();
   }
   last_max_end_ = compute_mask(state, scratch_);
-  const size_t size = words_ * sizeof(uint64_t) + kMaskOverhead;
+  const size_t size = (words_ + 1) * sizeof(uint64_t) + kMaskOverhead;
   evict_until_fits(size);
   if (state_bytes_ + stacks_.memory_bytes() + mask_bytes_ + size > max_bytes_)
     return scratch_.data();  // too large to keep: computed again when asked again
@@ -174,7 +221,10 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar,
                                    std::shared_ptr<const TokenVocabulary> vocab,
                                    size_t max_cache_bytes)
-    : impl_(std::make_unique<Impl>(std::move(grammar), std::move(vocab), max_cache_bytes)) {}
+    : impl_((grammar && vocab)
+                ? std::make_unique<Impl>(std::move(grammar), std::move(vocab), max_cache_bytes)
+                : throw std::invalid_argument(
+                      "GrammarAutomaton: a grammar and a vocabulary are needed")) {}
 
 GrammarAutomaton::~GrammarAutomaton() = default;
 

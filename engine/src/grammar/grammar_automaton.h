@@ -8,6 +8,7 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
@@ -31,6 +32,11 @@ struct GrammarAutomaton::Impl {
   }
   // The state after all of `bytes`, kDead as soon as none is left.
   int32_t walk(int32_t state, std::string_view bytes);
+  // Whether state --b--> kDead because every parse would nest past the depth bound.
+  bool cut_by_depth(int32_t state, uint8_t b) const {
+    return depth_cuts_.count(static_cast<uint64_t>(state) * 256 + b) > 0;
+  }
+  int32_t max_depth() const { return StackLimits{}.max_depth; }
   bool can_end(int32_t state) const { return !states_[state].empty() && states_[state][0] == 0; }
   bool must_end(int32_t state) const { return states_[state].size() == 1 && can_end(state); }
   // The tokens of the trie allowed in `state`, one bit a token id. Valid until the next call.
@@ -41,6 +47,21 @@ struct GrammarAutomaton::Impl {
   // cached mask when no allowed token needs that many (the usual case: only near the end of
   // max_tokens is a mask walked afresh).
   const uint64_t* mask_within(int32_t state, int32_t max_end);
+
+  // Matchers say where they keep their state, so that compact_if_full() can renumber it.
+  void track(int32_t* state) { tracked_.insert(state); }
+  void untrack(int32_t* state) { tracked_.erase(state); }
+  // Called where no walk is under way. When the states fill half the bound (and twice what the
+  // last compaction kept), forgets every state, transition and mask but the tracked matchers'
+  // states: an automaton kept for many sequences does not fill up with the states of old ones.
+  void compact_if_full();
+  size_t compactions() const { return compactions_; }
+  // Forgets the cached masks (the states and transitions stay): for measuring a mask's walk.
+  void drop_masks() {
+    masks_.clear();
+    lru_.clear();
+    mask_bytes_ = 0;
+  }
 
   size_t cache_bytes() const { return state_bytes_ + stacks_.memory_bytes() + mask_bytes_; }
   const TokenVocabulary::Impl& vocab() const { return vocab_->impl(); }
@@ -85,6 +106,10 @@ struct GrammarAutomaton::Impl {
   std::vector<int32_t> state_end_;  // per state, -1 until known
   int32_t last_max_end_ = 0;        // of the mask last computed
   std::vector<int32_t> step_out_, walk_states_;
+  std::unordered_set<int32_t*> tracked_;
+  std::unordered_set<uint64_t> depth_cuts_;  // state * 256 + byte
+  size_t kept_bytes_ = 0;                    // the states' bytes after the last compaction
+  size_t compactions_ = 0;
 };
 
 }  // namespace sandwich::engine::grammar

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "engine/grammar/grammar.h"
@@ -18,6 +19,13 @@ struct GrammarMatcher::State {
   int32_t max_end() const { return tokens_left == INT32_MAX ? kNoEnd : tokens_left - 1; }
   std::vector<float> saved;
 
+  State(std::shared_ptr<GrammarAutomaton> a) : automaton(std::move(a)) {
+    automaton->impl().track(&state);
+  }
+  ~State() { automaton->impl().untrack(&state); }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   GrammarAutomaton::Impl& a() { return automaton->impl(); }
   bool is_end(int32_t token) const {
     return std::binary_search(end_tokens.begin(), end_tokens.end(), token);
@@ -26,8 +34,8 @@ struct GrammarMatcher::State {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton,
                                std::vector<int32_t> end_tokens)
-    : s_(std::make_unique<State>()) {
-  s_->automaton = std::move(automaton);
+    : s_(automaton ? std::make_unique<State>(std::move(automaton))
+                   : throw std::invalid_argument("GrammarMatcher: no automaton")) {
   std::sort(end_tokens.begin(), end_tokens.end());
   end_tokens.erase(std::unique(end_tokens.begin(), end_tokens.end()), end_tokens.end());
   s_->end_tokens = std::move(end_tokens);
@@ -36,10 +44,13 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton,
 
 GrammarMatcher::~GrammarMatcher() = default;
 GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
+GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
 void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
   constexpr float kOff = -std::numeric_limits<float>::infinity();
+  if (vocab_size <= 0) return;
   State& s = *s_;
+  s.a().compact_if_full();
   if (s.ended) {
     std::fill(logits, logits + vocab_size, kOff);
     return;
@@ -58,7 +69,18 @@ void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
       for (int k = 0; k < 64; ++k) out[k] = kOff;
       continue;
     }
-    for (uint64_t off = ~word; off; off &= off - 1) out[std::countr_zero(off)] = kOff;
+    // Whichever is fewer: the disallowed tokens set one by one, or the allowed ones kept aside
+    // while all 64 are set.
+    if (std::popcount(word) >= 32) {
+      for (uint64_t off = ~word; off; off &= off - 1) out[std::countr_zero(off)] = kOff;
+    } else {
+      float keep[64];
+      for (uint64_t on = word; on; on &= on - 1)
+        keep[std::countr_zero(on)] = out[std::countr_zero(on)];
+      for (int k = 0; k < 64; ++k) out[k] = kOff;
+      for (uint64_t on = word; on; on &= on - 1)
+        out[std::countr_zero(on)] = keep[std::countr_zero(on)];
+    }
   }
   for (int32_t t = full_words * 64; t < known; ++t)
     if (!((bits[t >> 6] >> (t & 63)) & 1)) logits[t] = kOff;
@@ -72,6 +94,7 @@ void GrammarMatcher::mask_logits(float* logits, int32_t vocab_size) {
 
 bool GrammarMatcher::allows(int32_t token) {
   State& s = *s_;
+  s.a().compact_if_full();
   if (s.ended) return false;
   if (s.is_end(token)) return s.a().can_end(s.state);
   const auto& v = s.a().vocab();
@@ -95,10 +118,27 @@ void GrammarMatcher::accept(int32_t token) {
   if (!ok) {
     const auto& v = s.a().vocab();
     std::string what = "grammar: token " + std::to_string(token);
-    if (token >= 0 && token < v.vocab_size && v.in_trie[token])
+    bool too_deep = false;
+    if (token >= 0 && token < v.vocab_size && v.in_trie[token]) {
       what += " ('" + std::string(v.token_bytes(token)) + "')";
-    throw GrammarError(what + (s.ended ? " after the end of the sentence"
-                                       : " is not allowed by the grammar here"));
+      int32_t at = s.state;
+      for (char c : v.token_bytes(token)) {
+        const auto b = static_cast<uint8_t>(c);
+        const int32_t next = s.a().next(at, b);
+        if (next == GrammarAutomaton::Impl::kDead) {
+          too_deep = s.a().cut_by_depth(at, b);
+          break;
+        }
+        at = next;
+      }
+    }
+    if (s.ended)
+      what += " after the end of the sentence";
+    else if (too_deep)
+      what += " would nest deeper than " + std::to_string(s.a().max_depth()) + " rules";
+    else
+      what += " is not allowed by the grammar here";
+    throw GrammarError(what);
   }
   if (s.is_end(token)) {
     s.ended = true;

@@ -13,10 +13,13 @@ namespace sandwich::engine::grammar {
 
 struct TrieNode {
   uint8_t byte;
-  uint8_t unused;
-  uint16_t depth;     // 1 for a token's first byte
-  int32_t skip;       // the node after this one's subtree
-  int32_t tok_begin;  // tokens ending here: token_ids[tok_begin, next node's tok_begin)
+  uint8_t more_tokens;  // 1: other tokens with the same bytes (SentencePiece's byte tokens)
+  uint16_t depth;       // 1 for a token's first byte
+  int32_t skip;         // the node after this one's subtree
+  // The token ending here, or the vocabulary size (a bit past every token's, so that the walk
+  // sets it without a branch).
+  int32_t token;
+  int32_t tok_begin;  // all tokens ending here: token_ids[tok_begin, next node's tok_begin)
 };
 
 struct TokenVocabulary::Impl {

@@ -57,15 +57,20 @@ TokenVocabulary::TokenVocabulary(const Tokenizer& tok) : impl_(std::make_unique<
     close_to(common);
     for (size_t k = common; k < s.size(); ++k) {
       path.push_back(static_cast<int32_t>(v.nodes.size()));
-      v.nodes.push_back({static_cast<uint8_t>(s[k]), 0, static_cast<uint16_t>(k + 1), 0,
+      v.nodes.push_back({static_cast<uint8_t>(s[k]), 0, static_cast<uint16_t>(k + 1), 0, n,
                          static_cast<int32_t>(v.token_ids.size())});
     }
+    TrieNode& end = v.nodes[path.back()];
+    if (end.token == n)
+      end.token = id;
+    else
+      end.more_tokens = 1;
     v.token_ids.push_back(id);
     v.max_depth = std::max<int32_t>(v.max_depth, static_cast<int32_t>(s.size()));
     last = s;
   }
   close_to(0);
-  v.nodes.push_back({0, 0, 0, static_cast<int32_t>(v.nodes.size()) + 1,
+  v.nodes.push_back({0, 0, 0, static_cast<int32_t>(v.nodes.size()) + 1, n,
                      static_cast<int32_t>(v.token_ids.size())});
 }
 

@@ -94,6 +94,7 @@ class GrammarMatcher {
   GrammarMatcher(std::shared_ptr<GrammarAutomaton> automaton, std::vector<int32_t> end_tokens);
   ~GrammarMatcher();
   GrammarMatcher(GrammarMatcher&&) noexcept;
+  GrammarMatcher& operator=(GrammarMatcher&&) noexcept;
 
   // Sets the logits (vocab_size values) of every token not allowed here to -inf.
   void mask_logits(float* logits, int32_t vocab_size);
