@@ -84,6 +84,23 @@ void add_api_options(ArgParser& p, CommandLine& c) {
              "with --api-key: /metrics needs the key too");
   p.add("--chat-template", &o.service.chat_template,
         "llama3, llama2, chatml, or a Jinja template file (default: the model's own)", "T");
+  p.option("--tool-call-parser", "P",
+           "how the model writes tool calls, for tool_choice auto: auto (default: from the chat "
+           "template, else the tokenizer), llama3_json, hermes, mistral or none",
+           [&o](const std::string& v) {
+             const auto f = value_named(v, server::kToolCallFormatNames);
+             if (!f)
+               throw CliError("--tool-call-parser must be " +
+                              names_of(server::kToolCallFormatNames) + ", got '" + v + "'");
+             o.service.tool_call_parser = *f;
+           });
+  // What vLLM and llama-server need for tool calls, which this server does by default.
+  p.flag("--enable-auto-tool-choice",
+         "accepted, as vLLM's: tool_choice auto works whenever the tool-call format is known "
+         "(--tool-call-parser)",
+         [] {});
+  p.flag("--jinja", "accepted, as llama-server's: chat templates are always rendered as Jinja",
+         [] {});
 }
 
 void add_scheduler_options(ArgParser& p, server::SandwichdOptions& o) {

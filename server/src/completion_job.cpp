@@ -9,6 +9,8 @@
 #include "common/log.h"
 #include "json_response.h"
 #include "request_log.h"
+#include "special_text_filter.h"
+#include "tool_call_stream.h"
 
 namespace sandwich::server {
 namespace {
@@ -54,7 +56,17 @@ class Job {
         active_(env.active),
         out_(std::move(out)),
         choices_(req.sequences()),
-        remaining_(static_cast<int>(req.sequences())) {}
+        remaining_(static_cast<int>(req.sequences())) {
+    if (req.tool_calls.kind == ToolCallParsing::Kind::Off) return;
+    // Special tokens are decoded for the parser (run_completion); the client asked not to see
+    // them, so they are dropped again, the markers once the parser has read them.
+    const bool filter = req.tool_calls.kind == ToolCallParsing::Kind::Format &&
+                        req.skip_special_tokens && env.special_texts;
+    for (Choice& c : choices_) {
+      c.tools = std::make_unique<ToolCallStream>(req.tool_calls);
+      if (filter) c.filter = std::make_unique<SpecialTextFilter>(*env.special_texts);
+    }
+  }
 
   // The engine's news of sequence `idx` (on the engine thread).
   void on_output(size_t idx, const engine::RequestOutput& o);
@@ -73,14 +85,24 @@ class Job {
     // the tokens while a possible stop string or a partial UTF-8 character is held back.
     size_t token_offset = 0;
     json logprob_entries = json::array();  // whole responses: all of them
+    // Requests with tools: the output into content and calls.
+    std::unique_ptr<SpecialTextFilter> filter;
+    std::unique_ptr<ToolCallStream> tools;
+    json tool_calls = json::array();  // whole responses: all of them
   };
+  // What one output of the engine adds to a choice for the client.
+  struct News {
+    std::string text;
+    json tool_calls = json::array();
+  };
+  static News take(Choice& c, const engine::RequestOutput& o);
 
   json logprobs_delta(Choice& c, const engine::RequestOutput& o);
-  std::string stream_chunk(size_t idx, Choice& c, const engine::RequestOutput& o, json lp);
+  std::string stream_chunk(size_t idx, Choice& c, News news, bool finished, json lp);
   Usage usage() const;
   void start_stream();
   void reply_whole();
-  void note_finish(const engine::RequestOutput& o);
+  void note_finish(const engine::RequestOutput& o, const std::optional<std::string>& reason);
   void log_finished() const;
 
   const WireFormat& format_;
@@ -117,8 +139,24 @@ class Job {
   bool cancelled_ = false;            // a cancel came first: the client went away
 };
 
-void Job::note_finish(const engine::RequestOutput& o) {
-  if (const auto reason = openai_finish_reason(o)) {
+Job::News Job::take(Choice& c, const engine::RequestOutput& o) {
+  News n{o.text};
+  if (c.filter) {
+    n.text = c.filter->push(n.text);
+    if (o.finished) n.text += c.filter->flush();
+  }
+  if (!c.tools) return n;
+  ToolCallStream::Step s = c.tools->push(n.text);
+  if (o.finished) {
+    ToolCallStream::Step last = c.tools->finish();
+    s.content += last.content;
+    for (auto& call : last.tool_calls) s.tool_calls.push_back(std::move(call));
+  }
+  return {std::move(s.content), std::move(s.tool_calls)};
+}
+
+void Job::note_finish(const engine::RequestOutput& o, const std::optional<std::string>& reason) {
+  if (reason) {
     if (std::find(reasons_.begin(), reasons_.end(), *reason) == reasons_.end())
       reasons_.push_back(*reason);
   } else if (o.abort_reason == engine::AbortReason::Cancelled) {
@@ -170,11 +208,15 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
     Choice& c = choices_[idx];
     bool all_done = false;
     if (!first_token_ && !o.tokens.empty()) first_token_ = std::chrono::steady_clock::now();
+    std::optional<std::string> reason = o.finished ? openai_finish_reason(o) : std::nullopt;
+    // Before an abort's output is dropped below; of a finished one, the calls settle the reason.
+    News news = o.finished && !reason ? News{} : take(c, o);
+    if (reason && c.tools && c.tools->made_calls()) reason = "tool_calls";
     if (o.finished) {
       c.done = true;
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
-      note_finish(o);
+      note_finish(o, reason);
       all_done = --remaining_ == 0;
       if (all_done) {
         --active_;
@@ -182,7 +224,6 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
       }
     }
     if (closed_) return;
-    const std::optional<std::string> reason = o.finished ? openai_finish_reason(o) : std::nullopt;
     if (o.finished && !reason) {
       // An abort. A cancel first means nobody is listening any more.
       if (o.abort_reason == engine::AbortReason::Cancelled && !failure_) {
@@ -209,7 +250,7 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
         }
       }
     } else {
-      c.text += o.text;
+      c.text += news.text;
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
       c.cached_tokens = o.cached_tokens;
@@ -218,10 +259,15 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
       if (reason) c.finish_reason = *reason;
       if (!stream_) {
         for (auto& e : lp) c.logprob_entries.push_back(std::move(e));
+        // A message's calls have no index; only stream deltas do.
+        for (auto& call : news.tool_calls) {
+          call.erase("index");
+          c.tool_calls.push_back(std::move(call));
+        }
         whole = all_done;
       } else {
-        if (!o.text.empty() || o.finished || !lp.empty())
-          chunk = stream_chunk(idx, c, o, std::move(lp));
+        if (!news.text.empty() || o.finished || !lp.empty() || !news.tool_calls.empty())
+          chunk = stream_chunk(idx, c, std::move(news), o.finished, std::move(lp));
         if (all_done) {
           if (include_usage_) chunk += sse_event(dump_json(format_.usage_chunk(header_, usage())));
           chunk += kSseDone;
@@ -243,7 +289,7 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
   if (whole) reply_whole();
 }
 
-std::string Job::stream_chunk(size_t idx, Choice& c, const engine::RequestOutput& o, json lp) {
+std::string Job::stream_chunk(size_t idx, Choice& c, News news, bool finished, json lp) {
   std::string events;
   if (!c.sent_first) {
     if (auto opening = format_.opening_chunk(header_, idx)) events = sse_event(dump_json(*opening));
@@ -251,9 +297,17 @@ std::string Job::stream_chunk(size_t idx, Choice& c, const engine::RequestOutput
   }
   ChoiceDelta d;
   d.index = idx;
-  d.text = o.text;
-  if (o.finished) d.finish_reason = c.finish_reason;
+  d.text = std::move(news.text);
   if (logprobs_ >= 0 && !lp.empty()) d.logprobs = std::move(lp);
+  if (!news.tool_calls.empty()) {
+    d.tool_calls = std::move(news.tool_calls);
+    // The calls in a chunk of their own, the finish reason after them in another, as OpenAI.
+    if (!finished) return events + sse_event(dump_json(format_.chunk(header_, d)));
+    events += sse_event(dump_json(format_.chunk(header_, d)));
+    d = ChoiceDelta{};
+    d.index = idx;
+  }
+  if (finished) d.finish_reason = c.finish_reason;
   return events + sse_event(dump_json(format_.chunk(header_, d)));
 }
 
@@ -275,8 +329,9 @@ void Job::reply_whole() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<ChoiceResult> rs;
     for (Choice& c : choices_) {
-      ChoiceResult r{c.text, c.finish_reason, std::nullopt};
+      ChoiceResult r{c.text, c.finish_reason, std::nullopt, std::nullopt};
       if (logprobs_ >= 0) r.logprobs = std::move(c.logprob_entries);
+      if (c.tools && c.tools->made_calls()) r.tool_calls = std::move(c.tool_calls);
       rs.push_back(std::move(r));
     }
     j = format_.response(header_, rs, usage());
@@ -345,7 +400,10 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
       r.ignore_eos = req.ignore_eos;
       r.stop_token_ids = req.stop_token_ids;
       r.min_tokens = req.min_tokens;
-      r.skip_special_tokens = req.skip_special_tokens;
+      // The parser must see its markers (<|python_tag|>, [TOOL_CALLS]): special tokens are kept
+      // and dropped from the content again by the job.
+      r.skip_special_tokens =
+          req.tool_calls.kind == ToolCallParsing::Kind::Format ? false : req.skip_special_tokens;
       r.logprobs = req.logprobs;
       r.grammar = req.grammar_automaton;
       r.deadline = deadline;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/runtime/scheduler.h"
 #include "engine/text/tokenizer.h"
@@ -18,6 +20,9 @@ struct CompletionEnv {
   const engine::Tokenizer& tokenizer;
   engine::Scheduler& scheduler;
   std::atomic<int>& active;  // requests still producing output; counts this one until it ends
+  // The vocabulary's special-token texts but the tool-call markers (special_token_texts): dropped
+  // from the content of requests whose tool calls are parsed (they are decoded keeping them).
+  const std::vector<std::string>* special_texts = nullptr;
 };
 
 // Queues every sequence of `req` (all or none) and answers through `out` as the engine works.

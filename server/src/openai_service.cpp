@@ -19,6 +19,8 @@
 #include "request_fields.h"
 #include "request_log.h"
 #include "request_parsing.h"
+#include "special_text_filter.h"
+#include "tool_call_format.h"
 #include "wire_format.h"
 
 namespace sandwich::server {
@@ -109,6 +111,9 @@ struct OpenAiService::Impl {
   std::atomic<int> active{0};
   std::optional<engine::ChatTemplate> chat_template;
   std::string chat_template_note;
+  ChosenToolCallFormat tool_format;
+  // The special tokens' texts but the tool-call markers: see CompletionEnv::special_texts.
+  std::vector<std::string> special_texts;
   std::atomic<uint64_t> http_requests{0}, rejected{0};
   std::function<HttpServerStats()> http_stats;
   std::unique_ptr<EngineStatsLogger> stats_log;  // while attached and not shutting down
@@ -166,7 +171,7 @@ struct OpenAiService::Impl {
   ParseContext parse_context() const {
     return {*model->tokenizer,          *chat_template,           model->config.vocab_size,
             scheduler->max_model_len(), scheduler->max_waiting(), opt.max_n,
-            opt.max_prompt_bytes,       longest_token_bytes};
+            opt.max_prompt_bytes,       longest_token_bytes,      tool_format.format};
   }
 
   // Hands a model route to the preprocessing workers: its body, template and tokenizer never
@@ -230,7 +235,7 @@ struct OpenAiService::Impl {
     try {
       run_completion(req, format, std::move(header),
                      std::chrono::seconds(opt.request_timeout_seconds),
-                     {*model->tokenizer, *scheduler, active}, out);
+                     {*model->tokenizer, *scheduler, active, &special_texts}, out);
     } catch (const engine::QueueFull& e) {
       ++rejected;
       if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
@@ -307,6 +312,8 @@ void OpenAiService::attach(const engine::Model& model, engine::Scheduler& schedu
   const ChosenChatTemplate chosen = choose_chat_template(I.opt.chat_template, *model.tokenizer);
   I.chat_template.emplace(make_chat_template(chosen, *model.tokenizer));
   I.chat_template_note = describe(chosen);
+  I.tool_format = choose_tool_call_format(I.opt.tool_call_parser, chosen.source, *model.tokenizer);
+  I.special_texts = special_token_texts(*model.tokenizer, tool_call_markers(I.tool_format.format));
   I.longest_token_bytes = longest_token_bytes(*model.tokenizer);
   I.grammars = std::make_unique<GrammarCache>(*model.tokenizer, kCachedGrammars,
                                               kGrammarCacheBytes);
@@ -317,6 +324,10 @@ void OpenAiService::attach(const engine::Model& model, engine::Scheduler& schedu
 
 const std::string& OpenAiService::chat_template_note() const {
   return impl_->chat_template_note;
+}
+
+const std::string& OpenAiService::tool_call_note() const {
+  return impl_->tool_format.origin;
 }
 
 void OpenAiService::begin_shutdown() {

@@ -8,8 +8,12 @@
 #include <string_view>
 
 #include "api_error.h"
+#include "chat_messages.h"
 #include "common/bounded_file.h"
+#include "engine/grammar/grammar.h"
 #include "structured_output.h"
+#include "tool_choice_schema.h"
+#include "tool_request.h"
 
 namespace sandwich::server {
 namespace {
@@ -103,60 +107,82 @@ std::vector<std::vector<int32_t>> completion_prompts(const Fields& f, const Pars
   return out;
 }
 
-// A string member of an object, or nullptr when absent or not a string. No copy: request JSON is
-// only ever read in place.
-const std::string* string_member(const json& o, const char* k) {
-  const auto it = o.find(k);
-  return it != o.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+// chat_template_kwargs: more variables for the template (e.g. enable_thinking), none of the ones
+// the server sets itself.
+nlohmann::ordered_json template_kwargs(const Fields& f) {
+  const json* k = f.get("chat_template_kwargs");
+  if (!k) return nullptr;
+  if (!k->is_object())
+    bad("'chat_template_kwargs' must be an object of template variables", "chat_template_kwargs");
+  for (const char* key : engine::kReservedChatTemplateKeys)
+    if (k->contains(key))
+      bad(std::string("'chat_template_kwargs' may not set '") + key +
+              "': the server sets it from the request",
+          "chat_template_kwargs");
+  return *k;
 }
 
-// messages, rendered with the chat template and tokenized. `want`: the completion's tokens at
-// least, for the context pre-check (< 0: none, /tokenize).
-std::vector<int32_t> chat_prompt(const Fields& f, const ParseContext& ctx, int64_t want) {
+// messages (with the request's tools and template variables), rendered with the chat template and
+// tokenized. `want`: the completion's tokens at least, for the context pre-check (< 0: none,
+// /tokenize).
+std::vector<int32_t> chat_prompt(const Fields& f, const ParseContext& ctx, int64_t want,
+                                 const ToolRequest& tools) {
   const json* m = f.get("messages");
   if (!m || !m->is_array() || m->empty()) bad("'messages' must be a non-empty list", "messages");
-  std::vector<engine::ChatMessage> msgs;
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
   size_t content_bytes = 0;
   for (const json& e : *m) {
-    if (!e.is_object()) bad("each message must be an object with 'role' and 'content'", "messages");
-    const std::string* role_p = string_member(e, "role");
-    if (!role_p) bad("each message needs a string 'role'", "messages");
-    const std::string& role = *role_p;
-    if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-      bad("unsupported message role '" + role + "' (system, user, assistant)", "messages");
-    const Fields mf(e);
-    if (mf.get("name") && !mf.get("name")->is_string())
-      bad("message 'name' must be a string", "messages");
-    std::string content;
-    const json* c = mf.get("content");
-    // Only an assistant turn may go without content (one that made tool calls).
-    if (!c && role != "assistant") bad("a '" + role + "' message needs 'content'", "messages");
-    if (c && c->is_string()) {
-      content = c->get<std::string>();
-    } else if (c && c->is_array()) {  // [{"type":"text","text":...}]
-      for (const json& part : *c) {
-        const std::string* type = part.is_object() ? string_member(part, "type") : nullptr;
-        const std::string* text = part.is_object() ? string_member(part, "text") : nullptr;
-        if (!type || *type != "text" || !text)
-          bad("only text content parts are supported", "messages");
-        content += *text;
-      }
-    } else if (c) {
-      bad("message 'content' must be a string or a list of text parts", "messages");
-    }
-    content_bytes += content.size();
+    msgs.push_back(template_message(e, content_bytes));
     check_prompt_bytes(content_bytes, ctx, "the messages' contents are", "messages");
-    msgs.push_back({role == "developer" ? "system" : role, content});
   }
+  engine::ChatRenderOptions opt;
+  opt.tools = tools.tools;
+  opt.extra = template_kwargs(f);
   std::string text;
   try {
-    text = ctx.chat_template.render(msgs, true);
+    text = ctx.chat_template.render(msgs, opt);
   } catch (const engine::jinja::Error& e) {
     bad(std::string("chat template error: ") + e.what(), "messages");
   }
   check_prompt_bytes(text.size(), ctx, "the chat template made a prompt of", "messages");
   precheck_context(text.size(), ctx, want, "messages");
   return ctx.tokenizer.encode(text, false, true);
+}
+
+// tool_choice and the parsing of the output it asks for; required and named get their grammar.
+void set_tool_calls(const ToolRequest& t, const ParseContext& ctx, GenerateRequest& r) {
+  ToolCallParsing& p = r.tool_calls;
+  p.parallel = t.parallel;
+  // Mistral's templates refuse any other id in the next turn.
+  p.short_ids = ctx.tool_format == ToolCallFormat::Mistral;
+  switch (t.choice) {
+    case ToolChoice::None:
+      // The model is not to call: its output is content (the tools still reach the template,
+      // as vLLM passes them).
+      return;
+    case ToolChoice::Auto:
+      if (ctx.tool_format == ToolCallFormat::None)
+        bad("tool_choice \"auto\" needs to know how this model writes tool calls: start sandwichd "
+            "with --tool-call-parser llama3_json, hermes or mistral (the chat template and the "
+            "tokenizer show none); tool_choice \"required\" or a named function work without it",
+            "tool_choice");
+      p.kind = ToolCallParsing::Kind::Format;
+      p.format = ctx.tool_format;
+      return;
+    case ToolChoice::Required:
+    case ToolChoice::Named:
+      p.kind = t.choice == ToolChoice::Required ? ToolCallParsing::Kind::Required
+                                                : ToolCallParsing::Kind::Named;
+      p.function = t.function;
+      try {
+        r.grammar = engine::grammar::gbnf_from_json_schema(tool_choice_schema(t));
+      } catch (const engine::grammar::GrammarError& e) {
+        bad(std::string("the tools' parameters cannot be enforced for tool_choice: ") + e.what(),
+            "tools");
+      }
+      r.grammar_param = "tool_choice";
+      return;
+  }
 }
 
 // The sampling fields, max_tokens, stop and ignore_eos.
@@ -251,21 +277,8 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   if (f.boolean("include_stop_str_in_output", false))
     bad("'include_stop_str_in_output' is not supported by this server",
         "include_stop_str_in_output");
-  for (const char* k : {"prompt_logprobs", "chat_template_kwargs"})
-    if (const json* g = f.get(k); g && !g->is_null())
-      bad(std::string("'") + k + "' is not supported by this server yet", k);
-  if (chat) {
-    // Function calling, old and new: an empty list of tools, or choosing none, asks for nothing.
-    for (const char* k : {"tools", "functions"})
-      if (const json* t = f.get(k); t && !(t->is_array() && t->empty()))
-        bad(std::string("'") + k + "' (function calling) is not supported by this server", k);
-    for (const char* k : {"tool_choice", "function_call"})
-      if (const json* t = f.get(k); t && !(t->is_string() && *t == "none"))
-        bad(std::string("'") + k + "' (function calling) is not supported by this server", k);
-    if (f.get("parallel_tool_calls"))
-      bad("'parallel_tool_calls' (function calling) is not supported by this server",
-          "parallel_tool_calls");
-  }
+  if (const json* g = f.get("prompt_logprobs"); g && !g->is_null())
+    bad("'prompt_logprobs' is not supported by this server yet", "prompt_logprobs");
 }
 
 // Whether arrays and objects nest more than `limit` deep, counted on the raw text (brackets in
@@ -326,6 +339,8 @@ GenerateRequest parse_generate_request(Fields& f, ApiKind kind, const ParseConte
   parse_sampling(f, ctx, r);
   r.n = static_cast<int>(f.integer("n", 1, 1, ctx.max_n));
   r.stream = f.boolean("stream", false);
+  // Before refuse_unsupported: a forced tool choice with structured output gets its own message.
+  const ToolRequest tools = chat ? parse_tool_request(f) : ToolRequest{};
   refuse_unsupported(f, chat, ctx.max_n);
   parse_structured_output(f, r);
   if (const json* so = f.get("stream_options")) {
@@ -342,7 +357,8 @@ GenerateRequest parse_generate_request(Fields& f, ApiKind kind, const ParseConte
     r.logprobs = static_cast<int32_t>(f.integer("logprobs", 0, 0, 20));
   }
   const int64_t want = r.max_tokens < 0 ? std::max(1, r.min_tokens) : r.max_tokens;
-  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(f, ctx, want)}
+  if (chat) set_tool_calls(tools, ctx, r);
+  r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(f, ctx, want, tools)}
                    : completion_prompts(f, ctx, want);
   for (auto& p : r.prompts)
     if (static_cast<int64_t>(p.size()) + want > ctx.max_model_len)
@@ -366,7 +382,7 @@ GenerateRequest parse_generate_request(Fields& f, ApiKind kind, const ParseConte
 }
 
 std::vector<int32_t> parse_tokenize_request(Fields& f, const ParseContext& ctx) {
-  if (f.get("messages")) return chat_prompt(f, ctx, -1);
+  if (f.get("messages")) return chat_prompt(f, ctx, -1, parse_tool_request(f));
   auto p = f.string("prompt");
   if (!p) bad("'prompt' (a string) or 'messages' is required", "prompt");
   check_prompt_bytes(p->size(), ctx, "the prompt is", "prompt");

@@ -16,6 +16,7 @@
 #include "engine/text/chat_template.h"
 #include "engine/text/tokenizer.h"
 #include "request_fields.h"
+#include "tool_call.h"
 
 namespace sandwich::server {
 
@@ -33,6 +34,8 @@ struct ParseContext {
   // longest_token_bytes(tokenizer): a text of B bytes needs at least B / it tokens, so a prompt
   // that must exceed the context is refused without tokenizing it. 0: no such check.
   size_t longest_token_bytes = 0;
+  // How the model writes tool calls (never Auto): what tool_choice auto parses its output with.
+  ToolCallFormat tool_format = ToolCallFormat::None;
 };
 
 // The most input bytes one token of this vocabulary stands for (its stored text or its piece,
@@ -61,6 +64,8 @@ struct GenerateRequest {
   // grammar_param names the field it came from, for errors.
   std::string grammar;
   std::string grammar_param;
+  // Chat: what the output is parsed into (content and tool calls).
+  ToolCallParsing tool_calls;
   // The grammar compiled for the engine (set after parsing, from the server's grammar cache).
   std::shared_ptr<engine::grammar::GrammarAutomaton> grammar_automaton;
 
@@ -79,7 +84,8 @@ void check_model(const Fields& f, const std::string& served_model_name);
 // Each parser reads its fields through `body`, which records them, so that body.unread()
 // afterwards names the fields it ignored.
 GenerateRequest parse_generate_request(Fields& body, ApiKind kind, const ParseContext& ctx);
-// /tokenize: the ids of 'prompt' (a string) or of 'messages' rendered as a chat.
+// /tokenize: the ids of 'prompt' (a string) or of 'messages' rendered as a chat (with 'tools' and
+// 'chat_template_kwargs', as for a chat request).
 std::vector<int32_t> parse_tokenize_request(Fields& body, const ParseContext& ctx);
 // /detokenize: 'tokens', checked against the tokenizer's vocabulary.
 std::vector<int32_t> parse_detokenize_request(Fields& body, const engine::Tokenizer& tok);

@@ -99,6 +99,7 @@ void Sandwichd::load_engine() {
   logf(LogLevel::Info, "sandwichd", "KV cache: %s", scheduler_->kv_cache().describe().c_str());
   service_->attach(*model_, *scheduler_);
   logf(LogLevel::Info, "sandwichd", "chat template: %s", service_->chat_template_note().c_str());
+  logf(LogLevel::Info, "sandwichd", "tool calls: %s", service_->tool_call_note().c_str());
 }
 
 // No plan, configuration or thread count: the start-up search's choice for this machine.

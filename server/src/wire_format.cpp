@@ -70,12 +70,19 @@ class ChatCompletionsFormat final : public WireFormat {
   }
   void put_delta(json& choice, const ChoiceDelta& d) const override {
     json delta = json::object();
-    // The last chunk has content only when it brings text.
-    if (!d.text.empty() || !d.finish_reason) delta["content"] = d.text;
+    // The last chunk, and one with tool calls, have content only when they bring text.
+    if (!d.text.empty() || (!d.finish_reason && !d.tool_calls)) delta["content"] = d.text;
+    if (d.tool_calls) delta["tool_calls"] = *d.tool_calls;
     choice["delta"] = delta;
   }
   void put_result(json& choice, const ChoiceResult& r) const override {
-    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    json message = {{"role", "assistant"}, {"content", r.text}};
+    if (r.tool_calls) {
+      // As OpenAI: null content beside the calls unless the model wrote text too.
+      if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) message["content"] = nullptr;
+      message["tool_calls"] = *r.tool_calls;
+    }
+    choice["message"] = message;
   }
 };
 

@@ -40,6 +40,7 @@ struct ChoiceDelta {
   std::string text;
   std::optional<std::string> finish_reason;  // set in its last chunk
   std::optional<nlohmann::json> logprobs;    // the new tokens' logprob entries, when there are any
+  std::optional<nlohmann::json> tool_calls;  // chat: new complete tool calls (with "index")
 };
 
 // One choice of a whole (not streamed) response.
@@ -47,6 +48,8 @@ struct ChoiceResult {
   std::string text;
   std::string finish_reason;
   std::optional<nlohmann::json> logprobs;  // its tokens' logprob entries, when asked for
+  // Chat: the calls it made; the content is then null unless the model wrote text besides them.
+  std::optional<nlohmann::json> tool_calls;
 };
 
 class WireFormat {

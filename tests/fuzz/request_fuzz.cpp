@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                  .vocab_size = tok.vocab_size(),
                                  .max_model_len = 256,
                                  .max_waiting = 64,
-                                 .max_n = 8};
+                                 .max_n = 8,
+                                 .tool_format = server::ToolCallFormat::Hermes};
   expect_client_error_at_most([&] {
     const nlohmann::json body = server::parse_json_body(std::string(fuzz::as_text(data, size)));
     server::check_model(server::Fields(body), "fuzz-model");

@@ -3,6 +3,7 @@
 #include "request_parsing.h"
 
 #include <fstream>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -24,11 +25,14 @@ class RequestParsing : public ::testing::Test {
 
   ParseContext ctx() const {
     return {*tok_,
-            chatml_,
+            template_ ? *template_ : chatml_,
             /*vocab_size=*/300,
             /*max_model_len=*/256,
             /*max_waiting=*/10,
-            /*max_n=*/4};
+            /*max_n=*/4,
+            SIZE_MAX,
+            0,
+            tool_format_};
   }
   // A body that must parse: its error, if any, fails the test with the message.
   GenerateRequest parse(const json& body, ApiKind kind = ApiKind::Completion) const {
@@ -64,7 +68,20 @@ class RequestParsing : public ::testing::Test {
 
   std::unique_ptr<engine::Tokenizer> tok_;
   engine::ChatTemplate chatml_;
+  ToolCallFormat tool_format_ = ToolCallFormat::Hermes;
+  std::optional<engine::ChatTemplate> template_;  // instead of ChatML
 };
+
+const json kWeatherTool = {{"type", "function"},
+                           {"function",
+                            {{"name", "get_weather"},
+                             {"description", "The weather in a city"},
+                             {"parameters",
+                              {{"type", "object"},
+                               {"properties", {{"city", {{"type", "string"}}}}},
+                               {"required", {"city"}}}}}}};
+const json kTimeTool = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+const json kNamedWeather = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
 
 TEST_F(RequestParsing, CompletionDefaults) {
   const GenerateRequest r = parse({{"prompt", "hello"}});
@@ -230,8 +247,6 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
   expect_bad({{"prompt", "x"}, {"suffix", "s"}}, "suffix",
              "'suffix' is not supported by this server");
   EXPECT_NO_THROW(parse({{"prompt", "x"}, {"echo", false}, {"best_of", 1}}));
-  expect_bad(chat({{"tools", {json::object()}}}), "tools",
-             "'tools' (function calling) is not supported by this server", ApiKind::Chat);
   const std::string text_only =
       "only 'response_format' {\"type\": \"text\"} is supported by this server";
   expect_bad(chat({{"response_format", {{"type", "json_object"}}}}), "response_format", text_only,
@@ -250,25 +265,9 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
   }
   expect_bad({{"prompt", "x"}, {"prompt_logprobs", 1}}, "prompt_logprobs",
              "'prompt_logprobs' is not supported by this server yet");
-  expect_bad(chat({{"chat_template_kwargs", {{"enable_thinking", false}}}}), "chat_template_kwargs",
-             "'chat_template_kwargs' is not supported by this server yet", ApiKind::Chat);
 }
 
-TEST_F(RequestParsing, FunctionCallingFieldsAreRefusedNotIgnored) {
-  const std::string not_supported = "' (function calling) is not supported by this server";
-  for (const auto& [k, v] : std::vector<std::pair<std::string, json>>{
-           {"tool_choice", "auto"},
-           {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
-           {"functions", {{{"name", "f"}}}},
-           {"function_call", "auto"},
-           {"function_call", {{"name", "f"}}},
-           {"parallel_tool_calls", true},
-           {"parallel_tool_calls", false}})
-    expect_bad(chat({{k, v}}), k, "'" + k + not_supported, ApiKind::Chat);
-  // Asking for no function calling is what the server does anyway.
-  EXPECT_NO_THROW(parse(
-      chat({{"tool_choice", "none"}, {"functions", json::array()}, {"function_call", "none"}}),
-      ApiKind::Chat));
+TEST_F(RequestParsing, BeamSearchAndStopStringsInTheOutputAreRefused) {
   for (const char* k : {"use_beam_search", "include_stop_str_in_output"}) {
     expect_bad({{"prompt", "x"}, {k, true}}, k,
                std::string("'") + k + "' is not supported by this server");
@@ -386,13 +385,204 @@ TEST_F(RequestParsing, BadChatMessages) {
   bad_messages(json::array(), "'messages' must be a non-empty list");
   bad_messages({1}, "each message must be an object with 'role' and 'content'");
   bad_messages({{{"content", "x"}}}, "each message needs a string 'role'");
-  bad_messages({{{"role", "tool"}, {"content", "x"}}},
-               "unsupported message role 'tool' (system, user, assistant)");
+  bad_messages({{{"role", "function"}, {"content", "x"}}},
+               "unsupported message role 'function' (system, user, assistant, tool)");
   bad_messages({{{"role", "user"}}}, "a 'user' message needs 'content'");
   bad_messages({{{"role", "user"}, {"content", {{{"type", "image"}}}}}},
                "only text content parts are supported");
   bad_messages({{{"role", "user"}, {"content", 5}}},
                "message 'content' must be a string or a list of text parts");
+}
+
+TEST_F(RequestParsing, ToolChoiceSetsHowTheOutputIsParsed) {
+  using K = ToolCallParsing::Kind;
+  const json tools = {kWeatherTool, kTimeTool};
+  GenerateRequest r = parse(chat({{"tools", tools}}), ApiKind::Chat);
+  EXPECT_EQ(r.tool_calls.kind, K::Format);  // auto, the default with tools
+  EXPECT_EQ(r.tool_calls.format, ToolCallFormat::Hermes);
+  EXPECT_TRUE(r.tool_calls.parallel);
+  EXPECT_FALSE(r.tool_calls.short_ids);
+  EXPECT_TRUE(r.grammar.empty());
+  EXPECT_EQ(parse(chat({{"tools", tools}, {"tool_choice", "auto"}}), ApiKind::Chat).tool_calls.kind,
+            K::Format);
+  EXPECT_EQ(parse(chat({{"tools", tools}, {"tool_choice", "none"}}), ApiKind::Chat).tool_calls.kind,
+            K::Off);
+  EXPECT_EQ(parse(chat({{"tools", json::array()}}), ApiKind::Chat).tool_calls.kind, K::Off);
+  EXPECT_EQ(parse(chat(), ApiKind::Chat).tool_calls.kind, K::Off);
+  r = parse(chat({{"tools", tools}, {"tool_choice", "required"}, {"parallel_tool_calls", false}}),
+            ApiKind::Chat);
+  EXPECT_EQ(r.tool_calls.kind, K::Required);
+  EXPECT_FALSE(r.tool_calls.parallel);
+  EXPECT_FALSE(r.grammar.empty());
+  EXPECT_EQ(r.grammar_param, "tool_choice");
+  r = parse(chat({{"tools", tools}, {"tool_choice", kNamedWeather}}), ApiKind::Chat);
+  EXPECT_EQ(r.tool_calls.kind, K::Named);
+  EXPECT_EQ(r.tool_calls.function, "get_weather");
+  EXPECT_FALSE(r.grammar.empty());
+  // Legacy fields that ask for nothing.
+  EXPECT_NO_THROW(
+      parse(chat({{"functions", json::array()}, {"function_call", "none"}}), ApiKind::Chat));
+  // Mistral's templates take 9-character ids only.
+  tool_format_ = ToolCallFormat::Mistral;
+  EXPECT_TRUE(parse(chat({{"tools", tools}}), ApiKind::Chat).tool_calls.short_ids);
+  // No format known: auto cannot be parsed, the grammar-forced choices still work.
+  tool_format_ = ToolCallFormat::None;
+  expect_bad(chat({{"tools", tools}}), "tool_choice",
+             "tool_choice \"auto\" needs to know how this model writes tool calls: start "
+             "sandwichd with --tool-call-parser llama3_json, hermes or mistral (the chat template "
+             "and the tokenizer show none); tool_choice \"required\" or a named function work "
+             "without it",
+             ApiKind::Chat);
+  EXPECT_EQ(
+      parse(chat({{"tools", tools}, {"tool_choice", "required"}}), ApiKind::Chat).tool_calls.kind,
+      K::Required);
+  EXPECT_EQ(parse(chat({{"tools", tools}, {"tool_choice", "none"}}), ApiKind::Chat).tool_calls.kind,
+            K::Off);
+}
+
+TEST_F(RequestParsing, BadToolFields) {
+  auto bad_tools = [&](const json& body, const std::string& param, const std::string& message) {
+    expect_bad(chat(body), param, message, ApiKind::Chat);
+  };
+  auto with_fn = [](json fn) {
+    return json{{"tools", {{{"type", "function"}, {"function", fn}}}}};
+  };
+  bad_tools({{"tools", 5}}, "tools", "'tools' must be a list of tools");
+  bad_tools({{"tools", {1}}}, "tools",
+            "'tools[0]' must be an object {\"type\": \"function\", \"function\": {...}}");
+  bad_tools({{"tools", {kTimeTool, {{"function", {{"name", "x"}}}}}}}, "tools",
+            "'tools[1].type' is required (\"function\")");
+  bad_tools({{"tools", {{{"type", "retrieval"}}}}}, "tools",
+            "'tools[0].type' is 'retrieval'; only \"function\" tools are supported");
+  bad_tools({{"tools", {{{"type", "function"}}}}}, "tools",
+            "'tools[0].function' must be an object");
+  bad_tools(with_fn({{"name", ""}}), "tools",
+            "'tools[0].function.name' must be a non-empty string");
+  bad_tools(with_fn({{"name", 3}}), "tools", "'tools[0].function.name' must be a non-empty string");
+  bad_tools(with_fn({{"name", "f"}, {"description", 1}}), "tools",
+            "'tools[0].function.description' must be a string");
+  bad_tools(with_fn({{"name", "f"}, {"parameters", "x"}}), "tools",
+            "'tools[0].function.parameters' must be a JSON Schema object");
+  bad_tools(with_fn({{"name", "f"}, {"strict", "yes"}}), "tools",
+            "'tools[0].function.strict' must be a boolean");
+  bad_tools({{"tools", {kTimeTool, kTimeTool}}}, "tools",
+            "'tools' declares the function 'get_time' twice");
+  const json tools = {kWeatherTool, kTimeTool};
+  bad_tools({{"tools", tools}, {"tool_choice", "sometimes"}}, "tool_choice",
+            "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
+            "\"function\", \"function\": {\"name\": ...}}, got \"sometimes\"");
+  bad_tools({{"tools", tools}, {"tool_choice", 5}}, "tool_choice",
+            "'tool_choice' must be a string or an object");
+  const std::string named_shape =
+      "a named 'tool_choice' must be {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  bad_tools({{"tools", tools}, {"tool_choice", {{"type", "function"}}}}, "tool_choice",
+            named_shape);
+  bad_tools({{"tools", tools}, {"tool_choice", {{"function", {{"name", "get_time"}}}}}},
+            "tool_choice", named_shape);
+  bad_tools(
+      {{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}},
+      "tool_choice", "'tool_choice' names the function 'nope', which is not in 'tools'");
+  bad_tools({{"tool_choice", kNamedWeather}}, "tool_choice",
+            "'tool_choice' names the function 'get_weather', which is not in 'tools'");
+  bad_tools({{"tool_choice", "required"}}, "tool_choice",
+            "'tool_choice' \"required\" needs 'tools'");
+  bad_tools({{"tools", tools}, {"parallel_tool_calls", "yes"}}, "parallel_tool_calls",
+            "'parallel_tool_calls' must be a boolean, not string");
+  bad_tools({{"functions", {{{"name", "f"}}}}}, "functions",
+            "'functions' is deprecated and not supported; send 'tools' ([{\"type\": "
+            "\"function\", \"function\": {...}}]) instead");
+  bad_tools({{"function_call", "auto"}}, "function_call",
+            "'function_call' is deprecated and not supported; send 'tool_choice' instead");
+  // A forced choice is a grammar: another one on the same output is refused.
+  bad_tools({{"tools", tools},
+             {"tool_choice", "required"},
+             {"response_format", {{"type", "json_object"}}}},
+            "tool_choice",
+            "'tool_choice' \"required\" already constrains the output; it cannot be combined "
+            "with a 'response_format'");
+  bad_tools(
+      {{"tools", tools}, {"tool_choice", kNamedWeather}, {"guided_json", {{"type", "object"}}}},
+      "tool_choice",
+      "'tool_choice' naming a function already constrains the output; it cannot be "
+      "combined with 'guided_json'");
+  // Parameters the grammar cannot enforce: a 400 naming the tools.
+  const json pattern_props = {
+      {"type", "function"},
+      {"function",
+       {{"name", "p"},
+        {"parameters",
+         {{"type", "object"}, {"patternProperties", {{"^a", {{"type", "integer"}}}}}}}}}};
+  const ApiError e =
+      error_of(chat({{"tools", {pattern_props}},
+                     {"tool_choice", {{"type", "function"}, {"function", {{"name", "p"}}}}}}),
+               ApiKind::Chat);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "tools");
+  EXPECT_TRUE(e.message.starts_with("the tools' parameters cannot be enforced for tool_choice: "))
+      << e.message;
+}
+
+TEST_F(RequestParsing, ToolMessagesToolsAndTemplateKwargsReachTheTemplate) {
+  template_.emplace(
+      "{% for m in messages %}{{ m.role }}:{{ m.content }}"
+      "{% if m.tool_calls %}[{{ m.tool_calls[0].id }} {{ m.tool_calls[0].function.name }} "
+      "a={{ m.tool_calls[0].function.arguments.a }}]{% endif %}"
+      "{% if m.tool_call_id %}({{ m.tool_call_id }}){% endif %};{% endfor %}"
+      "{{ tools[0].function.name if tools else 'no tools' }} {{ enable_thinking }}",
+      "", "");
+  const json messages = {
+      {{"role", "user"}, {"content", "Weather?"}},
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        {{{"id", "call_1"},
+          {"type", "function"},
+          {"function", {{"name", "get_weather"}, {"arguments", "{\"a\": 1}"}}}}}}},
+      {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "sunny"}}};
+  const json body = {{"messages", messages},
+                     {"tools", {kWeatherTool}},
+                     {"chat_template_kwargs", {{"enable_thinking", false}}}};
+  const std::string expected =
+      "user:Weather?;assistant:[call_1 get_weather a=1];tool:sunny(call_1);get_weather False";
+  EXPECT_EQ(parse(body, ApiKind::Chat).prompts[0], tok_->encode(expected, false, true));
+  EXPECT_EQ(parse_tokenize_request(body, ctx()), tok_->encode(expected, false, true));
+  json no_tools = body;
+  no_tools.erase("tools");
+  no_tools.erase("chat_template_kwargs");
+  EXPECT_EQ(parse(no_tools, ApiKind::Chat).prompts[0],
+            tok_->encode("user:Weather?;assistant:[call_1 get_weather a=1];tool:sunny(call_1);no "
+                         "tools ",
+                         false, true));
+
+  auto bad_messages = [&](const json& m, const std::string& message) {
+    expect_bad({{"messages", m}}, "messages", message, ApiKind::Chat);
+  };
+  bad_messages({{{"role", "assistant"}, {"tool_calls", 5}}},
+               "an assistant message's 'tool_calls' must be a list");
+  const std::string call_shape =
+      "each of an assistant message's 'tool_calls' needs a string 'id' and a 'function' with "
+      "string 'name' and 'arguments'";
+  bad_messages({{{"role", "assistant"}, {"tool_calls", {{{"id", 1}}}}}}, call_shape);
+  bad_messages({{{"role", "assistant"},
+                 {"tool_calls",
+                  {{{"id", "c"}, {"function", {{"name", "f"}, {"arguments", json::object()}}}}}}}},
+               call_shape);
+  bad_messages(
+      {{{"role", "assistant"},
+        {"tool_calls",
+         {{{"id", "c"}, {"type", "x"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}}}}},
+      "a tool call's 'type' must be \"function\"");
+  bad_messages({{{"role", "tool"}, {"content", "x"}}},
+               "a 'tool' message needs a string 'tool_call_id'");
+  bad_messages({{{"role", "tool"}, {"tool_call_id", "c"}}}, "a 'tool' message needs 'content'");
+
+  expect_bad(chat({{"chat_template_kwargs", 5}}), "chat_template_kwargs",
+             "'chat_template_kwargs' must be an object of template variables", ApiKind::Chat);
+  for (const char* k : {"messages", "tools", "add_generation_prompt", "bos_token"})
+    expect_bad(chat({{"chat_template_kwargs", {{k, 1}}}}), "chat_template_kwargs",
+               std::string("'chat_template_kwargs' may not set '") + k +
+                   "': the server sets it from the request",
+               ApiKind::Chat);
 }
 
 TEST_F(RequestParsing, BodyAndModel) {

@@ -140,6 +140,31 @@ TEST(WireFormat, ChatResponse) {
       R"("prompt_tokens_details":{"cached_tokens":0},"total_tokens":2}})");
 }
 
+TEST(WireFormat, ChatToolCalls) {
+  const WireFormat& f = chat_completions_format();
+  const json calls = json::array({{{"index", 0},
+                                   {"id", "call_x"},
+                                   {"type", "function"},
+                                   {"function", {{"name", "f"}, {"arguments", "{\"a\":1}"}}}}});
+  // Content is null beside calls unless the model wrote text too.
+  ChoiceResult r{" \n", "tool_calls", std::nullopt, calls};
+  EXPECT_EQ(dump_json(f.response(kChat, {r}, {2, 1})["choices"][0]["message"]),
+            R"({"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":)"
+            R"("{\"a\":1}","name":"f"},"id":"call_x","index":0,"type":"function"}]})");
+  r.text = "Sure.";
+  EXPECT_EQ(f.response(kChat, {r}, {2, 1})["choices"][0]["message"]["content"], "Sure.");
+  EXPECT_EQ(f.response(kChat, {r}, {2, 1})["choices"][0]["finish_reason"], "tool_calls");
+  // A chunk with calls has content only when it brings text.
+  ChoiceDelta d{0, "", std::nullopt, std::nullopt, calls};
+  EXPECT_EQ(dump_json(f.chunk(kChat, d)["choices"][0]["delta"]),
+            R"({"tool_calls":[{"function":{"arguments":"{\"a\":1}","name":"f"},"id":"call_x",)"
+            R"("index":0,"type":"function"}]})");
+  // Without calls, nothing changes.
+  EXPECT_FALSE(
+      f.response(kChat, {{"Hi", "stop", std::nullopt}}, {2, 1})["choices"][0]["message"].contains(
+          "tool_calls"));
+}
+
 TEST(WireFormat, ServerSentEvents) {
   EXPECT_EQ(sse_event(R"({"a":1})"), "data: {\"a\":1}\n\n");
   EXPECT_EQ(kSseDone, "data: [DONE]\n\n");

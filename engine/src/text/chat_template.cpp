@@ -1,5 +1,7 @@
 #include "engine/text/chat_template.h"
 
+#include <stdexcept>
+
 namespace sandwich::engine {
 
 std::string_view builtin_chat_template(ChatFormat f) {
@@ -43,14 +45,32 @@ ChatTemplate::ChatTemplate(std::string_view source, std::string bos_token, std::
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt) const {
-  // What apply_chat_template passes: the messages, the special tokens, and no tools/documents.
-  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
-  nlohmann::ordered_json& msgs = ctx["messages"] = nlohmann::ordered_json::array();
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
   for (const ChatMessage& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  ctx["add_generation_prompt"] = add_generation_prompt;
+  ChatRenderOptions o;
+  o.add_generation_prompt = add_generation_prompt;
+  return render(msgs, o);
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
+                                 const ChatRenderOptions& options) const {
+  // What apply_chat_template passes: the messages, the special tokens, the tools (none unless
+  // given), no documents, and the caller's extra variables beside them.
+  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
+  if (!options.extra.is_null()) {
+    if (!options.extra.is_object())
+      throw std::invalid_argument("the chat template's extra variables must be an object");
+    for (const char* k : kReservedChatTemplateKeys)
+      if (options.extra.contains(k))
+        throw std::invalid_argument(std::string("'") + k +
+                                    "' is set by the server and cannot be a template variable");
+    ctx = options.extra;
+  }
+  ctx["messages"] = messages;
+  ctx["add_generation_prompt"] = options.add_generation_prompt;
   ctx["bos_token"] = bos_;
   ctx["eos_token"] = eos_;
-  ctx["tools"] = nullptr;
+  ctx["tools"] = options.tools;
   ctx["documents"] = nullptr;
   return template_.render(ctx);
 }

@@ -7,11 +7,22 @@
 #include <optional>
 #include <string>
 
+#include "common/enum_names.h"
 #include "engine/formats/model.h"
 #include "engine/runtime/scheduler.h"
 #include "server/http_server.h"
 
 namespace sandwich::server {
+
+// How the model writes tool calls (--tool-call-parser, vLLM's names): Auto picks one from the chat
+// template, else from the tokenizer's special tokens (choose_tool_call_format).
+enum class ToolCallFormat { Auto, None, Llama3Json, Hermes, Mistral };
+inline constexpr EnumName<ToolCallFormat> kToolCallFormatNames[] = {
+    {ToolCallFormat::Auto, "auto"},
+    {ToolCallFormat::Llama3Json, "llama3_json"},
+    {ToolCallFormat::Hermes, "hermes"},
+    {ToolCallFormat::Mistral, "mistral"},
+    {ToolCallFormat::None, "none"}};
 
 struct ServiceOptions {
   std::string served_model_name;  // the id clients put in "model"
@@ -21,6 +32,7 @@ struct ServiceOptions {
   bool metrics_need_key = false;
   // "llama3", "llama2", "chatml", or a file holding a Jinja template; unset: the model's own
   std::optional<std::string> chat_template;
+  ToolCallFormat tool_call_parser = ToolCallFormat::Auto;
   int request_timeout_seconds = 600;
   int max_n = 16;  // largest "n" a request may ask for
   // The engine's throughput line in the log every this many seconds while it works (0: never).
@@ -46,6 +58,8 @@ class OpenAiService {
   void attach(const engine::Model& model, engine::Scheduler& scheduler);
   // The chat template in use (once attached), for the start-up log.
   const std::string& chat_template_note() const;
+  // The tool-call format in use and why (once attached), for the start-up log.
+  const std::string& tool_call_note() const;
   // Draining: /health and every new model request get 503 "shutting down". Stops the engine's
   // log line too: call it before the scheduler goes away.
   void begin_shutdown();

@@ -22,6 +22,22 @@ struct ChatMessage {
   std::string content;
 };
 
+// What apply_chat_template takes besides the messages.
+struct ChatRenderOptions {
+  bool add_generation_prompt = true;
+  // The request's tools as given (a list of {"type": "function", "function": {...}}); null: none,
+  // and the template sees `tools` as none.
+  nlohmann::ordered_json tools;
+  // More variables for the template (a request's chat_template_kwargs, e.g. enable_thinking); an
+  // object or null. Its keys must not be the ones render() sets (messages, tools,
+  // add_generation_prompt, bos_token, eos_token, documents): kReservedChatTemplateKeys.
+  nlohmann::ordered_json extra;
+};
+
+// The variables render() sets itself, which ChatRenderOptions::extra may not override.
+inline constexpr const char* kReservedChatTemplateKeys[] = {
+    "messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"};
+
 // The Jinja source of a built-in format. Llama-3 and ChatML are their models' published
 // templates (Llama-3 writing <|begin_of_text|> only when the tokenizer has a BOS); Llama-2 is
 // Meta's, lenient: it neither insists on alternating roles nor drops a lone system prompt.
@@ -36,6 +52,11 @@ class ChatTemplate {
   // Throws jinja::Error: the template's own raise_exception (roles that do not alternate, a
   // system message it does not take) or a render error, with the message to show the client.
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // The messages as full JSON objects, as HF passes them: role, content (a string or null),
+  // tool_calls, tool_call_id, name. Throws jinja::Error as above, and std::invalid_argument for
+  // an `extra` that is not an object or sets a reserved key.
+  std::string render(const nlohmann::ordered_json& messages,
+                     const ChatRenderOptions& options) const;
 
  private:
   jinja::Template template_;
