@@ -20,6 +20,7 @@
 #include "engine/runtime/executor.h"
 #include "engine/runtime/finish_reason.h"
 #include "engine/runtime/metrics.h"
+#include "engine/runtime/pooling.h"
 #include "engine/runtime/sampler.h"
 
 namespace sandwich::engine {
@@ -74,6 +75,11 @@ struct RequestOutput {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  // EngineRequest::prompt_logprobs, in the sequence's first output: one per prompt token from
+  // the second on (the first has no context to be predicted from).
+  std::vector<PromptTokenLogprob> prompt_logprobs;
+  // EngineRequest::embed, with finished: the pooled hidden state, of unit L2 norm.
+  std::vector<float> embedding;
 };
 
 struct EngineRequest {
@@ -90,6 +96,13 @@ struct EngineRequest {
   // false: special tokens generated (e.g. EOS under ignore_eos) appear in the text as written.
   bool skip_special_tokens = true;
   int32_t logprobs = -1;  // -1: none; n >= 0: the chosen token's logprob and the top n
+  // -1: none; n >= 0: each prompt token's logprob, rank and the top n at its position. Such a
+  // request takes no prefix-cache hit until they are computed (every position must run).
+  int32_t prompt_logprobs = -1;
+  // Set: an embedding request. The prompt is prefilled (batched with the rest, no KV kept after)
+  // and its final hidden states pooled into RequestOutput::embedding; nothing is generated
+  // (max_tokens, sampling and stops are not used) and it finishes with Stop.
+  std::optional<Pooling> embed;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Called on the engine thread; must be quick and must not call back into the scheduler,
   // except cancel() (which only queues the id).
@@ -121,8 +134,8 @@ class Scheduler {
   ~Scheduler();  // aborts what is left and joins the engine thread
 
   // Queues a request and returns its id. Throws std::invalid_argument (empty prompt, prompt or
-  // prompt + max_tokens past max_model_len, min_tokens past max_tokens, a stop token id outside
-  // the vocabulary, bad sampling) or QueueFull.
+  // prompt + max_tokens past max_model_len (an embedding's prompt alone), min_tokens past
+  // max_tokens, a stop token id outside the vocabulary, bad sampling) or QueueFull.
   uint64_t submit(EngineRequest r);
   // Queues all of them or none (the same errors), so a request of several sequences never half
   // runs. Throws std::invalid_argument when there are more than max_waiting() of them, as they
