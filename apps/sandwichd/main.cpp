@@ -83,6 +83,17 @@ void add_api_options(ArgParser& p, CommandLine& c) {
              "with --api-key: /metrics needs the key too");
   p.add("--chat-template", &o.service.chat_template,
         "llama3, llama2, chatml, or a Jinja template file (default: the model's own)", "T");
+  p.option("--pooling", "P",
+           "how /v1/embeddings pools the final hidden states: mean (default) or last",
+           [&o](const std::string& v) {
+             const auto pooling = value_named(v, engine::kPoolingNames);
+             if (!pooling)
+               throw CliError("--pooling must be " + names_of(engine::kPoolingNames) + ", got '" +
+                              v + "'");
+             o.service.pooling = *pooling;
+           });
+  p.flag("--embeddings,--embedding", "accepted as llama-server's: /v1/embeddings is always served",
+         [] {});
 }
 
 void add_scheduler_options(ArgParser& p, server::SandwichdOptions& o) {

@@ -20,6 +20,9 @@ struct CompletionEnv {
   std::atomic<int>& active;  // requests still producing output; counts this one until it ends
 };
 
+// The answer to a request that ended in an abort other than a cancel.
+HttpResponse abort_error(const engine::RequestOutput& o);
+
 // Queues every sequence of `req` (all or none) and answers through `out` as the engine works.
 // Throws what Scheduler::submit throws (QueueFull, std::invalid_argument); nothing is queued and
 // nothing answered then.

@@ -47,6 +47,8 @@ struct ChoiceResult {
   std::string text;
   std::string finish_reason;
   std::optional<nlohmann::json> logprobs;  // its tokens' logprob entries, when asked for
+  // vLLM's prompt_logprobs, when asked for: null, then an entry per prompt token.
+  std::optional<nlohmann::json> prompt_logprobs;
 };
 
 class WireFormat {
@@ -76,6 +78,9 @@ class WireFormat {
   // The choice's text, in a chunk and in a whole response.
   virtual void put_delta(nlohmann::json& choice, const ChoiceDelta& d) const = 0;
   virtual void put_result(nlohmann::json& choice, const ChoiceResult& r) const = 0;
+  // Where vLLM puts prompt_logprobs: in each choice (completions), or once in the response
+  // (chat, whose choices share one prompt).
+  virtual bool prompt_logprobs_in_choices() const = 0;
 };
 
 const WireFormat& completions_format();

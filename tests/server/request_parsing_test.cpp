@@ -248,10 +248,48 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
     expect_bad(chat({{k, {{"type", "object"}}}}), k, m, ApiKind::Chat);
     EXPECT_NO_THROW(parse({{"prompt", "x"}, {k, nullptr}})) << k;
   }
-  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 1}}, "prompt_logprobs",
-             "'prompt_logprobs' is not supported by this server yet");
   expect_bad(chat({{"chat_template_kwargs", {{"enable_thinking", false}}}}), "chat_template_kwargs",
              "'chat_template_kwargs' is not supported by this server yet", ApiKind::Chat);
+}
+
+// Served since issue 28 (tests/server/embeddings_test.cpp); refused before.
+TEST_F(RequestParsing, PromptLogprobs) {
+  EXPECT_EQ(parse({{"prompt", "x"}}).prompt_logprobs, -1);
+  EXPECT_EQ(parse({{"prompt", "x"}, {"prompt_logprobs", 0}}).prompt_logprobs, 0);
+  EXPECT_EQ(parse(chat({{"prompt_logprobs", 20}}), ApiKind::Chat).prompt_logprobs, 20);
+  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 21}}, "prompt_logprobs",
+             "'prompt_logprobs' must be between 0 and 20, got 21");
+  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 1}, {"stream", true}}, "prompt_logprobs",
+             "'prompt_logprobs' is not available when 'stream' is true");
+}
+
+TEST_F(RequestParsing, EmbeddingInputs) {
+  auto inputs = [&](const json& input) {
+    return parse_embedding_request({{"input", input}}, ctx(), 64).inputs;
+  };
+  auto error = [&](const json& body) {
+    try {
+      parse_embedding_request(body, ctx(), 64);
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for " << body.dump();
+    return ApiError{};
+  };
+  EXPECT_EQ(inputs("hi").size(), 1u);
+  EXPECT_EQ(inputs(json::array({"a", "b", "c"})).size(), 3u);
+  EXPECT_EQ(inputs(json::array({5, 6, 7})), (std::vector<std::vector<int32_t>>{{5, 6, 7}}));
+  EXPECT_EQ(inputs(json::array({json::array({5}), json::array({6, 7})})).size(), 2u);
+  EXPECT_TRUE(
+      parse_embedding_request({{"input", "a"}, {"encoding_format", "base64"}}, ctx(), 64).base64);
+  // Completions' prompt errors, named as this endpoint names its field.
+  const ApiError e = error({{"input", json::array({5, 300})}});
+  EXPECT_EQ(e.param, "input");
+  EXPECT_EQ(e.message, "'input' token id 300 is outside the vocabulary");
+  // More than the queue holds (10 here).
+  EXPECT_EQ(error({{"input", std::vector<std::string>(11, "a")}}).param, "input");
+  EXPECT_EQ(error({{"input", std::vector<int32_t>(257, 5)}}).code, "context_length_exceeded");
+  EXPECT_EQ(error({{"input", "a"}, {"dimensions", 63}}).param, "dimensions");
 }
 
 TEST_F(RequestParsing, FunctionCallingFieldsAreRefusedNotIgnored) {

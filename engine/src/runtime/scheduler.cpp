@@ -183,6 +183,9 @@ const KVCache& Scheduler::kv_cache() const {
 int32_t Scheduler::max_waiting() const {
   return impl_->opt.max_waiting;
 }
+int32_t Scheduler::max_num_seqs() const {
+  return impl_->opt.max_num_seqs;
+}
 const Histogram& Scheduler::ttft() const {
   return impl_->ttft;
 }

@@ -154,6 +154,7 @@ class Scheduler {
   ExecutorHealth executor_health() const;
   int32_t max_model_len() const;
   int32_t max_waiting() const;
+  int32_t max_num_seqs() const;
   // Its size and element type do not change after construction.
   const KVCache& kv_cache() const;
   const Histogram& ttft() const;
