@@ -43,11 +43,19 @@ class EmbeddingJob {
 
   // The engine's news of input `idx` (on the engine thread).
   void on_output(size_t idx, const engine::RequestOutput& o) {
+    if (!o.finished) return;
+    // Written out as each input finishes, outside the lock: the engine thread calls this, and one
+    // answer of many inputs written at the end would hold up its next step.
+    std::string entry;
+    if (!o.embedding.empty())
+      entry = dump_json(
+          {{"object", "embedding"},
+           {"index", idx},
+           {"embedding", base64_ ? json(base64_floats(o.embedding)) : json(o.embedding)}});
     std::optional<HttpResponse> reply;
     std::vector<uint64_t> to_cancel;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!o.finished) return;
       prompt_tokens_ += o.prompt_tokens;
       if (o.finish_reason == engine::FinishReason::Abort) {
         if (o.abort_reason == engine::AbortReason::Cancelled) {
@@ -59,7 +67,7 @@ class EmbeddingJob {
         }
       }
       results_[idx].done = true;
-      results_[idx].embedding = o.embedding;
+      results_[idx].entry = std::move(entry);
       if (--remaining_ == 0) {
         --active_;
         reply = answer();
@@ -95,25 +103,20 @@ class EmbeddingJob {
  private:
   struct Result {
     bool done = false;
-    std::vector<float> embedding;
+    std::string entry;  // its object in "data", as JSON text
   };
 
   // Once every input is done: the error, nothing for a client gone, or the embeddings.
   std::optional<HttpResponse> answer() const {
     if (failure_) return failure_;
     if (cancelled_ || gone_) return std::nullopt;
-    json data = json::array();
-    for (size_t i = 0; i < results_.size(); ++i) {
-      const std::vector<float>& e = results_[i].embedding;
-      data.push_back({{"object", "embedding"},
-                      {"index", i},
-                      {"embedding", base64_ ? json(base64_floats(e)) : json(e)}});
-    }
-    return json_response(
-        {{"object", "list"},
-         {"data", std::move(data)},
-         {"model", model_},
-         {"usage", {{"prompt_tokens", prompt_tokens_}, {"total_tokens", prompt_tokens_}}}});
+    HttpResponse r;
+    r.body = R"({"object":"list","data":[)";
+    for (size_t i = 0; i < results_.size(); ++i) r.body += (i ? "," : "") + results_[i].entry;
+    r.body += "],\"model\":" + dump_json(model_) + ",\"usage\":" +
+              dump_json({{"prompt_tokens", prompt_tokens_}, {"total_tokens", prompt_tokens_}}) +
+              "}";
+    return r;
   }
 
   void log_finished(int status) const {
