@@ -265,7 +265,7 @@ std::string Job::stream_chunk(size_t idx, Choice& c, const engine::RequestOutput
 json Job::prompt_logprobs_json(size_t idx) const {
   const std::vector<int32_t>& prompt = prompts_[idx / n_per_prompt_];
   json out = json::array({nullptr});
-  const auto& lps = choices_[idx].prompt_logprobs;
+  const auto& lps = choices_[idx - idx % n_per_prompt_].prompt_logprobs;
   for (size_t j = 0; j < lps.size() && j + 1 < prompt.size(); ++j) {
     const engine::PromptTokenLogprob& lp = lps[j];
     const int32_t prev = prompt[j];
@@ -376,7 +376,8 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
       r.min_tokens = req.min_tokens;
       r.skip_special_tokens = req.skip_special_tokens;
       r.logprobs = req.logprobs;
-      r.prompt_logprobs = req.prompt_logprobs;
+      // The choices of a prompt share its logprobs: the first computes them.
+      r.prompt_logprobs = i == 0 ? req.prompt_logprobs : -1;
       r.deadline = deadline;
       r.on_output = [job, idx](const engine::RequestOutput& o) { job->on_output(idx, o); };
       rs.push_back(std::move(r));

@@ -291,6 +291,8 @@ TEST_F(PromptLogprobs, CompletionsGiveVllmsShapeAndTheScoringPathsValues) {
   const json j = r.j();
   ASSERT_EQ(j["choices"].size(), 2u);
   for (const json& ch : j["choices"]) expect_vllm_shape(ch["prompt_logprobs"], prompt, 4);
+  // The choices of one prompt share them (computed once).
+  EXPECT_EQ(j["choices"][0]["prompt_logprobs"], j["choices"][1]["prompt_logprobs"]);
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
 
   // sandwich-perplexity's scorer over the same 40 tokens: positions 20..38 predict 21..39. Its
