@@ -101,6 +101,17 @@ void add_api_options(ArgParser& p, CommandLine& c) {
          [] {});
   p.flag("--jinja", "accepted, as llama-server's: chat templates are always rendered as Jinja",
          [] {});
+  p.option("--pooling", "P",
+           "how /v1/embeddings pools the final hidden states: mean (default) or last",
+           [&o](const std::string& v) {
+             const auto pooling = value_named(v, engine::kPoolingNames);
+             if (!pooling)
+               throw CliError("--pooling must be " + names_of(engine::kPoolingNames) + ", got '" +
+                              v + "'");
+             o.service.pooling = *pooling;
+           });
+  p.flag("--embeddings,--embedding", "accepted as llama-server's: /v1/embeddings is always served",
+         [] {});
 }
 
 void add_scheduler_options(ArgParser& p, server::SandwichdOptions& o) {

@@ -13,12 +13,9 @@
 #include "tool_call_stream.h"
 
 namespace sandwich::server {
-namespace {
 
-using json = nlohmann::json;
-
-// The answer to a request that ended in an abort other than a cancel: a timeout is the client's
-// to retry (408), a shutdown is the server going away (503), the rest is the server's fault.
+// A timeout is the client's to retry (408), a shutdown is the server going away (503), the rest
+// is the server's fault.
 HttpResponse abort_error(const engine::RequestOutput& o) {
   switch (o.abort_reason) {
     case engine::AbortReason::Timeout:
@@ -40,6 +37,10 @@ HttpResponse abort_error(const engine::RequestOutput& o) {
   }
 }
 
+namespace {
+
+using json = nlohmann::json;
+
 // One request (all its prompts and choices) while the engine works on it.
 class Job {
  public:
@@ -50,6 +51,8 @@ class Job {
         stream_(req.stream),
         include_usage_(req.include_usage),
         logprobs_(req.logprobs),
+        prompt_logprobs_(req.prompt_logprobs),
+        prompts_(req.prompt_logprobs >= 0 ? req.prompts : std::vector<std::vector<int32_t>>{}),
         n_per_prompt_(static_cast<size_t>(req.n)),
         tok_(env.tokenizer),
         scheduler_(env.scheduler),
@@ -89,6 +92,7 @@ class Job {
     std::unique_ptr<SpecialTextFilter> filter;
     std::unique_ptr<ToolCallStream> tools;
     json tool_calls = json::array();  // whole responses: all of them
+    std::vector<engine::PromptTokenLogprob> prompt_logprobs;
   };
   // What one output of the engine adds to a choice for the client.
   struct News {
@@ -99,6 +103,7 @@ class Job {
 
   json logprobs_delta(Choice& c, const engine::RequestOutput& o);
   std::string stream_chunk(size_t idx, Choice& c, News news, bool finished, json lp);
+  json prompt_logprobs_json(size_t idx) const;
   Usage usage() const;
   void start_stream();
   void reply_whole();
@@ -108,7 +113,8 @@ class Job {
   const WireFormat& format_;
   const ResponseHeader header_;
   const bool stream_, include_usage_;
-  const int32_t logprobs_;
+  const int32_t logprobs_, prompt_logprobs_;
+  const std::vector<std::vector<int32_t>> prompts_;  // kept for prompt logprobs' text
   const size_t n_per_prompt_;
   const engine::Tokenizer& tok_;
   engine::Scheduler& scheduler_;
@@ -254,6 +260,7 @@ void Job::on_output(size_t idx, const engine::RequestOutput& o) {
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
       c.cached_tokens = o.cached_tokens;
+      if (!o.prompt_logprobs.empty()) c.prompt_logprobs = o.prompt_logprobs;
       json lp = logprobs_ >= 0 ? logprobs_delta(c, o) : json::array();
       if (logprobs_ < 0 && !o.tokens.empty()) c.prev_token = o.tokens.back();
       if (reason) c.finish_reason = *reason;
@@ -311,6 +318,30 @@ std::string Job::stream_chunk(size_t idx, Choice& c, News news, bool finished, j
   return events + sse_event(dump_json(format_.chunk(header_, d)));
 }
 
+// vLLM's shape: null for the first prompt token, then per token {"<id>": {logprob, rank,
+// decoded_token}} for the prompt's token and the top n.
+json Job::prompt_logprobs_json(size_t idx) const {
+  const std::vector<int32_t>& prompt = prompts_[idx / n_per_prompt_];
+  json out = json::array({nullptr});
+  const auto& lps = choices_[idx - idx % n_per_prompt_].prompt_logprobs;
+  for (size_t j = 0; j < lps.size() && j + 1 < prompt.size(); ++j) {
+    const engine::PromptTokenLogprob& lp = lps[j];
+    const int32_t prev = prompt[j];
+    auto entry = [&](int32_t token, float logprob, int32_t rank) {
+      return json{{"logprob", logprob}, {"rank", rank}, {"decoded_token", tok_.piece(token, prev)}};
+    };
+    json e = json::object();
+    e[std::to_string(lp.token)] = entry(lp.token, lp.logprob, lp.rank);
+    for (size_t i = 0; i < lp.top.size(); ++i) {
+      const std::string key = std::to_string(lp.top[i].token);
+      if (!e.contains(key))
+        e[key] = entry(lp.top[i].token, lp.top[i].logprob, static_cast<int32_t>(i + 1));
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 Usage Job::usage() const {
   Usage u;
   // Each prompt counts once even when n > 1 asks for several choices of it.
@@ -328,10 +359,14 @@ void Job::reply_whole() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<ChoiceResult> rs;
-    for (Choice& c : choices_) {
-      ChoiceResult r{c.text, c.finish_reason, std::nullopt, std::nullopt};
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      Choice& c = choices_[i];
+      ChoiceResult r;
+      r.text = c.text;
+      r.finish_reason = c.finish_reason;
       if (logprobs_ >= 0) r.logprobs = std::move(c.logprob_entries);
       if (c.tools && c.tools->made_calls()) r.tool_calls = std::move(c.tool_calls);
+      if (prompt_logprobs_ >= 0) r.prompt_logprobs = prompt_logprobs_json(i);
       rs.push_back(std::move(r));
     }
     j = format_.response(header_, rs, usage());
@@ -406,6 +441,8 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
           req.tool_calls.kind == ToolCallParsing::Kind::Format ? false : req.skip_special_tokens;
       r.logprobs = req.logprobs;
       r.grammar = req.grammar_automaton;
+      // The choices of a prompt share its logprobs: the first computes them.
+      r.prompt_logprobs = i == 0 ? req.prompt_logprobs : -1;
       r.deadline = deadline;
       r.on_output = [job, idx](const engine::RequestOutput& o) { job->on_output(idx, o); };
       rs.push_back(std::move(r));

@@ -25,6 +25,9 @@ struct CompletionEnv {
   const std::vector<std::string>* special_texts = nullptr;
 };
 
+// The answer to a request that ended in an abort other than a cancel.
+HttpResponse abort_error(const engine::RequestOutput& o);
+
 // Queues every sequence of `req` (all or none) and answers through `out` as the engine works.
 // Throws what Scheduler::submit throws (QueueFull, std::invalid_argument); nothing is queued and
 // nothing answered then.

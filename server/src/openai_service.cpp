@@ -13,6 +13,7 @@
 #include "common/version.h"
 #include "completion_job.h"
 #include "grammar_cache.h"
+#include "embedding_job.h"
 #include "json_response.h"
 #include "preprocess_pool.h"
 #include "prometheus.h"
@@ -92,10 +93,16 @@ std::string model_id_of(std::string_view path) {
 // The method each route takes (every route takes one).
 const char* route_method(const std::string& path) {
   if (path.starts_with(kModelPrefix)) return "GET";
-  static const std::pair<const char*, const char*> routes[] = {
-      {"/health", "GET"},    {"/metrics", "GET"},         {"/version", "GET"},
-      {"/v1/models", "GET"}, {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
-      {"/tokenize", "POST"}, {"/detokenize", "POST"}};
+  static const std::pair<const char*, const char*> routes[] = {{"/health", "GET"},
+                                                               {"/metrics", "GET"},
+                                                               {"/version", "GET"},
+                                                               {"/props", "GET"},
+                                                               {"/v1/models", "GET"},
+                                                               {"/v1/completions", "POST"},
+                                                               {"/v1/chat/completions", "POST"},
+                                                               {"/v1/embeddings", "POST"},
+                                                               {"/tokenize", "POST"},
+                                                               {"/detokenize", "POST"}};
   for (auto& [p, m] : routes)
     if (path == p) return m;
   return nullptr;
@@ -110,6 +117,7 @@ struct OpenAiService::Impl {
   std::atomic<bool> ready{false}, shutting_down{false};
   std::atomic<int> active{0};
   std::optional<engine::ChatTemplate> chat_template;
+  std::string chat_template_source;  // for /props
   std::string chat_template_note;
   ChosenToolCallFormat tool_format;
   // The special tokens' texts but the tool-call markers: see CompletionEnv::special_texts.
@@ -200,6 +208,7 @@ struct OpenAiService::Impl {
     require_ready();
     if (p == "/v1/completions") return generate(http, out, ApiKind::Completion);
     if (p == "/v1/chat/completions") return generate(http, out, ApiKind::Chat);
+    if (p == "/v1/embeddings") return embeddings(http, out);
     if (p == "/tokenize") return tokenize(http, out);
     return detokenize(http, out);
   }
@@ -243,6 +252,60 @@ struct OpenAiService::Impl {
     } catch (const std::invalid_argument& e) {
       bad(e.what());
     }
+  }
+
+  void embeddings(const HttpRequest& http, std::shared_ptr<Responder> out) {
+    const json j = model_request(http);
+    Fields f(j);
+    check_model(f, opt.served_model_name);
+    const EmbeddingRequest req = parse_embedding_request(f, parse_context(), model->config.dim);
+    const std::string id = random_id("embd-");
+    log_unread(f, id);
+    try {
+      run_embeddings(req, id, opt.served_model_name,
+                     std::chrono::seconds(opt.request_timeout_seconds),
+                     {*scheduler, active, opt.pooling}, out);
+    } catch (const engine::QueueFull& e) {
+      ++rejected;
+      if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
+      throw ApiError{429, e.what(), "rate_limit_error", {}, {}};
+    } catch (const std::invalid_argument& e) {
+      bad(e.what());
+    }
+  }
+
+  // llama-server's GET /props: what a client may want to know before it asks anything.
+  json props() const {
+    require_ready();
+    const engine::Tokenizer& tok = *model->tokenizer;
+    auto token_text = [&](int32_t id) {
+      return id >= 0 ? std::string(tok.token_text(id)) : std::string();
+    };
+    // The defaults a request gets for the fields it leaves out.
+    const json params = {{"n_predict", -1},
+                         {"seed", -1},
+                         {"temperature", 1.0},
+                         {"top_k", -1},
+                         {"top_p", 1.0},
+                         {"min_p", 0.0},
+                         {"repeat_penalty", 1.0},
+                         {"presence_penalty", 0.0},
+                         {"frequency_penalty", 0.0},
+                         {"n_probs", 0},
+                         {"ignore_eos", false},
+                         {"stream", false}};
+    return {{"default_generation_settings",
+             {{"n_ctx", scheduler->max_model_len()}, {"params", params}}},
+            {"total_slots", scheduler->max_num_seqs()},
+            {"model_alias", opt.served_model_name},
+            {"model_path", model->source},
+            {"modalities", {{"vision", false}, {"audio", false}}},
+            {"chat_template", chat_template_source},
+            {"bos_token", token_text(tok.bos_id())},
+            {"eos_token", token_text(tok.eos_id())},
+            {"embedding_pooling", engine::pooling_name(opt.pooling)},
+            {"build_info", version_line("sandwichd")},
+            {"is_sleeping", false}};
   }
 
   void tokenize(const HttpRequest& http, std::shared_ptr<Responder> out) {
@@ -311,6 +374,7 @@ void OpenAiService::attach(const engine::Model& model, engine::Scheduler& schedu
   I.scheduler = &scheduler;
   const ChosenChatTemplate chosen = choose_chat_template(I.opt.chat_template, *model.tokenizer);
   I.chat_template.emplace(make_chat_template(chosen, *model.tokenizer));
+  I.chat_template_source = chosen.source;
   I.chat_template_note = describe(chosen);
   I.tool_format = choose_tool_call_format(I.opt.tool_call_parser, chosen.source, *model.tokenizer);
   I.special_texts = special_token_texts(*model.tokenizer, tool_call_markers(I.tool_format.format));
@@ -385,6 +449,7 @@ void OpenAiService::handle(HttpRequest& req, std::shared_ptr<Responder> out) {
       return out->reply(r);
     }
     if (p == "/version") return out->reply(json_response({{"version", project_version()}}));
+    if (p == "/props") return out->reply(json_response(I.props()));
     if (I.shutting_down) I.require_ready();  // draining: nothing new starts
     if (p == "/v1/models") return out->reply(json_response(I.models_list()));
     if (p.starts_with(kModelPrefix))

@@ -57,7 +57,7 @@ void precheck_context(size_t bytes, const ParseContext& ctx, int64_t want, const
 // prompt: string, token ids, list of strings, or list of token-id lists. `want`: the completion's
 // tokens at least, for the context pre-check.
 std::vector<std::vector<int32_t>> completion_prompts(const Fields& f, const ParseContext& ctx,
-                                                     int64_t want) {
+                                                     int64_t want, size_t max_prompts = 64) {
   const json* p = f.get("prompt");
   if (!p) bad("'prompt' is required", "prompt");
   const engine::Tokenizer& tok = ctx.tokenizer;
@@ -101,7 +101,8 @@ std::vector<std::vector<int32_t>> completion_prompts(const Fields& f, const Pars
   } else {
     bad("'prompt' must be a non-empty string, a list of token ids, or a list of either", "prompt");
   }
-  if (out.size() > 64) bad("at most 64 prompts per request", "prompt");
+  if (out.size() > max_prompts)
+    bad("at most " + std::to_string(max_prompts) + " prompts per request", "prompt");
   for (auto& ids : out)
     if (ids.empty()) bad("a prompt is empty (no tokens)", "prompt");
   return out;
@@ -277,8 +278,6 @@ void refuse_unsupported(const Fields& f, bool chat, int max_n) {
   if (f.boolean("include_stop_str_in_output", false))
     bad("'include_stop_str_in_output' is not supported by this server",
         "include_stop_str_in_output");
-  if (const json* g = f.get("prompt_logprobs"); g && !g->is_null())
-    bad("'prompt_logprobs' is not supported by this server yet", "prompt_logprobs");
 }
 
 // Whether arrays and objects nest more than `limit` deep, counted on the raw text (brackets in
@@ -356,6 +355,12 @@ GenerateRequest parse_generate_request(Fields& f, ApiKind kind, const ParseConte
   } else if (f.get("logprobs")) {
     r.logprobs = static_cast<int32_t>(f.integer("logprobs", 0, 0, 20));
   }
+  // vLLM's: an integer up to its --max-logprobs (20), refused with a stream.
+  if (f.get("prompt_logprobs")) {
+    r.prompt_logprobs = static_cast<int32_t>(f.integer("prompt_logprobs", 0, 0, 20));
+    if (r.stream)
+      bad("'prompt_logprobs' is not available when 'stream' is true", "prompt_logprobs");
+  }
   const int64_t want = r.max_tokens < 0 ? std::max(1, r.min_tokens) : r.max_tokens;
   if (chat) set_tool_calls(tools, ctx, r);
   r.prompts = chat ? std::vector<std::vector<int32_t>>{chat_prompt(f, ctx, want, tools)}
@@ -388,6 +393,60 @@ std::vector<int32_t> parse_tokenize_request(Fields& f, const ParseContext& ctx) 
   check_prompt_bytes(p->size(), ctx, "the prompt is", "prompt");
   const engine::Tokenizer& tok = ctx.tokenizer;
   return tok.encode(*p, f.boolean("add_special_tokens", true) && tok.add_bos_default(), true);
+}
+
+EmbeddingRequest parse_embedding_request(Fields& f, const ParseContext& ctx, int32_t dim) {
+  EmbeddingRequest r;
+  if (const auto fmt = f.string("encoding_format")) {
+    if (*fmt != "float" && *fmt != "base64")
+      bad("'encoding_format' must be \"float\" or \"base64\", got \"" + *fmt + "\"",
+          "encoding_format");
+    r.base64 = *fmt == "base64";
+  }
+  if (f.get("dimensions") && f.integer("dimensions", dim, 1, INT32_MAX) != dim)
+    bad("this model's embeddings have " + std::to_string(dim) +
+            " dimensions and cannot be shortened; leave out 'dimensions' or set it to " +
+            std::to_string(dim),
+        "dimensions");
+  f.string("user");  // type-checked, otherwise unused
+  const json* in = f.get("input");
+  if (!in) bad("'input' is required", "input");
+  if (in->is_string() && in->get_ref<const std::string&>().empty())
+    bad("'input' must not be an empty string", "input");
+  if (in->is_array() && in->empty()) bad("'input' must not be an empty list", "input");
+  if (in->is_array() && in->size() > kMaxEmbeddingInputs)
+    bad("'input' has " + std::to_string(in->size()) + " entries; at most " +
+            std::to_string(kMaxEmbeddingInputs) + " per request",
+        "input");
+  if (in->is_array())
+    for (const json& e : *in)
+      if ((e.is_string() && e.get_ref<const std::string&>().empty()) || (e.is_array() && e.empty()))
+        bad("'input' must not hold an empty string or an empty list of token ids", "input");
+  // The same shapes as a completion's prompt (string, token ids, lists of either), with no
+  // completion to make room for.
+  const json as_prompt = {{"prompt", *in}};
+  const int64_t want = 0;
+  std::vector<std::vector<int32_t>> inputs;
+  try {
+    inputs = completion_prompts(Fields(as_prompt), ctx, want, kMaxEmbeddingInputs);
+  } catch (ApiError& e) {
+    // Named as this endpoint names it.
+    if (e.param == "prompt") e.param = "input";
+    for (size_t at; (at = e.message.find("'prompt'")) != std::string::npos;)
+      e.message.replace(at, 8, "'input'");
+    throw;
+  }
+  // Each input is a sequence of the engine's queue, queued together.
+  if (inputs.size() > static_cast<size_t>(ctx.max_waiting))
+    bad("'input' has " + std::to_string(inputs.size()) +
+            " entries but this server queues at most " + std::to_string(ctx.max_waiting) +
+            " (--max-waiting); send fewer per request",
+        "input");
+  for (auto& ids : inputs)
+    if (static_cast<int64_t>(ids.size()) > ctx.max_model_len)
+      context_too_long(ctx.max_model_len, static_cast<int64_t>(ids.size()), 0, false, "input");
+  r.inputs = std::move(inputs);
+  return r;
 }
 
 size_t longest_token_bytes(const engine::Tokenizer& tok) {

@@ -58,6 +58,7 @@ struct GenerateRequest {
   int32_t min_tokens = 0;
   bool skip_special_tokens = true;
   int32_t logprobs = -1;  // -1: none; else the top n (chat: top_logprobs, with logprobs = true)
+  int32_t prompt_logprobs = -1;  // vLLM's: -1 none; else each prompt token's and the top n
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // GBNF the output must match (structured output, or a required tool call); empty = none.
@@ -87,6 +88,15 @@ GenerateRequest parse_generate_request(Fields& body, ApiKind kind, const ParseCo
 // /tokenize: the ids of 'prompt' (a string) or of 'messages' rendered as a chat (with 'tools' and
 // 'chat_template_kwargs', as for a chat request).
 std::vector<int32_t> parse_tokenize_request(Fields& body, const ParseContext& ctx);
+// POST /v1/embeddings, as OpenAI's: the inputs tokenized (as completions' prompts are).
+struct EmbeddingRequest {
+  std::vector<std::vector<int32_t>> inputs;
+  bool base64 = false;  // encoding_format "base64": little-endian float32, base64-encoded
+};
+// Most inputs one embeddings request may carry (OpenAI's limit).
+inline constexpr size_t kMaxEmbeddingInputs = 2048;
+// `dim`: the model's embedding size, the only 'dimensions' accepted.
+EmbeddingRequest parse_embedding_request(Fields& body, const ParseContext& ctx, int32_t dim);
 // /detokenize: 'tokens', checked against the tokenizer's vocabulary.
 std::vector<int32_t> parse_detokenize_request(Fields& body, const engine::Tokenizer& tok);
 

@@ -44,6 +44,7 @@ class CompletionsFormat final : public WireFormat {
   bool put_opening(json&) const override { return false; }
   void put_delta(json& choice, const ChoiceDelta& d) const override { choice["text"] = d.text; }
   void put_result(json& choice, const ChoiceResult& r) const override { choice["text"] = r.text; }
+  bool prompt_logprobs_in_choices() const override { return true; }
 };
 
 // /v1/chat/completions: an assistant message, and logprobs as a list of entries.
@@ -84,6 +85,7 @@ class ChatCompletionsFormat final : public WireFormat {
     }
     choice["message"] = message;
   }
+  bool prompt_logprobs_in_choices() const override { return false; }
 };
 
 }  // namespace
@@ -125,11 +127,16 @@ json WireFormat::response(const ResponseHeader& h, const std::vector<ChoiceResul
     json choice = {{"index", i}, {"finish_reason", r.finish_reason}};
     put_result(choice, r);
     choice["logprobs"] = r.logprobs ? logprobs(*r.logprobs) : json(nullptr);
+    if (r.prompt_logprobs && prompt_logprobs_in_choices())
+      choice["prompt_logprobs"] = *r.prompt_logprobs;
     cs.push_back(choice);
   }
-  return {{"id", h.id},           {"object", response_object()},
-          {"created", h.created}, {"model", h.model},
-          {"choices", cs},        {"usage", usage_json(u)}};
+  json j = {{"id", h.id},           {"object", response_object()},
+            {"created", h.created}, {"model", h.model},
+            {"choices", cs},        {"usage", usage_json(u)}};
+  if (!choices.empty() && choices[0].prompt_logprobs && !prompt_logprobs_in_choices())
+    j["prompt_logprobs"] = *choices[0].prompt_logprobs;
+  return j;
 }
 
 const WireFormat& completions_format() {

@@ -50,6 +50,8 @@ struct ChoiceResult {
   std::optional<nlohmann::json> logprobs;  // its tokens' logprob entries, when asked for
   // Chat: the calls it made; the content is then null unless the model wrote text besides them.
   std::optional<nlohmann::json> tool_calls;
+  // vLLM's prompt_logprobs, when asked for: null, then an entry per prompt token.
+  std::optional<nlohmann::json> prompt_logprobs;
 };
 
 class WireFormat {
@@ -79,6 +81,9 @@ class WireFormat {
   // The choice's text, in a chunk and in a whole response.
   virtual void put_delta(nlohmann::json& choice, const ChoiceDelta& d) const = 0;
   virtual void put_result(nlohmann::json& choice, const ChoiceResult& r) const = 0;
+  // Where vLLM puts prompt_logprobs: in each choice (completions), or once in the response
+  // (chat, whose choices share one prompt).
+  virtual bool prompt_logprobs_in_choices() const = 0;
 };
 
 const WireFormat& completions_format();

@@ -138,7 +138,9 @@ class FakeBackend::Exec : public engine::Executor {
   Exec(FakeBackend& b, std::string phase, engine::KVCache& kv,
        const topotree::ServiceConfig& config, const engine::ExecutorLimits& limits)
       : b_(b), phase_(std::move(phase)), kv_(kv), config_(config), limits_(limits) {}
-  void run(std::span<const engine::BatchEntry> batch, float* logits) override {
+  using engine::Executor::run;
+  // Hidden states (embeddings) are not faked: their tests run the real forward pass.
+  void run(std::span<const engine::BatchEntry> batch, float* logits, float*) override {
     b_.run(phase_, limits_, kv_, batch, logits);
   }
   const topotree::ServiceConfig& config() const override { return config_; }

@@ -1,6 +1,6 @@
 // Request bodies as sandwichd receives them: the JSON body, the model check, and each route's
-// parser and validator (completions, chat, /tokenize, /detokenize). A client error is an
-// ApiError; nothing else may come out.
+// parser and validator (completions, chat, /v1/embeddings, /tokenize, /detokenize). A client error
+// is an ApiError; nothing else may come out.
 #include <exception>
 
 #include "fuzz_support.h"
@@ -44,6 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (auto kind : {server::ApiKind::Completion, server::ApiKind::Chat})
       expect_client_error_at_most([&] { (void)server::parse_generate_request(body, kind, ctx); });
     expect_client_error_at_most([&] { (void)server::parse_tokenize_request(body, ctx); });
+    expect_client_error_at_most(
+        [&] { (void)server::parse_embedding_request(body, ctx, /*dim=*/64); });
     expect_client_error_at_most(
         [&] { (void)tok.decode(server::parse_detokenize_request(body, tok)); });
   });

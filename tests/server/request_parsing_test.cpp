@@ -247,24 +247,72 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
   expect_bad({{"prompt", "x"}, {"suffix", "s"}}, "suffix",
              "'suffix' is not supported by this server");
   EXPECT_NO_THROW(parse({{"prompt", "x"}, {"echo", false}, {"best_of", 1}}));
-  const std::string text_only =
-      "only 'response_format' {\"type\": \"text\"} is supported by this server";
-  expect_bad(chat({{"response_format", {{"type", "json_object"}}}}), "response_format", text_only,
+  // Structured output is served (tests/server/structured_output_serving_test.cpp); what does
+  // not compile, or a response_format of another type, is refused naming the field.
+  EXPECT_FALSE(parse(chat({{"response_format", {{"type", "json_object"}}}}), ApiKind::Chat)
+                   .grammar.empty());
+  EXPECT_TRUE(parse(chat({{"response_format", {{"type", "text"}}}}), ApiKind::Chat).grammar.empty());
+  expect_bad(chat({{"response_format", {{"type", "xml"}}}}), "response_format",
+             "'response_format' type 'xml' is not one of text, json_object, json_schema",
              ApiKind::Chat);
-  expect_bad(chat({{"response_format", "text"}}), "response_format", text_only, ApiKind::Chat);
-  EXPECT_NO_THROW(parse(chat({{"tools", json::array()}, {"response_format", {{"type", "text"}}}}),
-                        ApiKind::Chat));
-  // Answered before with unconstrained text, silently.
-  for (const char* k : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                        "structured_outputs", "grammar", "json_schema"}) {
-    const std::string m =
-        std::string("'") + k + "' (structured output) is not supported by this " + "server yet";
-    expect_bad({{"prompt", "x"}, {k, "a"}}, k, m);
-    expect_bad(chat({{k, {{"type", "object"}}}}), k, m, ApiKind::Chat);
-    EXPECT_NO_THROW(parse({{"prompt", "x"}, {k, nullptr}})) << k;
+  expect_bad(chat({{"response_format", "text"}}), "response_format",
+             "'response_format' must be an object with a 'type'", ApiKind::Chat);
+  for (const auto& [k, v] : std::vector<std::pair<std::string, json>>{
+           {"guided_json", {{"type", "object"}}},
+           {"guided_regex", "a+"},
+           {"guided_choice", {"a", "b"}},
+           {"guided_grammar", "root ::= \"a\""},
+           {"structured_outputs", {{"regex", "a+"}}},
+           {"grammar", "root ::= \"a\""},
+           {"json_schema", {{"type", "string"}}}}) {
+    const GenerateRequest r = parse({{"prompt", "x"}, {k, v}});
+    EXPECT_FALSE(r.grammar.empty()) << k;
+    EXPECT_EQ(r.grammar_param.substr(0, k.size()), k);
+    EXPECT_TRUE(parse({{"prompt", "x"}, {k, nullptr}}).grammar.empty()) << k;
   }
-  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 1}}, "prompt_logprobs",
-             "'prompt_logprobs' is not supported by this server yet");
+  expect_bad({{"prompt", "x"}, {"guided_json", {{"not", {}}}}}, "guided_json",
+             "'guided_json': JSON Schema at /not: 'not' is not supported");
+}
+
+// Served since issue 28 (tests/server/embeddings_test.cpp); refused before.
+TEST_F(RequestParsing, PromptLogprobs) {
+  EXPECT_EQ(parse({{"prompt", "x"}}).prompt_logprobs, -1);
+  EXPECT_EQ(parse({{"prompt", "x"}, {"prompt_logprobs", 0}}).prompt_logprobs, 0);
+  EXPECT_EQ(parse(chat({{"prompt_logprobs", 20}}), ApiKind::Chat).prompt_logprobs, 20);
+  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 21}}, "prompt_logprobs",
+             "'prompt_logprobs' must be between 0 and 20, got 21");
+  expect_bad({{"prompt", "x"}, {"prompt_logprobs", 1}, {"stream", true}}, "prompt_logprobs",
+             "'prompt_logprobs' is not available when 'stream' is true");
+}
+
+TEST_F(RequestParsing, EmbeddingInputs) {
+  auto embed = [&](const json& body) {
+    Fields f(body);
+    return parse_embedding_request(f, ctx(), 64);
+  };
+  auto inputs = [&](const json& input) { return embed({{"input", input}}).inputs; };
+  auto error = [&](const json& body) {
+    try {
+      embed(body);
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for " << body.dump();
+    return ApiError{};
+  };
+  EXPECT_EQ(inputs("hi").size(), 1u);
+  EXPECT_EQ(inputs(json::array({"a", "b", "c"})).size(), 3u);
+  EXPECT_EQ(inputs(json::array({5, 6, 7})), (std::vector<std::vector<int32_t>>{{5, 6, 7}}));
+  EXPECT_EQ(inputs(json::array({json::array({5}), json::array({6, 7})})).size(), 2u);
+  EXPECT_TRUE(embed({{"input", "a"}, {"encoding_format", "base64"}}).base64);
+  // Completions' prompt errors, named as this endpoint names its field.
+  const ApiError e = error({{"input", json::array({5, 300})}});
+  EXPECT_EQ(e.param, "input");
+  EXPECT_EQ(e.message, "'input' token id 300 is outside the vocabulary");
+  // More than the queue holds (10 here).
+  EXPECT_EQ(error({{"input", std::vector<std::string>(11, "a")}}).param, "input");
+  EXPECT_EQ(error({{"input", std::vector<int32_t>(257, 5)}}).code, "context_length_exceeded");
+  EXPECT_EQ(error({{"input", "a"}, {"dimensions", 63}}).param, "dimensions");
 }
 
 TEST_F(RequestParsing, BeamSearchAndStopStringsInTheOutputAreRefused) {

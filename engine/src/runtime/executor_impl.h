@@ -22,7 +22,8 @@ class LocalExecutor : public Executor {
  public:
   LocalExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
                 bool batch_invariant);
-  void run(std::span<const BatchEntry> batch, float* logits) override;
+  using Executor::run;
+  void run(std::span<const BatchEntry> batch, float* logits, float* hidden) override;
   const topotree::ServiceConfig& config() const override { return config_; }
 
  private:
@@ -39,7 +40,8 @@ class RankGroupExecutor : public Executor {
   RankGroupExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
                     const ExecutorLimits& limits);
   ~RankGroupExecutor() override;
-  void run(std::span<const BatchEntry> batch, float* logits) override;
+  using Executor::run;
+  void run(std::span<const BatchEntry> batch, float* logits, float* hidden) override;
   const topotree::ServiceConfig& config() const override { return config_; }
   ExecutorHealth health() const override;
   std::vector<int> pids() const;

@@ -9,8 +9,8 @@ LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topotree::Se
       team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus),
       fp_(model, kv, team_, {}, nullptr, batch_invariant) {}
 
-void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits) {
-  fp_.run(batch, logits);
+void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
+  fp_.run(batch, logits, hidden);
 }
 
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,

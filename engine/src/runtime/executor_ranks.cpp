@@ -43,7 +43,8 @@ namespace sandwich::engine {
 namespace {
 
 struct EntryDesc {
-  int32_t token_offset, n_tokens, start_pos, table_offset, n_blocks, want_logits, all_logits;
+  int32_t token_offset, n_tokens, start_pos, table_offset, n_blocks, want_logits, all_logits,
+      hidden;
 };
 
 // Through syscall(): glibc 2.36's <sys/pidfd.h> lacks C++ linkage.
@@ -151,7 +152,7 @@ struct RankControl {
   alignas(64) std::atomic<uint32_t> finished[kMaxRanks] = {};  // the last step each rank finished
   alignas(64) char message[512] = {};
   int32_t n_entries = 0;
-  size_t entries_off = 0, tokens_off = 0, tables_off = 0, logits_off = 0;
+  size_t entries_off = 0, tokens_off = 0, tables_off = 0, logits_off = 0, hidden_off = 0;
   EntryDesc* entries() {
     return reinterpret_cast<EntryDesc*>(reinterpret_cast<uint8_t*>(this) + entries_off);
   }
@@ -163,6 +164,9 @@ struct RankControl {
   }
   float* logits() {
     return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + logits_off);
+  }
+  float* hidden() {
+    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + hidden_off);
   }
 };
 
@@ -177,6 +181,7 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   if (limits_.max_blocks_per_seq <= 0)
     limits_.max_blocks_per_seq = static_cast<int32_t>(KVCache::blocks_for(c.max_seq_len));
   if (limits_.max_logit_rows <= 0) limits_.max_logit_rows = limits_.max_entries;
+  if (limits_.max_hidden_rows <= 0) limits_.max_hidden_rows = limits_.max_entries;
   auto align = [](size_t v) { return (v + 63) / 64 * 64; };
   size_t off = align(sizeof(RankControl));
   const size_t entries_off = off;
@@ -188,12 +193,15 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
                         limits_.max_blocks_per_seq);
   const size_t logits_off = off;
   off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_logit_rows) * c.vocab_size);
+  const size_t hidden_off = off;
+  off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_hidden_rows) * c.dim);
   control_region_ = SharedRegion("sandwich-step", off);
   ctl_ = new (control_region_.allocate(off)) RankControl;
   ctl_->entries_off = entries_off;
   ctl_->tokens_off = tokens_off;
   ctl_->tables_off = tables_off;
   ctl_->logits_off = logits_off;
+  ctl_->hidden_off = hidden_off;
   const size_t reduce_bytes = static_cast<size_t>(limits_.max_tokens) * c.dim * sizeof(float);
   reduce_region_ =
       SharedRegion("sandwich-allreduce", kernels::ShmAllReduce::region_bytes(R, reduce_bytes));
@@ -545,7 +553,7 @@ void RankGroupExecutor::give_up(const std::string& why) {
   log_line("cannot re-form the rank group: " + why);
 }
 
-void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
+void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
   const int R = config_.rank_count();
   const int32_t V = model_.config.vocab_size;
   if (static_cast<int32_t>(batch.size()) > limits_.max_entries)
@@ -568,25 +576,35 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
                              (state_ == State::Failed ? " is stopped: " : " is being re-formed: ") +
                              why());
   // Publish the step.
-  int32_t tok = 0, tab = 0, n_logits = 0;
+  int32_t tok = 0, tab = 0, n_logits = 0, n_hidden = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const BatchEntry& e = batch[i];
     const int32_t n = static_cast<int32_t>(e.tokens.size()),
                   nb = static_cast<int32_t>(e.block_table.size());
     const int32_t rows = static_cast<int32_t>(e.logit_rows());
+    const int32_t hidden_rows = static_cast<int32_t>(e.hidden_rows());
     if (tok + n > limits_.max_tokens || nb > limits_.max_blocks_per_seq ||
-        n_logits + rows > limits_.max_logit_rows)
+        n_logits + rows > limits_.max_logit_rows ||
+        n_hidden + hidden_rows > limits_.max_hidden_rows)
       throw std::invalid_argument(
           "step larger than the executor's limits (" + std::to_string(limits_.max_tokens) +
           " tokens, " + std::to_string(limits_.max_blocks_per_seq) + " blocks per sequence, " +
-          std::to_string(limits_.max_logit_rows) + " rows of logits)");
+          std::to_string(limits_.max_logit_rows) + " rows of logits, " +
+          std::to_string(limits_.max_hidden_rows) + " of hidden states)");
     std::memcpy(ctl_->tokens() + tok, e.tokens.data(), n * sizeof(int32_t));
     std::memcpy(ctl_->tables() + tab, e.block_table.data(), nb * sizeof(int32_t));
-    ctl_->entries()[i] = {
-        tok, n, e.start_pos, tab, nb, e.want_logits ? 1 : 0, e.all_logits ? 1 : 0};
+    ctl_->entries()[i] = {tok,
+                          n,
+                          e.start_pos,
+                          tab,
+                          nb,
+                          e.want_logits ? 1 : 0,
+                          e.all_logits ? 1 : 0,
+                          static_cast<int32_t>(e.hidden)};
     tok += n;
     tab += nb;
     n_logits += rows;
+    n_hidden += hidden_rows;
   }
   ctl_->n_entries = static_cast<int32_t>(batch.size());
   ctl_->done.store(0, std::memory_order_relaxed);
@@ -626,6 +644,9 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits) {
   }
   if (n_logits > 0)
     std::memcpy(logits, ctl_->logits(), static_cast<size_t>(n_logits) * V * sizeof(float));
+  if (n_hidden > 0)
+    std::memcpy(hidden, ctl_->hidden(),
+                static_cast<size_t>(n_hidden) * model_.config.dim * sizeof(float));
 }
 
 void RankGroupExecutor::rank_main(int rank) {
@@ -656,13 +677,14 @@ void RankGroupExecutor::rank_main(int rank) {
       batch.clear();
       for (int32_t i = 0; i < ctl_->n_entries; ++i) {
         const EntryDesc& d = ctl_->entries()[i];
-        batch.push_back({std::span<const int32_t>(ctl_->tokens() + d.token_offset, d.n_tokens),
-                         d.start_pos,
-                         std::span<const int32_t>(ctl_->tables() + d.table_offset, d.n_blocks),
-                         d.want_logits != 0, d.all_logits != 0});
+        batch.push_back(
+            {std::span<const int32_t>(ctl_->tokens() + d.token_offset, d.n_tokens), d.start_pos,
+             std::span<const int32_t>(ctl_->tables() + d.table_offset, d.n_blocks),
+             d.want_logits != 0, d.all_logits != 0, static_cast<HiddenOutput>(d.hidden)});
       }
       try {
-        fp.run(batch, ctl_->logits());
+        // The hidden states are the same on every rank after the last all-reduce: rank 0 writes.
+        fp.run(batch, ctl_->logits(), rank == 0 ? ctl_->hidden() : nullptr);
       } catch (const std::exception& e) {
         std::snprintf(ctl_->message, sizeof ctl_->message, "rank %d: %s", rank, e.what());
         ctl_->failed.store(1, std::memory_order_release);

@@ -209,7 +209,7 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
                                           static_cast<int32_t>(kv_heads_.size()), team.size());
 }
 
-void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
+void ForwardPass::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
   check_batch(batch);
   Step s = plan_step(batch);
   if (s.tokens == 0) return;
@@ -223,6 +223,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits) {
     ffn_block(W.layers[l], s);
   }
   if (s.n_logits > 0) final_logits(s, logits);
+  if (hidden) final_hidden(s, hidden);
 }
 
 // The whole batch is checked before the KV cache is touched.
@@ -407,6 +408,39 @@ void ForwardPass::final_logits(const Step& s, float* logits) {
       team_);
   collective_->all_gather_columns(logits_local_.data(), s.n_logits, vocab_cols_.size(),
                                   vocab_cols_.begin, logits, c.vocab_size);
+}
+
+// The final norm of the tokens of each entry that asks for hidden states, as embeddings pool them:
+// the last token's, or the sum over the chunk (in double: a mean over thousands of tokens).
+// Every rank holds the whole residual stream after the last all-reduce; one of them writes.
+void ForwardPass::final_hidden(const Step& s, float* hidden) {
+  const ModelConfig& c = model_.config;
+  const int64_t dim = c.dim;
+  struct Job {
+    int64_t first_row, rows, out_row;
+  };
+  std::vector<Job> jobs;
+  int64_t row = 0, out = 0;
+  for (const BatchEntry& e : s.batch) {
+    const int64_t n = static_cast<int64_t>(e.tokens.size());
+    if (e.hidden == HiddenOutput::Last) jobs.push_back({row + n - 1, 1, out++});
+    if (e.hidden == HiddenOutput::Sum) jobs.push_back({row, n, out++});
+    row += n;
+  }
+  if (jobs.empty()) return;
+  team_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t b, int64_t e, int) {
+    std::vector<float> normed(static_cast<size_t>(dim));
+    std::vector<double> sum(static_cast<size_t>(dim));
+    for (int64_t j = b; j < e; ++j) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t r = jobs[j].first_row; r < jobs[j].first_row + jobs[j].rows; ++r) {
+        kernels::rmsnorm(s.x + r * dim, w_.final_norm, normed.data(), dim, c.norm_eps);
+        for (int64_t i = 0; i < dim; ++i) sum[i] += normed[i];
+      }
+      float* dst = hidden + jobs[j].out_row * dim;
+      for (int64_t i = 0; i < dim; ++i) dst[i] = static_cast<float>(sum[i]);
+    }
+  });
 }
 
 // xb = rmsnorm(x) * weight, token by token.

@@ -61,10 +61,11 @@ class ForwardPass {
               const ModelWeights* weights = nullptr);
 
   // Runs the batch and writes vocab_size logits per row of each entry's logit_rows() (the last
-  // token's with want_logits, every token's with all_logits), in batch order. Throws
+  // token's with want_logits, every token's with all_logits), in batch order, and the model's dim
+  // values per row of hidden_rows() into `hidden` (nullptr: not wanted from this rank). Throws
   // std::invalid_argument for tokens outside the vocabulary, positions past the context or block
   // tables that do not cover the chunk.
-  void run(std::span<const BatchEntry> batch, float* logits);
+  void run(std::span<const BatchEntry> batch, float* logits, float* hidden = nullptr);
 
   const RankView& view() const { return view_; }
 
@@ -80,6 +81,7 @@ class ForwardPass {
   void attention_block(const LayerWeights& L, const kernels::PagedKV& kv, const Step& s);
   void ffn_block(const LayerWeights& L, const Step& s);
   void final_logits(const Step& s, float* logits);
+  void final_hidden(const Step& s, float* hidden);
 
   void norm(const Step& s, const float* weight);
   void rope_and_store_kv(const kernels::PagedKV& kv, const Step& s);
@@ -107,12 +109,14 @@ class ReferenceForward {
   explicit ReferenceForward(const Model& model);
   // Feeds the next token (at position = tokens fed so far) and returns its logits.
   std::vector<float> step(int32_t token);
+  // The last token's final hidden state (after the final norm): what embeddings pool.
+  const std::vector<float>& hidden() const { return hidden_; }
   int32_t position() const { return pos_; }
 
  private:
   const Model& model_;
   std::vector<std::vector<float>> wq_, wk_, wv_, wo_, wg_, wu_, wd_;
-  std::vector<float> emb_, out_;
+  std::vector<float> emb_, out_, hidden_;
   std::vector<std::vector<float>> kcache_, vcache_;  // per layer: [pos][kv_dim]
   int32_t pos_ = 0;
 };

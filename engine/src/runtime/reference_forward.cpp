@@ -119,9 +119,9 @@ std::vector<float> ReferenceForward::step(int32_t token) {
     matvec(wd_[l], g, d, dim, c.ffn_dim);
     for (int64_t i = 0; i < dim; ++i) x[i] += d[i];
   }
-  std::vector<float> xf = rmsnorm(x, model_.weights().final_norm, c.norm_eps);
+  hidden_ = rmsnorm(x, model_.weights().final_norm, c.norm_eps);
   std::vector<float> logits;
-  matvec(out_, xf, logits, c.vocab_size, dim);
+  matvec(out_, hidden_, logits, c.vocab_size, dim);
   ++pos_;
   return logits;
 }

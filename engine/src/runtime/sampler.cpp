@@ -205,4 +205,10 @@ std::vector<Sampler::TopLogprob> Sampler::top_logprobs(const float* logits, int3
   return out;
 }
 
+int32_t Sampler::rank_of(const float* logits, int32_t vocab_size, int32_t token) {
+  int32_t above = 0;
+  for (int32_t i = 0; i < vocab_size; ++i) above += logits[i] > logits[token];
+  return above + 1;
+}
+
 }  // namespace sandwich::engine

@@ -18,6 +18,9 @@
 namespace sandwich::engine {
 namespace {
 using Clock = std::chrono::steady_clock;
+// Rows of logits a step keeps for prompt logprobs beyond one per sequence: a vocabulary of 128k
+// makes that 128 MiB of logits.
+constexpr int32_t kPromptLogprobRows = 256;
 double secs(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -42,9 +45,27 @@ struct Seq {
   bool has_first = false;
   bool done = false;
   bool queued = true;  // waiting (counted in st.waiting), not running
+  // Embeddings: the pooled final hidden states of the positions computed so far (their sum for
+  // a mean).
+  std::vector<double> pooled;
+  // Prompt logprobs: the next prompt position owed one (they start at 1), those computed so far,
+  // and whether they went out (with the first output).
+  int32_t prompt_lp_next = 1;
+  std::vector<PromptTokenLogprob> prompt_lp;
+  bool prompt_lp_sent = false;
 
+  bool embeds() const { return req.embed.has_value(); }
+  bool owes_prompt_logprobs() const {
+    return req.prompt_logprobs >= 0 && prompt_lp_next < n_prompt;
+  }
+  // Such a sequence must compute every position: a prefix-cache hit would skip some.
+  bool needs_every_position() const { return embeds() || owes_prompt_logprobs(); }
   int32_t generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
-  bool in_prefill() const { return n_computed < static_cast<int32_t>(tokens.size()) - 1; }
+  // An embedding prefills its whole prompt; a generation leaves the last token to a decode step
+  // when a chunk ends just before it.
+  bool in_prefill() const {
+    return n_computed < static_cast<int32_t>(tokens.size()) - (embeds() ? 0 : 1);
+  }
   std::span<const int32_t> prompt() const { return {tokens.data(), static_cast<size_t>(n_prompt)}; }
   std::span<const int32_t> output() const {
     return {tokens.data() + n_prompt, tokens.size() - static_cast<size_t>(n_prompt)};
@@ -79,8 +100,9 @@ struct Scheduler::Impl {
   std::vector<std::unique_ptr<Seq>> running;  // in admission order
   bool last_was_prefill = false;
   std::mt19937_64 seeds{std::random_device{}()};
-  std::vector<float> logits;
-  std::vector<Seq*> in_step;  // the sequences of the step under way
+  std::vector<float> logits, hidden;
+  int32_t max_logit_rows = 0;  // of one step (ExecutorLimits::max_logit_rows)
+  std::vector<Seq*> in_step;   // the sequences of the step under way
   double grammar_seconds = 0;  // not yet in st (published with the counts)
   uint64_t grammar_tokens = 0;
   std::thread thread;
@@ -95,6 +117,9 @@ struct Scheduler::Impl {
   void accept_token(Seq& s, float* row);
   void accept_constrained_token(Seq& s, float* row);
   void accept_sampled_token(Seq& s, float* row, TokenConstraint* constraint);
+  void take_prompt_logprobs(Seq& s, const float* rows, int32_t first_pos, int32_t n);
+  void attach_prompt_logprobs(Seq& s, RequestOutput& out);
+  void finish_embedding(Seq& s);
   bool is_stop_token(const Seq& s, int32_t t) const;
   void finish(Seq& s, FinishReason reason);
   void abort(Seq& s, AbortReason why, const std::string& error);
@@ -142,6 +167,9 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   ExecutorLimits limits;
   limits.max_tokens = std::max(I.opt.max_batched_tokens, I.opt.max_num_seqs);
   limits.max_entries = I.opt.max_num_seqs;
+  // Prompt logprobs need a row of logits per prompt token; their chunks are cut to fit.
+  limits.max_logit_rows = limits.max_entries + std::min(limits.max_tokens, kPromptLogprobRows);
+  I.max_logit_rows = limits.max_logit_rows;
   limits.batch_invariant = I.opt.batch_invariant;
   limits.step_timeout_seconds = I.opt.rank_step_timeout_seconds;
   const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
@@ -166,6 +194,9 @@ const KVCache& Scheduler::kv_cache() const {
 }
 int32_t Scheduler::max_waiting() const {
   return impl_->opt.max_waiting;
+}
+int32_t Scheduler::max_num_seqs() const {
+  return impl_->opt.max_num_seqs;
 }
 const Histogram& Scheduler::ttft() const {
   return impl_->ttft;
@@ -234,12 +265,23 @@ std::vector<uint64_t> Scheduler::submit(std::vector<EngineRequest> rs) {
   for (auto& r : rs) {
     const int64_t n = static_cast<int64_t>(r.prompt.size());
     if (n == 0) throw std::invalid_argument("the prompt is empty");
-    if (r.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
-    if (n + r.max_tokens > I.opt.max_model_len)
+    if (r.embed) {
+      // Nothing is generated: what matters is the prompt.
+      r.max_tokens = 0;
+      r.min_tokens = 0;
+      if (n > I.opt.max_model_len)
+        throw std::invalid_argument("this model's maximum context length is " +
+                                    std::to_string(I.opt.max_model_len) +
+                                    " tokens; the input has " + std::to_string(n));
+    } else if (r.max_tokens < 1) {
+      throw std::invalid_argument("max_tokens must be at least 1");
+    } else if (n + r.max_tokens > I.opt.max_model_len)
       throw std::invalid_argument(
           "this model's maximum context length is " + std::to_string(I.opt.max_model_len) +
           " tokens; the request has " + std::to_string(n) + " prompt tokens and asks for " +
           std::to_string(r.max_tokens) + " more");
+    if (r.prompt_logprobs > I.model.config.vocab_size)
+      r.prompt_logprobs = I.model.config.vocab_size;
     if (r.min_tokens < 0 || r.min_tokens > r.max_tokens)
       throw std::invalid_argument("min_tokens (" + std::to_string(r.min_tokens) +
                                   ") must be between 0 and max_tokens (" +
@@ -358,6 +400,7 @@ void Scheduler::Impl::finish(Seq& s, FinishReason reason) {
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
   out.cached_tokens = std::max(s.cached_tokens, 0);
+  attach_prompt_logprobs(s, out);
   cache->release(s.blocks, s.chain);
   s.done = true;
   // Counted before the client hears of it: one that reads /metrics right after its answer must
@@ -381,14 +424,16 @@ void Scheduler::Impl::admit() {
   while (!waiting.empty() && static_cast<int32_t>(running.size()) < opt.max_num_seqs) {
     Seq& s = *waiting.front();
     // A preempted sequence looks up again: its own blocks may still be cached.
-    const int32_t hit = cache->acquire(s.tokens, s.chain, s.blocks);
-    if (!cache->reserve(s.blocks, static_cast<int64_t>(s.tokens.size()) + 1)) {
+    const int32_t hit = s.needs_every_position() ? 0 : cache->acquire(s.tokens, s.chain, s.blocks);
+    // An embedding writes no position past its prompt.
+    const int64_t room = static_cast<int64_t>(s.tokens.size()) + (s.embeds() ? 0 : 1);
+    if (!cache->reserve(s.blocks, room)) {
       cache->release(s.blocks, s.chain);
       break;
     }
     s.n_computed = hit;
     if (s.cached_tokens < 0) s.cached_tokens = std::min(hit, s.n_prompt);
-    if (cache->enabled()) {
+    if (cache->enabled() && !s.needs_every_position()) {
       std::lock_guard<std::mutex> lock(mu);
       st.prefix_cache_queries += s.tokens.size();
       st.prefix_cache_hits += static_cast<uint64_t>(hit);
@@ -406,6 +451,7 @@ void Scheduler::Impl::admit() {
 void Scheduler::Impl::preempt(Seq& s) {
   cache->release(s.blocks, s.chain);
   s.n_computed = 0;
+  s.pooled.clear();  // its positions run again
   s.queued = true;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -532,6 +578,7 @@ void Scheduler::Impl::accept_sampled_token(Seq& s, float* row, TokenConstraint* 
   out.prompt_tokens = s.n_prompt;
   out.completion_tokens = s.generated();
   out.cached_tokens = s.cached_tokens;
+  attach_prompt_logprobs(s, out);
   if (s.req.on_output) s.req.on_output(out);
   if (s.stops->stopped() || (s.matcher && s.matcher->must_end()))
     finish(s, FinishReason::Stop);
@@ -542,43 +589,116 @@ void Scheduler::Impl::accept_sampled_token(Seq& s, float* row, TokenConstraint* 
     finish(s, s.matcher && s.matcher->can_end() ? FinishReason::Stop : FinishReason::Length);
 }
 
+// Each prompt position p of the chunk [first_pos, first_pos + n) whose row predicts an owed
+// prompt token p + 1.
+void Scheduler::Impl::take_prompt_logprobs(Seq& s, const float* rows, int32_t first_pos,
+                                           int32_t n) {
+  const int32_t V = model.config.vocab_size;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t next = first_pos + i + 1;
+    if (next != s.prompt_lp_next || next >= s.n_prompt) continue;
+    const float* row = rows + static_cast<size_t>(i) * V;
+    const int32_t t = s.tokens[next];
+    s.prompt_lp.push_back({t, Sampler::logprob_of(row, V, t), Sampler::rank_of(row, V, t),
+                           s.req.prompt_logprobs > 0
+                               ? Sampler::top_logprobs(row, V, s.req.prompt_logprobs)
+                               : std::vector<Sampler::TopLogprob>{}});
+    ++s.prompt_lp_next;
+  }
+}
+
+// With a sequence's first output, whichever it is.
+void Scheduler::Impl::attach_prompt_logprobs(Seq& s, RequestOutput& out) {
+  if (s.req.prompt_logprobs < 0 || s.prompt_lp_sent) return;
+  out.prompt_logprobs = std::move(s.prompt_lp);
+  s.prompt_lp_sent = true;
+}
+
+void Scheduler::Impl::finish_embedding(Seq& s) {
+  RequestOutput out;
+  out.finished = true;
+  out.finish_reason = FinishReason::Stop;
+  out.prompt_tokens = s.n_prompt;
+  out.cached_tokens = 0;
+  out.embedding = normalized_embedding(s.pooled);
+  // Its KV is no one's: the blocks go back at once (full ones stay in the prefix cache).
+  cache->release(s.blocks, s.chain);
+  s.done = true;
+  observe_finished(s);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++st.finished_stop;
+  }
+  if (s.req.on_output) s.req.on_output(out);
+}
+
 void Scheduler::Impl::prefill_step() {
   std::vector<BatchEntry> batch;
   std::vector<Seq*> seqs;
   int32_t budget = opt.max_batched_tokens;
+  int32_t rows_left = max_logit_rows;
   for (auto& p : running) {
     Seq& s = *p;
     if (!s.in_prefill() || budget == 0) continue;
     const int32_t total = static_cast<int32_t>(s.tokens.size());
-    const int32_t n = std::min(budget, total - s.n_computed);
+    int32_t n = std::min(budget, total - s.n_computed);
+    // Prompt logprobs: a row of logits for every token of the chunk, within the step's rows.
+    const bool all_logits = s.owes_prompt_logprobs();
+    if (all_logits) n = std::min(n, rows_left);
+    if (n == 0) continue;
+    const bool last = s.n_computed + n == total;
+    BatchEntry e{std::span<const int32_t>(s.tokens).subspan(s.n_computed, n), s.n_computed,
+                 s.blocks, last && !s.embeds(), all_logits};
+    if (s.embeds())
+      e.hidden = *s.req.embed == Pooling::Mean ? HiddenOutput::Sum
+                 : last                        ? HiddenOutput::Last
+                                               : HiddenOutput::None;
+    if (e.logit_rows() > rows_left) continue;
+    rows_left -= static_cast<int32_t>(e.logit_rows());
     budget -= n;
-    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_computed, n), s.n_computed,
-                     s.blocks, s.n_computed + n == total});
+    batch.push_back(e);
     seqs.push_back(&s);
   }
   in_step = seqs;
   if (batch.empty()) return;
-  int32_t n_logits = 0, n_tokens = 0;
+  int64_t n_logits = 0, n_hidden = 0;
+  int32_t n_tokens = 0;
   for (auto& e : batch) {
-    n_logits += e.want_logits;
+    n_logits += e.logit_rows();
+    n_hidden += e.hidden_rows();
     n_tokens += static_cast<int32_t>(e.tokens.size());
   }
-  logits.resize(static_cast<size_t>(std::max(n_logits, 1)) * model.config.vocab_size);
+  const int32_t V = model.config.vocab_size, dim = model.config.dim;
+  logits.resize(static_cast<size_t>(std::max<int64_t>(n_logits, 1)) * V);
+  hidden.resize(static_cast<size_t>(std::max<int64_t>(n_hidden, 1)) * dim);
   const auto t0 = Clock::now();
-  prefill_ex->run(batch, logits.data());
+  prefill_ex->run(batch, logits.data(), n_hidden > 0 ? hidden.data() : nullptr);
   {
     std::lock_guard<std::mutex> lock(mu);
     ++st.prefill_steps;
     st.prefill_seconds += secs(Clock::now() - t0);
     st.prompt_tokens += static_cast<uint64_t>(n_tokens);
   }
-  int32_t row = 0;
+  int64_t row = 0, hidden_row = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     Seq& s = *seqs[i];
-    s.n_computed += static_cast<int32_t>(batch[i].tokens.size());
+    const BatchEntry& e = batch[i];
+    const int32_t first_pos = s.n_computed, n = static_cast<int32_t>(e.tokens.size());
+    s.n_computed += n;
     cache->commit(s.tokens, s.n_computed, s.blocks, s.chain);
-    if (batch[i].want_logits)
-      accept_token(s, logits.data() + static_cast<size_t>(row++) * model.config.vocab_size);
+    float* rows = logits.data() + static_cast<size_t>(row) * V;
+    row += e.logit_rows();
+    if (e.all_logits) take_prompt_logprobs(s, rows, first_pos, n);
+    if (e.hidden != HiddenOutput::None) {
+      const float* h = hidden.data() + static_cast<size_t>(hidden_row++) * dim;
+      if (e.hidden == HiddenOutput::Last) s.pooled.assign(dim, 0.0);
+      s.pooled.resize(static_cast<size_t>(dim), 0.0);
+      for (int32_t k = 0; k < dim; ++k) s.pooled[k] += h[k];
+    }
+    if (s.embeds() && s.n_computed == static_cast<int32_t>(s.tokens.size()))
+      finish_embedding(s);
+    else if (e.want_logits)
+      accept_token(s, rows + static_cast<size_t>(e.logit_rows() - 1) * V);
   }
 }
 

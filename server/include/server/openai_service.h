@@ -1,6 +1,7 @@
 #pragma once
 // The OpenAI-compatible API over the engine: /v1/completions, /v1/chat/completions (both with
-// SSE streaming), /v1/models (and /v1/models/{id}), /tokenize, /detokenize, /health, /metrics.
+// SSE streaming), /v1/embeddings, /v1/models (and /v1/models/{id}), /tokenize, /detokenize,
+// /health, /metrics, and llama-server's /props.
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -47,6 +48,8 @@ struct ServiceOptions {
   // message contents, and the rendered prompt), checked before tokenizing: it bounds the time a
   // tokenizer takes. 8 MiB documents pass; a prompt over the context is refused after that.
   size_t max_prompt_bytes = 16u << 20;
+  // How /v1/embeddings pools the final hidden states (--pooling).
+  engine::Pooling pooling = engine::Pooling::Mean;
 };
 
 class OpenAiService {

@@ -94,4 +94,19 @@ try {
 }
 const again = await client.completions.create({ model, prompt, max_tokens: maxTokens, temperature: 0 });
 check(again.choices[0].text === expected, "the server still serves after the errors");
+
+// Embeddings: the SDK asks for base64 unless told otherwise, and decodes it to floats.
+const emb = await client.embeddings.create({ model, input: ["Once upon a time", prompt] });
+const embFloat = await client.embeddings.create({ model, input: "Once upon a time", encoding_format: "float" });
+const unit = (v) => Math.abs(Math.hypot(...v) - 1) < 1e-5;
+check(emb.object === "list" && emb.data.length === 2 && emb.data[1].index === 1, "embeddings.create returns one embedding per input, in order");
+check(emb.data.every((d) => Array.isArray(d.embedding) && d.embedding.length > 0 && unit(d.embedding)), "base64 embeddings decode to unit vectors");
+check(embFloat.data[0].embedding.every((x, i) => Math.abs(x - emb.data[0].embedding[i]) < 1e-5), "float and base64 embeddings agree");
+check(emb.usage.prompt_tokens > 0 && emb.usage.total_tokens === emb.usage.prompt_tokens, "embeddings usage is reported");
+try {
+  await client.embeddings.create({ model, input: "Once upon a time", dimensions: 3 });
+  check(false, "embeddings of another size are rejected");
+} catch (e) {
+  check(e instanceof OpenAI.BadRequestError && e.param === "dimensions", `other dimensions raise BadRequestError (${e.param})`);
+}
 console.log("openai sdk: all checks passed");

@@ -5,6 +5,13 @@
 
 namespace sandwich::engine {
 
+// What an entry asks of its chunk's final hidden states (after the final norm): embeddings.
+enum class HiddenOutput : uint8_t {
+  None,
+  Last,  // the last token's
+  Sum,   // summed over the chunk's tokens, so that a mean can be pooled across chunks
+};
+
 struct BatchEntry {
   std::span<const int32_t> tokens;       // new tokens, at positions start_pos, start_pos + 1, ...
   int32_t start_pos = 0;                 // KV of positions [0, start_pos) is already cached
@@ -13,11 +20,14 @@ struct BatchEntry {
   // Logits of every token of the chunk, in order, rather than of the last one only: what scoring
   // a text needs (perplexity, KL divergence), where each position predicts the next token.
   bool all_logits = false;
+  HiddenOutput hidden = HiddenOutput::None;
 
   // Rows of logits this entry gets from a step.
   int64_t logit_rows() const {
     return all_logits ? static_cast<int64_t>(tokens.size()) : (want_logits ? 1 : 0);
   }
+  // Rows of hidden state (the model's dim values each) this entry gets from a step.
+  int64_t hidden_rows() const { return hidden == HiddenOutput::None ? 0 : 1; }
 };
 
 }  // namespace sandwich::engine

@@ -32,10 +32,12 @@ class Executor {
  public:
   virtual ~Executor() = default;
   // Runs one forward step and writes vocab_size logits per row of each entry's logit_rows() (the
-  // last token's with want_logits, every token's with all_logits), in batch order. Throws
-  // std::invalid_argument for tokens outside the vocabulary, positions past the context or block
-  // tables that do not cover the chunk, std::runtime_error if the step fails.
-  virtual void run(std::span<const BatchEntry> batch, float* logits) = 0;
+  // last token's with want_logits, every token's with all_logits), in batch order, and the
+  // model's dim values per row of hidden_rows() into `hidden` (may be null when no entry asks).
+  // Throws std::invalid_argument for tokens outside the vocabulary, positions past the context or
+  // block tables that do not cover the chunk, std::runtime_error if the step fails.
+  virtual void run(std::span<const BatchEntry> batch, float* logits, float* hidden) = 0;
+  void run(std::span<const BatchEntry> batch, float* logits) { run(batch, logits, nullptr); }
   virtual const topotree::ServiceConfig& config() const = 0;
   // Safe to call from any thread.
   virtual ExecutorHealth health() const { return {}; }
@@ -49,6 +51,8 @@ struct ExecutorLimits {
   // that ask for all_logits need up to max_tokens. Multi-rank groups keep that many rows in
   // shared memory.
   int32_t max_logit_rows = 0;
+  // Rows of hidden state one step may return (0: max_entries); kept in shared memory likewise.
+  int32_t max_hidden_rows = 0;
   // Sum every reduction in an order independent of the batch, so that a sequence's logits are
   // bitwise the same whatever runs beside it (kernels::GemmArgs::batch_invariant); slower.
   bool batch_invariant = false;

@@ -55,6 +55,8 @@ class Sampler {
   };
   static float logprob_of(const float* logits, int32_t vocab_size, int32_t token);
   static std::vector<TopLogprob> top_logprobs(const float* logits, int32_t vocab_size, int n);
+  // 1 + the tokens more likely than `token` (vLLM's rank: the top token is 1).
+  static int32_t rank_of(const float* logits, int32_t vocab_size, int32_t token);
 
  private:
   void apply_penalties(float* logits, std::span<const int32_t> prompt,
@@ -71,6 +73,15 @@ class Sampler {
 struct TokenLogprob {
   int32_t token;
   float logprob;
+  std::vector<Sampler::TopLogprob> top;
+};
+
+// A prompt token's log-probability given the tokens before it, its rank, and the top n there
+// (vLLM's prompt_logprobs).
+struct PromptTokenLogprob {
+  int32_t token;
+  float logprob;
+  int32_t rank;
   std::vector<Sampler::TopLogprob> top;
 };
 

@@ -21,6 +21,7 @@
 #include "engine/runtime/executor.h"
 #include "engine/runtime/finish_reason.h"
 #include "engine/runtime/metrics.h"
+#include "engine/runtime/pooling.h"
 #include "engine/runtime/sampler.h"
 
 namespace sandwich::engine {
@@ -76,6 +77,11 @@ struct RequestOutput {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  // EngineRequest::prompt_logprobs, in the sequence's first output: one per prompt token from
+  // the second on (the first has no context to be predicted from).
+  std::vector<PromptTokenLogprob> prompt_logprobs;
+  // EngineRequest::embed, with finished: the pooled hidden state, of unit L2 norm.
+  std::vector<float> embedding;
 };
 
 struct EngineRequest {
@@ -96,6 +102,13 @@ struct EngineRequest {
   // only where its sentence is whole, and a sentence that can go no further ends the sequence
   // (Stop). Several sequences may share one automaton; it is used on the engine thread only.
   std::shared_ptr<grammar::GrammarAutomaton> grammar;
+  // -1: none; n >= 0: each prompt token's logprob, rank and the top n at its position. Such a
+  // request takes no prefix-cache hit until they are computed (every position must run).
+  int32_t prompt_logprobs = -1;
+  // Set: an embedding request. The prompt is prefilled (batched with the rest, no KV kept after)
+  // and its final hidden states pooled into RequestOutput::embedding; nothing is generated
+  // (max_tokens, sampling and stops are not used) and it finishes with Stop.
+  std::optional<Pooling> embed;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Called on the engine thread; must be quick and must not call back into the scheduler,
   // except cancel() (which only queues the id).
@@ -131,8 +144,8 @@ class Scheduler {
   ~Scheduler();  // aborts what is left and joins the engine thread
 
   // Queues a request and returns its id. Throws std::invalid_argument (empty prompt, prompt or
-  // prompt + max_tokens past max_model_len, min_tokens past max_tokens, a stop token id outside
-  // the vocabulary, bad sampling) or QueueFull.
+  // prompt + max_tokens past max_model_len (an embedding's prompt alone), min_tokens past
+  // max_tokens, a stop token id outside the vocabulary, bad sampling) or QueueFull.
   uint64_t submit(EngineRequest r);
   // Queues all of them or none (the same errors), so a request of several sequences never half
   // runs. Throws std::invalid_argument when there are more than max_waiting() of them, as they
@@ -151,6 +164,7 @@ class Scheduler {
   ExecutorHealth executor_health() const;
   int32_t max_model_len() const;
   int32_t max_waiting() const;
+  int32_t max_num_seqs() const;
   // Its size and element type do not change after construction.
   const KVCache& kv_cache() const;
   const Histogram& ttft() const;
