@@ -141,7 +141,7 @@ TEST(GrammarRegex, HostilePatternsFailFast) {
   EXPECT_EQ(error_of(std::string(60000, 'a')), "no error");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 3.0);
+  EXPECT_LT(seconds, 5.0);  // a hang would take far longer; a loaded CI machine, not much
 }
 
 TEST(GrammarChoices, ExactlyOneOfTheStrings) {
