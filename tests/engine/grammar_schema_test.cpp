@@ -441,6 +441,9 @@ TEST(GrammarSchema, HostileSchemasFailFast) {
   }
   defs["d40"] = json{{"type", "integer"}};
   EXPECT_NE(error_of(json{{"$defs", defs}, {"$ref", "#/$defs/d0"}}), "no error");
+  json nested_value = 1;
+  for (int i = 0; i < 1000; ++i) nested_value = json::array({nested_value});
+  EXPECT_NE(error_of(json{{"const", nested_value}}).find("nested over 128"), std::string::npos);
   // A huge enum passes the grammar's size bound.
   json big = json::array();
   for (int i = 0; i < 200000; ++i) big.push_back("value number " + std::to_string(i));
