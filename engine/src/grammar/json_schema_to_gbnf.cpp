@@ -701,11 +701,61 @@ class SchemaCompiler {
     }
     if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_excl || hi_excl))))
       nothing(ptr, "no number lies between the bounds");
-    // Only the sign is enforced; other bounds on non-integers are left to the model.
+    // Whole-number bounds are exact (the number then has no exponent); of others only the sign
+    // is enforced.
+    const auto whole = [](const std::optional<double>& b) {
+      return !b || (std::floor(*b) == *b && std::fabs(*b) < 1e15);
+    };
+    if ((lo || hi) && whole(lo) && whole(hi)) {
+      std::optional<int64_t> ilo, ihi;
+      if (lo) ilo = static_cast<int64_t>(*lo);
+      if (hi) ihi = static_cast<int64_t>(*hi);
+      return r_.add(hint + "-num", bounded_decimal(ilo, lo_excl, ihi, hi_excl) + " " + sp);
+    }
     const std::string body = json_unsigned_number_body() + " " + sp;
     if (lo && *lo >= 0) return r_.add(hint + "-num", body);
     if (hi && (*hi < 0 || (*hi == 0 && hi_excl))) return r_.add(hint + "-num", "\"-\" " + body);
     return json_number(r_);
+  }
+
+  // Decimals (no exponent) between whole-number bounds: an integer part in range with any
+  // fraction, the bound itself with a zero fraction, or (exclusive) a non-zero one.
+  static std::string bounded_decimal(std::optional<int64_t> lo, bool lo_excl,
+                                     std::optional<int64_t> hi, bool hi_excl) {
+    std::vector<std::string> alts;
+    // Magnitudes m >= 0 in [l, h] (h absent: unbounded), each side inclusive or not.
+    const auto magnitudes = [](int64_t l, bool lx, std::optional<int64_t> h, bool hx) {
+      const std::string any = "(\".\" [0-9]{1,17})?", zero = "(\".\" \"0\"{1,17})?",
+                        nonzero = "\".\" [0-9]{0,16} [1-9] [0-9]{0,16}";
+      std::vector<std::string> m;
+      const int64_t from = lx ? l + 1 : l;
+      if (!h || from <= *h - 1) {
+        std::optional<int64_t> to;
+        if (h) to = *h - 1;
+        m.push_back("(" + integer_range_gbnf(from, to) + ") " + any);
+      }
+      if (lx && (!h || l <= *h - 1)) m.push_back("\"" + std::to_string(l) + "\" " + nonzero);
+      if (h && !hx && (*h > l || !lx)) m.push_back("\"" + std::to_string(*h) + "\" " + zero);
+      return m;
+    };
+    // v >= 0, written without a sign.
+    if (!hi || *hi > 0 || (*hi == 0 && !hi_excl)) {
+      const bool from_lo = lo && *lo >= 0;
+      for (auto& a : magnitudes(from_lo ? *lo : 0, from_lo && lo_excl, hi, hi_excl))
+        alts.push_back(a);
+    }
+    // v < 0: "-" and a magnitude -v, which v >= lo bounds above and v <= hi below.
+    if (!lo || *lo < 0) {
+      const bool from_hi = hi && *hi <= 0;
+      std::optional<int64_t> top;
+      if (lo) top = -*lo;
+      for (auto& a :
+           magnitudes(from_hi ? -*hi : 0, from_hi ? (hi_excl || *hi == 0) : true, top, lo_excl))
+        alts.push_back("\"-\" " + a);
+    }
+    std::string out;
+    for (const auto& a : alts) out += (out.empty() ? "" : " | ") + std::string("(") + a + ")";
+    return "(" + out + ")";
   }
 
   const json& root_;

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 
+#include "engine/grammar/grammar.h"
 #include "text/tokenizer_common.h"
 
 namespace sandwich::engine::grammar {
@@ -244,7 +245,8 @@ std::string json_string_except(GbnfRules& r, const std::vector<std::string>& exc
   return r.add("other-key", "\"\\\"\" " + key_rest(r, root) + " " + json_space(r));
 }
 
-std::string json_literal(GbnfRules& r, const nlohmann::json& v) {
+std::string json_literal(GbnfRules& r, const nlohmann::json& v, int depth) {
+  if (depth > 128) throw GrammarError("JSON Schema: an enum or const value nested over 128 deep");
   const std::string sp = json_space(r);
   if (v.is_object()) {
     std::string out = "\"{\" " + sp;
@@ -253,7 +255,7 @@ std::string json_literal(GbnfRules& r, const nlohmann::json& v) {
       if (!first) out += " \",\" " + sp;
       first = false;
       out += " " + gbnf_literal(nlohmann::json(k).dump()) + " " + sp + " \":\" " + sp + " " +
-             json_literal(r, x);
+             json_literal(r, x, depth + 1);
     }
     return out + " \"}\" " + sp;
   }
@@ -263,7 +265,7 @@ std::string json_literal(GbnfRules& r, const nlohmann::json& v) {
     for (const auto& x : v) {
       if (!first) out += " \",\" " + sp;
       first = false;
-      out += " " + json_literal(r, x);
+      out += " " + json_literal(r, x, depth + 1);
     }
     return out + " \"]\" " + sp;
   }

@@ -46,6 +46,6 @@ std::string json_string_chars(GbnfRules& r, const CodepointSet& set);
 std::string json_string_except(GbnfRules& r, const std::vector<std::string>& excluded);
 
 // Exactly this value as dump() writes it, followed by space (enum and const values).
-std::string json_literal(GbnfRules& r, const nlohmann::json& v);
+std::string json_literal(GbnfRules& r, const nlohmann::json& v, int depth = 0);
 
 }  // namespace sandwich::engine::grammar

@@ -378,8 +378,9 @@ class Writer {
   Writer(GbnfRules& r, RegexTarget target) : r_(r), target_(target) {}
 
   // An expression that can take a quantifier suffix as it is.
-  std::string atom(const Node& n) {
-    std::string e = expr(n);
+  // e (n's expression, written once: nested repeats would otherwise write it 2^depth times) in
+  // parentheses unless it is one character or one class.
+  std::string wrap(const Node& n, std::string e) {
     if (n.kind == Node::kChars &&
         (plain(n.chars) ||
          (!e.empty() && e[0] == '[' && e.back() == ']' && e.find(" | ") == std::string::npos)))
@@ -409,8 +410,9 @@ class Writer {
       }
       case Node::kRepeat: {
         const Node& k = n.kids[0];
-        if (expr(k).empty()) return {};
-        const std::string a = atom(k);
+        std::string e = expr(k);
+        if (e.empty()) return {};
+        const std::string a = wrap(k, std::move(e));
         if (n.min == 0 && n.max == -1) return a + "*";
         if (n.min == 1 && n.max == -1) return a + "+";
         if (n.min == 0 && n.max == 1) return a + "?";
