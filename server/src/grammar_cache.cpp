@@ -6,7 +6,9 @@ namespace grammar = engine::grammar;
 
 GrammarCache::GrammarCache(const engine::Tokenizer& tok, size_t max_grammars,
                            size_t automaton_bytes)
-    : tok_(tok), max_grammars_(std::max<size_t>(1, max_grammars)), automaton_bytes_(automaton_bytes) {}
+    : tok_(tok),
+      max_grammars_(std::max<size_t>(1, max_grammars)),
+      automaton_bytes_(automaton_bytes) {}
 
 std::shared_ptr<const grammar::TokenVocabulary> GrammarCache::vocabulary() {
   // Held while building: requests that come meanwhile wait for the one trie.

@@ -12,8 +12,8 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "completion_job.h"
-#include "grammar_cache.h"
 #include "embedding_job.h"
+#include "grammar_cache.h"
 #include "json_response.h"
 #include "preprocess_pool.h"
 #include "prometheus.h"
@@ -379,8 +379,8 @@ void OpenAiService::attach(const engine::Model& model, engine::Scheduler& schedu
   I.tool_format = choose_tool_call_format(I.opt.tool_call_parser, chosen.source, *model.tokenizer);
   I.special_texts = special_token_texts(*model.tokenizer, tool_call_markers(I.tool_format.format));
   I.longest_token_bytes = longest_token_bytes(*model.tokenizer);
-  I.grammars = std::make_unique<GrammarCache>(*model.tokenizer, kCachedGrammars,
-                                              kGrammarCacheBytes);
+  I.grammars =
+      std::make_unique<GrammarCache>(*model.tokenizer, kCachedGrammars, kGrammarCacheBytes);
   if (I.opt.log_interval_seconds > 0)
     I.stats_log = std::make_unique<EngineStatsLogger>(scheduler, I.opt.log_interval_seconds);
   I.ready = true;

@@ -42,7 +42,8 @@ std::string compile(const Source& s) {
       case Source::Kind::AnyObject:
         return grammar::gbnf_any_json_object();
       case Source::Kind::Regex:
-        if (!s.value->is_string()) bad("'" + s.param + "' must be a regular expression string", s.param);
+        if (!s.value->is_string())
+          bad("'" + s.param + "' must be a regular expression string", s.param);
         return grammar::gbnf_from_regex(s.value->get_ref<const std::string&>());
       case Source::Kind::Choice: {
         if (!s.value->is_array() || s.value->empty())
@@ -90,7 +91,8 @@ void from_response_format(const Fields& top, std::vector<Source>& out) {
     jf.string("description");
     jf.boolean("strict", false);  // our output always follows the schema
     const json* schema = jf.get("schema");
-    if (!schema) bad("'response_format.json_schema' needs a 'schema'", "response_format.json_schema");
+    if (!schema)
+      bad("'response_format.json_schema' needs a 'schema'", "response_format.json_schema");
     out.push_back({Source::Kind::Schema, schema, "response_format.json_schema.schema"});
     return;
   }
@@ -102,8 +104,10 @@ void from_structured_outputs(const Fields& top, std::vector<Source>& out) {
   const char* p = "structured_outputs";
   if (!top.get(p)->is_object()) bad("'structured_outputs' must be an object", p);
   const Fields& f = top.object(p);
-  if (const json* v = f.get("json")) out.push_back({Source::Kind::Schema, v, "structured_outputs.json"});
-  if (const json* v = f.get("regex")) out.push_back({Source::Kind::Regex, v, "structured_outputs.regex"});
+  if (const json* v = f.get("json"))
+    out.push_back({Source::Kind::Schema, v, "structured_outputs.json"});
+  if (const json* v = f.get("regex"))
+    out.push_back({Source::Kind::Regex, v, "structured_outputs.regex"});
   if (const json* v = f.get("choice"))
     out.push_back({Source::Kind::Choice, v, "structured_outputs.choice"});
   if (const json* v = f.get("grammar"))
@@ -111,7 +115,8 @@ void from_structured_outputs(const Fields& top, std::vector<Source>& out) {
   if (f.boolean("json_object", false))
     out.push_back({Source::Kind::AnyObject, nullptr, "structured_outputs.json_object"});
   for (const char* k : {"structural_tag", "whitespace_pattern"})
-    if (f.get(k)) bad(std::string("'structured_outputs.") + k + "' is not supported by this server", p);
+    if (f.get(k))
+      bad(std::string("'structured_outputs.") + k + "' is not supported by this server", p);
   f.boolean("disable_any_whitespace", false);
   f.boolean("disable_additional_properties", false);
   f.boolean("disable_fallback", false);
@@ -123,13 +128,16 @@ void parse_structured_output(const Fields& f, GenerateRequest& r) {
   std::vector<Source> sources;
   if (f.get("response_format")) from_response_format(f, sources);
   if (f.get("structured_outputs")) from_structured_outputs(f, sources);
-  if (const json* v = f.get("guided_json")) sources.push_back({Source::Kind::Schema, v, "guided_json"});
-  if (const json* v = f.get("guided_regex")) sources.push_back({Source::Kind::Regex, v, "guided_regex"});
+  if (const json* v = f.get("guided_json"))
+    sources.push_back({Source::Kind::Schema, v, "guided_json"});
+  if (const json* v = f.get("guided_regex"))
+    sources.push_back({Source::Kind::Regex, v, "guided_regex"});
   if (const json* v = f.get("guided_choice"))
     sources.push_back({Source::Kind::Choice, v, "guided_choice"});
   if (const json* v = f.get("guided_grammar"))
     sources.push_back({Source::Kind::Grammar, v, "guided_grammar"});
-  if (const json* v = f.get("json_schema")) sources.push_back({Source::Kind::Schema, v, "json_schema"});
+  if (const json* v = f.get("json_schema"))
+    sources.push_back({Source::Kind::Schema, v, "json_schema"});
   if (const json* v = f.get("grammar")) sources.push_back({Source::Kind::Grammar, v, "grammar"});
   // Which engine runs the grammar is ours to choose; the names are only checked.
   f.string("guided_decoding_backend");
@@ -137,8 +145,8 @@ void parse_structured_output(const Fields& f, GenerateRequest& r) {
     bad("'guided_whitespace_pattern' is not supported by this server", "guided_whitespace_pattern");
   if (sources.empty()) return;
   if (sources.size() > 1)
-    bad("structured output is asked for twice ('" + sources[0].param + "' and '" + sources[1].param +
-            "'); give one of them",
+    bad("structured output is asked for twice ('" + sources[0].param + "' and '" +
+            sources[1].param + "'); give one of them",
         sources[1].param);
   r.grammar = compile(sources[0]);
   r.grammar_param = sources[0].param;

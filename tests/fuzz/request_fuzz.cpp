@@ -44,8 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (auto kind : {server::ApiKind::Completion, server::ApiKind::Chat})
       expect_client_error_at_most([&] { (void)server::parse_generate_request(body, kind, ctx); });
     expect_client_error_at_most([&] { (void)server::parse_tokenize_request(body, ctx); });
-    expect_client_error_at_most(
-        [&] { (void)server::parse_embedding_request(body, ctx, /*dim=*/64); });
+    expect_client_error_at_most([&] {
+      server::Fields f(body);
+      (void)server::parse_embedding_request(f, ctx, /*dim=*/64);
+    });
     expect_client_error_at_most(
         [&] { (void)tok.decode(server::parse_detokenize_request(body, tok)); });
   });

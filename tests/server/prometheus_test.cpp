@@ -131,6 +131,12 @@ sandwich:prefill_step_seconds_total{model_name="llama"} 1.25
 # HELP sandwich:decode_step_seconds_total Time in decode steps
 # TYPE sandwich:decode_step_seconds_total counter
 sandwich:decode_step_seconds_total{model_name="llama"} 1234.56789
+# HELP sandwich:grammar_seconds_total Time structured output's grammars took (token masks and checks)
+# TYPE sandwich:grammar_seconds_total counter
+sandwich:grammar_seconds_total{model_name="llama"} 0
+# HELP sandwich:grammar_tokens_total Tokens chosen under a grammar
+# TYPE sandwich:grammar_tokens_total counter
+sandwich:grammar_tokens_total{model_name="llama"} 0
 # HELP sandwich:rank_restarts_total Rank groups re-formed after a rank process died, failed or hung
 # TYPE sandwich:rank_restarts_total counter
 sandwich:rank_restarts_total{model_name="llama"} 2

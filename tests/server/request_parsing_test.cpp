@@ -249,29 +249,30 @@ TEST_F(RequestParsing, UnsupportedFeaturesAreRefused) {
   EXPECT_NO_THROW(parse({{"prompt", "x"}, {"echo", false}, {"best_of", 1}}));
   // Structured output is served (tests/server/structured_output_serving_test.cpp); what does
   // not compile, or a response_format of another type, is refused naming the field.
-  EXPECT_FALSE(parse(chat({{"response_format", {{"type", "json_object"}}}}), ApiKind::Chat)
-                   .grammar.empty());
-  EXPECT_TRUE(parse(chat({{"response_format", {{"type", "text"}}}}), ApiKind::Chat).grammar.empty());
+  EXPECT_FALSE(
+      parse(chat({{"response_format", {{"type", "json_object"}}}}), ApiKind::Chat).grammar.empty());
+  EXPECT_TRUE(
+      parse(chat({{"response_format", {{"type", "text"}}}}), ApiKind::Chat).grammar.empty());
   expect_bad(chat({{"response_format", {{"type", "xml"}}}}), "response_format",
              "'response_format' type 'xml' is not one of text, json_object, json_schema",
              ApiKind::Chat);
   expect_bad(chat({{"response_format", "text"}}), "response_format",
              "'response_format' must be an object with a 'type'", ApiKind::Chat);
-  for (const auto& [k, v] : std::vector<std::pair<std::string, json>>{
-           {"guided_json", {{"type", "object"}}},
-           {"guided_regex", "a+"},
-           {"guided_choice", {"a", "b"}},
-           {"guided_grammar", "root ::= \"a\""},
-           {"structured_outputs", {{"regex", "a+"}}},
-           {"grammar", "root ::= \"a\""},
-           {"json_schema", {{"type", "string"}}}}) {
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, json>>{{"guided_json", {{"type", "object"}}},
+                                                 {"guided_regex", "a+"},
+                                                 {"guided_choice", {"a", "b"}},
+                                                 {"guided_grammar", "root ::= \"a\""},
+                                                 {"structured_outputs", {{"regex", "a+"}}},
+                                                 {"grammar", "root ::= \"a\""},
+                                                 {"json_schema", {{"type", "string"}}}}) {
     const GenerateRequest r = parse({{"prompt", "x"}, {k, v}});
     EXPECT_FALSE(r.grammar.empty()) << k;
     EXPECT_EQ(r.grammar_param.substr(0, k.size()), k);
     EXPECT_TRUE(parse({{"prompt", "x"}, {k, nullptr}}).grammar.empty()) << k;
   }
   expect_bad({{"prompt", "x"}, {"guided_json", {{"not", {}}}}}, "guided_json",
-             "'guided_json': JSON Schema at /not: 'not' is not supported");
+             "'guided_json': JSON Schema at /: 'not' is not supported");
 }
 
 // Served since issue 28 (tests/server/embeddings_test.cpp); refused before.

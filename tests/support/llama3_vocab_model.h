@@ -21,7 +21,7 @@ inline std::filesystem::path llama3_tokenizer_path() {
 // dir/llama3-tiny.gguf, made if missing. A real 128k vocabulary makes every mask and sampling
 // pass cost what it costs in production, while the layers stay tiny.
 inline std::filesystem::path write_llama3_vocab_model(const std::filesystem::path& dir,
-                                                     int max_positions = 4096) {
+                                                      int max_positions = 4096) {
   const auto gguf = dir / "llama3-tiny.gguf";
   if (std::filesystem::exists(gguf)) return gguf;
   std::ofstream(dir / "config.json")
