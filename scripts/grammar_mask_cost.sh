@@ -67,7 +67,7 @@ def metrics():
     for line in c.getresponse().read().decode().splitlines():
         if line.startswith("sandwich:") and " " in line:
             k, v = line.rsplit(" ", 1)
-            m[k] = float(v)
+            m[k.split("{")[0]] = float(v)
     return m
 
 def one(constrained, seed):
@@ -82,13 +82,17 @@ def one(constrained, seed):
     r = c.getresponse()
     data = r.read()
     if r.status != 200:
-        sys.exit(f"grammar_mask_cost: request failed {r.status}: {data[:300]}")
+        failures.append(f"{r.status}: {data[:300]}")
+
+failures = []
 
 def phase(name, batch, constrained, seed):
     before = metrics()
     ts = [threading.Thread(target=one, args=(constrained, seed + i)) for i in range(batch)]
     for t in ts: t.start()
     for t in ts: t.join()
+    if failures:
+        sys.exit(f"grammar_mask_cost: a request failed: {failures[0]}")
     after = metrics()
     d = lambda k: after.get(k, 0) - before.get(k, 0)
     steps = d("sandwich:decode_steps_total")

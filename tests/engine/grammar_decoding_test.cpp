@@ -170,5 +170,27 @@ TEST_F(GrammarDecoding, AWholeSentenceFitsInMaxTokens) {
   }
 }
 
+// The shortest ending is counted in bytes, which overstate the tokens a vocabulary of longer
+// pieces needs: a sentence of more bytes than max_tokens still ends in time, by the tokens that
+// bring it closest to the end.
+TEST_F(GrammarDecoding, ASentenceLongerInBytesThanMaxTokensStillEnds) {
+  SchedulerOptions o;
+  o.max_model_len = 256;
+  Scheduler s(*model_, o);
+  const std::string g =
+      R"g(root ::= " Once upon a time, there was a little girl named Lily" [a-z ]*)g";
+  const auto parsed = Grammar::parse(g);
+  auto a = automaton(g);
+  std::vector<EngineRequest> rs;
+  rs.push_back(request("Hi", a, 0.0f, 1, 20));
+  for (int i = 0; i < 3; ++i) rs.push_back(request("Hi", a, 1.0f, 3 + i, 20));
+  const auto out = run(s, std::move(rs));
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].error, "") << i;
+    EXPECT_TRUE(parsed->accepts(out[i].text)) << i << ": '" << out[i].text << "'";
+    EXPECT_EQ(out[i].reason, FinishReason::Stop) << out[i].text;
+  }
+}
+
 }  // namespace
 }  // namespace sandwich::engine

@@ -137,7 +137,7 @@ int32_t GrammarAutomaton::Impl::bytes_to_end(int32_t state) {
 
 int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t>& bits,
                                              int32_t max_end) {
-  int32_t most = 0;
+  int32_t most = 0, least = kNoEnd;
   const auto& v = vocab();
   // One word more than the tokens need: the sink of nodes where no token ends.
   bits.assign(words_ + 1, 0);
@@ -171,6 +171,7 @@ int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t
         continue;
       }
       most = std::max(most, need);
+      least = std::min(least, need);
     }
     bits[static_cast<size_t>(node.token) >> 6] |= uint64_t{1} << (node.token & 63);
     if (node.more_tokens) [[unlikely]]
@@ -178,13 +179,20 @@ int32_t GrammarAutomaton::Impl::compute_mask(int32_t state, std::vector<uint64_t
         bits[static_cast<size_t>(ids[k]) >> 6] |= uint64_t{1} << (ids[k] & 63);
     ++i;
   }
+  last_min_end_ = least;
   return most;
+}
+
+int32_t GrammarAutomaton::Impl::budget_limit(int32_t state, int32_t max_end) {
+  mask(state);  // cached: its fewest and most bytes left
+  return std::max(max_end, last_min_end_);
 }
 
 const uint64_t* GrammarAutomaton::Impl::mask_within(int32_t state, int32_t max_end) {
   const uint64_t* bits = mask(state);
   if (last_max_end_ <= max_end) return bits;
-  compute_mask(state, within_, max_end);
+  const int32_t limit = std::max(max_end, last_min_end_);
+  compute_mask(state, within_, limit);
   return within_.data();
 }
 
@@ -202,6 +210,7 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
   if (it != masks_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
     last_max_end_ = it->second.max_end;
+    last_min_end_ = it->second.min_end;
     return it->second.bits.data();
   }
   last_max_end_ = compute_mask(state, scratch_);
@@ -214,6 +223,7 @@ const uint64_t* GrammarAutomaton::Impl::mask(int32_t state) {
   entry.bits.swap(scratch_);
   entry.lru = lru_.begin();
   entry.max_end = last_max_end_;
+  entry.min_end = last_min_end_;
   mask_bytes_ += size;
   return entry.bits.data();
 }

@@ -43,10 +43,14 @@ struct GrammarAutomaton::Impl {
   const uint64_t* mask(int32_t state);
   // The fewest bytes that end a sentence from `state` (kNoEnd when none can).
   int32_t bytes_to_end(int32_t state);
-  // mask(), less the tokens after which the sentence needs more than max_end bytes to end. The
+  // mask(), less the tokens after which the sentence needs more than max_end bytes to end (or,
+  // when every token needs more, all but those that need the fewest: bytes overstate the tokens
+  // a multi-byte vocabulary needs, so the closest way to the end is still worth taking). The
   // cached mask when no allowed token needs that many (the usual case: only near the end of
   // max_tokens is a mask walked afresh).
   const uint64_t* mask_within(int32_t state, int32_t max_end);
+  // The budget mask_within applies for max_end: max_end, or the fewest bytes any token leaves.
+  int32_t budget_limit(int32_t state, int32_t max_end);
 
   // Matchers say where they keep their state, so that compact_if_full() can renumber it.
   void track(int32_t* state) { tracked_.insert(state); }
@@ -77,11 +81,13 @@ struct GrammarAutomaton::Impl {
     std::vector<uint64_t> bits;
     std::list<int32_t>::iterator lru;
     int32_t max_end = 0;  // the most bytes_to_end after any allowed token
+    int32_t min_end = 0;  // the fewest
   };
   int32_t add_transition(int32_t state, uint8_t b);
   int32_t intern_state(std::vector<int32_t>& stacks);
-  // Returns the most bytes_to_end after any token it allows; with max_end, allows only the
-  // tokens after which the sentence can end within max_end bytes.
+  // Returns the most bytes_to_end after any token it allows (and sets last_min_end_ to the
+  // fewest); with max_end, allows only the tokens after which the sentence can end within
+  // max_end bytes.
   int32_t compute_mask(int32_t state, std::vector<uint64_t>& bits, int32_t max_end = kNoEnd);
   int32_t stack_bytes_to_end(int32_t stack);
   void evict_until_fits(size_t extra);
@@ -105,6 +111,7 @@ struct GrammarAutomaton::Impl {
   std::vector<int32_t> stack_end_;  // per stack node, -1 until known
   std::vector<int32_t> state_end_;  // per state, -1 until known
   int32_t last_max_end_ = 0;        // of the mask last computed
+  int32_t last_min_end_ = 0;
   std::vector<int32_t> step_out_, walk_states_;
   std::unordered_set<int32_t*> tracked_;
   std::unordered_set<uint64_t> depth_cuts_;  // state * 256 + byte

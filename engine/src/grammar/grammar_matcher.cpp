@@ -101,7 +101,8 @@ bool GrammarMatcher::allows(int32_t token) {
   if (token < 0 || token >= v.vocab_size || !v.in_trie[token]) return false;
   const int32_t next = s.a().walk(s.state, v.token_bytes(token));
   return next != GrammarAutomaton::Impl::kDead &&
-         (s.tokens_left == INT32_MAX || s.a().bytes_to_end(next) <= s.max_end());
+         (s.tokens_left == INT32_MAX || s.a().bytes_to_end(next) <= s.max_end() ||
+          s.a().bytes_to_end(next) <= s.a().budget_limit(s.state, s.max_end()));
 }
 
 void GrammarMatcher::limit_tokens(int32_t tokens_left) {
