@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "json_response.h"
+#include "queue_job.h"
 #include "request_log.h"
 #include "special_text_filter.h"
 #include "tool_call_stream.h"
@@ -447,19 +448,7 @@ void run_completion(const GenerateRequest& req, const WireFormat& format, Respon
       r.on_output = [job, idx](const engine::RequestOutput& o) { job->on_output(idx, o); };
       rs.push_back(std::move(r));
     }
-  std::weak_ptr<Job> weak = job;
-  out->on_disconnect([weak] {
-    if (auto j = weak.lock()) j->disconnected();
-  });
-  ++env.active;
-  std::vector<uint64_t> ids;
-  try {
-    ids = env.scheduler.submit(std::move(rs));
-  } catch (...) {
-    --env.active;
-    throw;
-  }
-  job->queued(std::move(ids));
+  queue_job(job, std::move(rs), env.scheduler, env.active, *out);
 }
 
 }  // namespace sandwich::server

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "completion_job.h"
 #include "json_response.h"
+#include "queue_job.h"
 #include "request_log.h"
 
 namespace sandwich::server {
@@ -164,19 +165,7 @@ void run_embeddings(const EmbeddingRequest& req, std::string id, std::string mod
     r.on_output = [job, i](const engine::RequestOutput& o) { job->on_output(i, o); };
     rs.push_back(std::move(r));
   }
-  std::weak_ptr<EmbeddingJob> weak = job;
-  out->on_disconnect([weak] {
-    if (auto j = weak.lock()) j->disconnected();
-  });
-  ++env.active;
-  std::vector<uint64_t> ids;
-  try {
-    ids = env.scheduler.submit(std::move(rs));
-  } catch (...) {
-    --env.active;
-    throw;
-  }
-  job->queued(std::move(ids));
+  queue_job(job, std::move(rs), env.scheduler, env.active, *out);
 }
 
 }  // namespace sandwich::server

@@ -160,6 +160,26 @@ class SchemaCompiler {
     ~DepthGuard() { --c.depth_; }
   };
 
+  // A minItems/maxItems-like pair: {min, max}, max -1 when unbounded or past kMaxCount.
+  std::pair<int64_t, int64_t> count_bounds(const json& s, const std::string& ptr,
+                                           const char* min_key, const char* max_key) const {
+    const auto count = [&](const char* key, int64_t dflt) -> int64_t {
+      if (!s.contains(key)) return dflt;
+      const json& v = s[key];
+      if (!v.is_number() || v.get<double>() < 0)
+        fail(ptr, std::string("'") + key + "' must be a non-negative integer");
+      const double d = v.get<double>();
+      return d > 1e15 ? int64_t{1} << 50 : static_cast<int64_t>(d);
+    };
+    const int64_t min = count(min_key, 0);
+    int64_t max = count(max_key, -1);
+    if (max != -1 && max < min) nothing(ptr, std::string(max_key) + " < " + min_key);
+    if (min > kMaxCount)
+      fail(ptr, std::string(min_key) + " over " + std::to_string(kMaxCount) + " is not supported");
+    if (max > kMaxCount) max = -1;
+    return {min, max};
+  }
+
   // --- $ref -------------------------------------------------------------------------------
 
   const json& resolve(const std::string& ref, const std::string& ptr) const {
@@ -556,20 +576,9 @@ class SchemaCompiler {
     } else if (s.contains("items")) {
       rest = s["items"];
     }
-    const auto count = [&](const char* key, int64_t dflt) -> int64_t {
-      if (!s.contains(key)) return dflt;
-      const json& v = s[key];
-      if (!v.is_number() || v.get<double>() < 0)
-        fail(ptr, std::string("'") + key + "' must be a non-negative integer");
-      const double d = v.get<double>();
-      return d > 1e15 ? int64_t{1} << 50 : static_cast<int64_t>(d);
-    };
-    const int64_t min = count("minItems", 0);
-    int64_t max = count("maxItems", -1);
-    if (max != -1 && max < min) nothing(ptr, "maxItems < minItems");
-    if (min > kMaxCount)
-      fail(ptr, "minItems over " + std::to_string(kMaxCount) + " is not supported");
-    if (max > kMaxCount) max = -1;
+    const auto bounds = count_bounds(s, ptr, "minItems", "maxItems");
+    const int64_t min = bounds.first;
+    int64_t max = bounds.second;
 
     const std::set<std::string> saved = std::exchange(no_progress_, {});
     std::vector<std::string> elems;
@@ -649,20 +658,7 @@ class SchemaCompiler {
       const std::string e = regex_gbnf(r_, pattern, RegexTarget::json_string, at);
       return r_.add(hint + "-string", quote + " " + e + " " + quote + " " + sp);
     }
-    const auto count = [&](const char* key, int64_t dflt) -> int64_t {
-      if (!s.contains(key)) return dflt;
-      const json& v = s[key];
-      if (!v.is_number() || v.get<double>() < 0)
-        fail(ptr, std::string("'") + key + "' must be a non-negative integer");
-      const double d = v.get<double>();
-      return d > 1e15 ? int64_t{1} << 50 : static_cast<int64_t>(d);
-    };
-    const int64_t min = count("minLength", 0);
-    int64_t max = count("maxLength", -1);
-    if (max != -1 && max < min) nothing(ptr, "maxLength < minLength");
-    if (min > kMaxCount)
-      fail(ptr, "minLength over " + std::to_string(kMaxCount) + " is not supported");
-    if (max > kMaxCount) max = -1;
+    const auto [min, max] = count_bounds(s, ptr, "minLength", "maxLength");
     if (min == 0 && max == -1) return json_string(r_);
     return r_.add(hint + "-string",
                   quote + " " + repeat(json_char(r_), min, max) + " " + quote + " " + sp);
