@@ -236,7 +236,9 @@ TEST_F(StructuredOutputServing, WhatCannotBeCompiledIsA400NamingIt) {
     if (r.status != 400) continue;
     const json e = r.j()["error"];
     EXPECT_EQ(e["type"], "invalid_request_error");
-    if (!b.param.empty()) EXPECT_EQ(e["param"], b.param) << r.body;
+    if (!b.param.empty()) {
+      EXPECT_EQ(e["param"], b.param) << r.body;
+    }
     EXPECT_NE(e["message"].get<std::string>().find(b.says), std::string::npos) << r.body;
   }
   // The server is still there.
