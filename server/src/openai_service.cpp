@@ -225,6 +225,21 @@ struct OpenAiService::Impl {
     }
   }
 
+  // Runs queue (which submits to the scheduler), turning a full queue into a 429 (503 while
+  // draining) and a request the scheduler refuses into a 400.
+  template <class F>
+  void queue_or_refuse(F&& queue) {
+    try {
+      queue();
+    } catch (const engine::QueueFull& e) {
+      ++rejected;
+      if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
+      throw ApiError{429, e.what(), "rate_limit_error", {}, {}};
+    } catch (const std::invalid_argument& e) {
+      bad(e.what());
+    }
+  }
+
   void generate(const HttpRequest& http, std::shared_ptr<Responder> out, ApiKind kind) {
     const json j = model_request(http);
     Fields f(j);
@@ -241,17 +256,11 @@ struct OpenAiService::Impl {
         kind == ApiKind::Chat ? chat_completions_format() : completions_format();
     ResponseHeader header{random_id(format.id_prefix()), unix_now(), opt.served_model_name};
     log_unread(f, header.id);
-    try {
+    queue_or_refuse([&] {
       run_completion(req, format, std::move(header),
                      std::chrono::seconds(opt.request_timeout_seconds),
                      {*model->tokenizer, *scheduler, active, &special_texts}, out);
-    } catch (const engine::QueueFull& e) {
-      ++rejected;
-      if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
-      throw ApiError{429, e.what(), "rate_limit_error", {}, {}};
-    } catch (const std::invalid_argument& e) {
-      bad(e.what());
-    }
+    });
   }
 
   void embeddings(const HttpRequest& http, std::shared_ptr<Responder> out) {
@@ -261,17 +270,11 @@ struct OpenAiService::Impl {
     const EmbeddingRequest req = parse_embedding_request(f, parse_context(), model->config.dim);
     const std::string id = random_id("embd-");
     log_unread(f, id);
-    try {
+    queue_or_refuse([&] {
       run_embeddings(req, id, opt.served_model_name,
                      std::chrono::seconds(opt.request_timeout_seconds),
                      {*scheduler, active, opt.pooling}, out);
-    } catch (const engine::QueueFull& e) {
-      ++rejected;
-      if (shutting_down) throw ApiError{503, e.what(), "server_error", {}, {}};
-      throw ApiError{429, e.what(), "rate_limit_error", {}, {}};
-    } catch (const std::invalid_argument& e) {
-      bad(e.what());
-    }
+    });
   }
 
   // llama-server's GET /props: what a client may want to know before it asks anything.
