@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/stop_signal.h"
 #include "common/tool.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/executor.h"
 #include "server/sandwichd.h"
@@ -294,6 +295,7 @@ int main(int argc, char** argv) {
     p.accept_positionals(1);
     add_api_options(p, c);
     add_scheduler_options(p, c.o);
+    add_pipeline_options(p, c.o.pipeline);
     add_connection_options(p, c.o);
     add_log_options(p, c);
     add_peer_options(p, c);

@@ -1,6 +1,7 @@
 #include "server/sandwichd.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 #include <utility>
@@ -22,8 +23,27 @@ Sandwichd::~Sandwichd() {
 }
 
 int Sandwichd::run() {
+  pipeline_ = engine::Pipeline::join(o_.pipeline);
+  if (pipeline_ && !pipeline_->head()) return run_worker();
   start();
   return serve();
+}
+
+// A worker node: its layers and its own configurations, no HTTP.
+int Sandwichd::run_worker() {
+  set_stop_phase("reading the plan");
+  configs_ = engine::resolve_plan(o_.plan);
+  o_.load.threads = o_.plan.threads;
+  o_.load.choose_layers = [this](const engine::ModelConfig& c) { return pipeline_->layers(c); };
+  set_stop_phase("loading the model");
+  model_ = engine::load_model(o_.load);
+  choose_default_plan();
+  const engine::AppliedPlan applied =
+      engine::apply_plan(configs_, *model_, o_.load.model, "sandwichd", std::cerr);
+  logf(LogLevel::Info, "sandwichd", "%s: %s", pipeline_->node_name(pipeline_->node()).c_str(),
+       applied.line.c_str());
+  set_stop_phase("serving as a pipeline worker");
+  return pipeline_->serve(*model_, {configs_.plan.prefill, configs_.plan.decode});
 }
 
 void Sandwichd::start() {
@@ -80,12 +100,23 @@ void Sandwichd::start_http() {
   // drain, and a load may take minutes (or wait forever on a FIFO), so the signal stops it now.
   server.on_signal([this](int sig) {
     if (!serving_) stop_by_signal(sig);
+    // mpirun ends a job whose node died with SIGTERM: a step waiting for a node will not end.
+    if (pipeline_) {
+      const std::string late = pipeline_->waiting_for();
+      if (!late.empty()) {
+        logf(LogLevel::Error, "sandwichd", "stopped by a signal while %s; the MPI job is ending",
+             late.c_str());
+        std::_Exit(128 + sig);
+      }
+    }
     request_stop();
   });
   server.start();
 }
 
 void Sandwichd::load_engine() {
+  if (pipeline_)
+    o_.load.choose_layers = [this](const engine::ModelConfig& c) { return pipeline_->layers(c); };
   model_ = engine::load_model(o_.load);
   for (const auto& n : model_->notes) logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
   choose_default_plan();
@@ -95,7 +126,14 @@ void Sandwichd::load_engine() {
   logf(LogLevel::Info, "sandwichd", "%s", applied.line.c_str());
   o_.scheduler.prefill_config = configs_.plan.prefill;
   o_.scheduler.decode_config = configs_.plan.decode;
+  if (pipeline_) {
+    pipeline_->set_head_options(*model_, {configs_.plan.prefill, configs_.plan.decode});
+    o_.scheduler.executor_factory = pipeline_->executor_factory();
+  }
   scheduler_ = std::make_unique<engine::Scheduler>(*model_, o_.scheduler);
+  if (pipeline_)
+    for (const std::string& line : pipeline_->node_lines())
+      logf(LogLevel::Info, "sandwichd", "pipeline %s", line.c_str());
   logf(LogLevel::Info, "sandwichd", "KV cache: %s", scheduler_->kv_cache().describe().c_str());
   service_->attach(*model_, *scheduler_);
   logf(LogLevel::Info, "sandwichd", "chat template: %s", service_->chat_template_note().c_str());

@@ -24,6 +24,8 @@ class LocalExecutor : public Executor {
                 bool batch_invariant);
   using Executor::run;
   void run(std::span<const BatchEntry> batch, float* logits, float* hidden) override;
+  void run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
+                 float* hidden) override;
   const topotree::ServiceConfig& config() const override { return config_; }
 
  private:
@@ -42,6 +44,8 @@ class RankGroupExecutor : public Executor {
   ~RankGroupExecutor() override;
   using Executor::run;
   void run(std::span<const BatchEntry> batch, float* logits, float* hidden) override;
+  void run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
+                 float* hidden) override;
   const topotree::ServiceConfig& config() const override { return config_; }
   ExecutorHealth health() const override;
   std::vector<int> pids() const;

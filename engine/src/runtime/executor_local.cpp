@@ -1,4 +1,6 @@
 // One-rank configurations: the forward pass runs in this process on a pinned thread team.
+#include <stdexcept>
+
 #include "runtime/executor_impl.h"
 
 namespace sandwich::engine {
@@ -11,6 +13,18 @@ LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topotree::Se
 
 void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
   fp_.run(batch, logits, hidden);
+}
+
+void LocalExecutor::run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
+                              float* hidden) {
+  fp_.run(batch, io, logits, hidden);
+}
+
+void Executor::run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
+                         float* hidden) {
+  if (io.in || io.out)
+    throw std::logic_error("this executor does not run pipeline stages");
+  run(batch, logits, hidden);
 }
 
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,

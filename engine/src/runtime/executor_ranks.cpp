@@ -152,7 +152,10 @@ struct RankControl {
   alignas(64) std::atomic<uint32_t> finished[kMaxRanks] = {};  // the last step each rank finished
   alignas(64) char message[512] = {};
   int32_t n_entries = 0;
+  // A pipeline stage's residual stream in and out (StageIO), when the model is a stage's.
+  int32_t stage_in = 0, stage_out = 0;
   size_t entries_off = 0, tokens_off = 0, tables_off = 0, logits_off = 0, hidden_off = 0;
+  size_t stage_in_off = 0, stage_out_off = 0;
   EntryDesc* entries() {
     return reinterpret_cast<EntryDesc*>(reinterpret_cast<uint8_t*>(this) + entries_off);
   }
@@ -167,6 +170,12 @@ struct RankControl {
   }
   float* hidden() {
     return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + hidden_off);
+  }
+  float* stage_in_rows() {
+    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + stage_in_off);
+  }
+  float* stage_out_rows() {
+    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(this) + stage_out_off);
   }
 };
 
@@ -195,6 +204,13 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_logit_rows) * c.vocab_size);
   const size_t hidden_off = off;
   off = align(off + sizeof(float) * static_cast<size_t>(limits_.max_hidden_rows) * c.dim);
+  // A stage's residual stream, only where the model is a pipeline stage's.
+  const size_t stage_rows_bytes =
+      model.whole() ? 0 : sizeof(float) * static_cast<size_t>(limits_.max_tokens) * c.dim;
+  const size_t stage_in_off = off;
+  off = align(off + stage_rows_bytes);
+  const size_t stage_out_off = off;
+  off = align(off + stage_rows_bytes);
   control_region_ = SharedRegion("sandwich-step", off);
   ctl_ = new (control_region_.allocate(off)) RankControl;
   ctl_->entries_off = entries_off;
@@ -202,6 +218,8 @@ RankGroupExecutor::RankGroupExecutor(const Model& model, KVCache& kv,
   ctl_->tables_off = tables_off;
   ctl_->logits_off = logits_off;
   ctl_->hidden_off = hidden_off;
+  ctl_->stage_in_off = stage_in_off;
+  ctl_->stage_out_off = stage_out_off;
   const size_t reduce_bytes = static_cast<size_t>(limits_.max_tokens) * c.dim * sizeof(float);
   reduce_region_ =
       SharedRegion("sandwich-allreduce", kernels::ShmAllReduce::region_bytes(R, reduce_bytes));
@@ -554,6 +572,13 @@ void RankGroupExecutor::give_up(const std::string& why) {
 }
 
 void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
+  run_stage(batch, StageIO{}, logits, hidden);
+}
+
+void RankGroupExecutor::run_stage(std::span<const BatchEntry> batch, const StageIO& io,
+                                  float* logits, float* hidden) {
+  if ((io.in || io.out) && model_.whole())
+    throw std::logic_error("hidden states passed to a rank group of a whole model");
   const int R = config_.rank_count();
   const int32_t V = model_.config.vocab_size;
   if (static_cast<int32_t>(batch.size()) > limits_.max_entries)
@@ -607,6 +632,10 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits, fl
     n_hidden += hidden_rows;
   }
   ctl_->n_entries = static_cast<int32_t>(batch.size());
+  ctl_->stage_in = io.in ? 1 : 0;
+  ctl_->stage_out = io.out ? 1 : 0;
+  if (io.in)
+    std::memcpy(ctl_->stage_in_rows(), io.in, static_cast<size_t>(tok) * model_.config.dim * 4);
   ctl_->done.store(0, std::memory_order_relaxed);
   const uint32_t step = ctl_->seq.fetch_add(1, std::memory_order_acq_rel) + 1;
   futex(&ctl_->seq, FUTEX_WAKE, INT32_MAX);
@@ -642,6 +671,9 @@ void RankGroupExecutor::run(std::span<const BatchEntry> batch, float* logits, fl
     request_restart(why);
     throw std::runtime_error(why);
   }
+  if (io.out)
+    std::memcpy(io.out, ctl_->stage_out_rows(), static_cast<size_t>(tok) * model_.config.dim * 4);
+  if (!model_.has_head()) return;
   if (n_logits > 0)
     std::memcpy(logits, ctl_->logits(), static_cast<size_t>(n_logits) * V * sizeof(float));
   if (n_hidden > 0)
@@ -684,7 +716,9 @@ void RankGroupExecutor::rank_main(int rank) {
       }
       try {
         // The hidden states are the same on every rank after the last all-reduce: rank 0 writes.
-        fp.run(batch, ctl_->logits(), rank == 0 ? ctl_->hidden() : nullptr);
+        const StageIO io{ctl_->stage_in ? ctl_->stage_in_rows() : nullptr,
+                         ctl_->stage_out && rank == 0 ? ctl_->stage_out_rows() : nullptr};
+        fp.run(batch, io, ctl_->logits(), rank == 0 ? ctl_->hidden() : nullptr);
       } catch (const std::exception& e) {
         std::snprintf(ctl_->message, sizeof ctl_->message, "rank %d: %s", rank, e.what());
         ctl_->failed.store(1, std::memory_order_release);

@@ -210,17 +210,34 @@ ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& t
 }
 
 void ForwardPass::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
+  run(batch, StageIO{}, logits, hidden);
+}
+
+void ForwardPass::run(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
+                      float* hidden) {
+  if (!model_.has_embedding() && !io.in)
+    throw std::invalid_argument("a pipeline stage without the embedding needs the hidden states "
+                                "of the stage before it");
   check_batch(batch);
   Step s = plan_step(batch);
   if (s.tokens == 0) return;
   ensure_scratch(s.tokens);
   s.x = residual_stream(s.tokens);
-  embed(s);
+  const int64_t dim = model_.config.dim;
+  if (model_.has_embedding())
+    embed(s);
+  else
+    std::copy(io.in, io.in + s.tokens * dim, s.x);
   const ModelWeights& W = w_;
-  for (int l = 0; l < model_.config.n_layers; ++l) {
+  const LayerRange layers = model_.layers();
+  for (int l = layers.begin; l < layers.end; ++l) {
     const kernels::PagedKV kv = paged_kv(kv_, l);
     attention_block(W.layers[l], kv, s);
     ffn_block(W.layers[l], s);
+  }
+  if (!model_.has_head()) {
+    if (io.out) std::copy(s.x, s.x + s.tokens * dim, io.out);
+    return;
   }
   if (s.n_logits > 0) final_logits(s, logits);
   if (hidden) final_hidden(s, hidden);

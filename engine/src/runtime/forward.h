@@ -66,6 +66,11 @@ class ForwardPass {
   // std::invalid_argument for tokens outside the vocabulary, positions past the context or block
   // tables that do not cover the chunk.
   void run(std::span<const BatchEntry> batch, float* logits, float* hidden = nullptr);
+  // A pipeline stage (a model of some layers, model.h LayerRange): without the embedding, the
+  // residual stream enters from io.in (tokens x dim, in batch order); without the head, it
+  // leaves through io.out after the stage's last layer (null: not wanted from this rank) and
+  // no logits or final hidden states are made.
+  void run(std::span<const BatchEntry> batch, const StageIO& io, float* logits, float* hidden);
 
   const RankView& view() const { return view_; }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/formats/model.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/plans/plan.h"
 #include "engine/plans/plan_check.h"
 #include "engine/plans/tool_options.h"
@@ -30,6 +31,8 @@ struct SandwichdOptions {
   ServiceOptions service;
   engine::SchedulerOptions scheduler;
   engine::PlanOptions plan;
+  // Pipeline parallelism across nodes (under mpirun): node 0 serves, the others are workers.
+  engine::PipelineOptions pipeline;
   int shutdown_timeout_seconds = 30;  // running requests' time to finish on SIGTERM
 };
 
@@ -45,7 +48,8 @@ class Sandwichd {
   Sandwichd(SandwichdOptions options, StartupPlanSearch search);
   ~Sandwichd();
 
-  // start(), then serve(): the exit code.
+  // start(), then serve(): the exit code. A pipeline's worker node runs its layers instead, until
+  // the head ends the job.
   int run();
   // Binds, loads the model and makes the scheduler; "ready" once it returns. Throws for a bad
   // plan (before binding), an address in use, or a model that does not load.
@@ -64,8 +68,11 @@ class Sandwichd {
   bool wait_for_stop(std::string& fatal);
   int stop_after_fatal(const std::string& fatal);
   int drain();
+  int run_worker();
 
   SandwichdOptions o_;
+  // Ended last: the head ends the workers once its scheduler is gone.
+  std::unique_ptr<engine::Pipeline> pipeline_;
   StartupPlanSearch search_;
   engine::ResolvedPlan configs_;
   std::mutex mu_;

@@ -2,6 +2,7 @@
 // A loaded model: its shape, its weights packed in shared memory, its tokenizer.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,6 +44,8 @@ struct LoadOptions {
   int threads = 0;    // for packing; 0 = all available cores
   uint64_t seed = 0;  // dummy weights
   bool require_tokenizer = true;
+  // Chooses `layers` from the model's shape once it is known (a pipeline node's share).
+  std::function<LayerRange(const ModelConfig&)> choose_layers;
 };
 
 class Model {

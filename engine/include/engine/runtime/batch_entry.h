@@ -30,4 +30,12 @@ struct BatchEntry {
   int64_t hidden_rows() const { return hidden == HiddenOutput::None ? 0 : 1; }
 };
 
+// A pipeline stage's residual stream (a model of some layers): the rows entering its first layer,
+// one per token of the step in batch order (null on the stage with the embedding), and where
+// those leaving its last layer go (null on the stage with the head, which makes logits).
+struct StageIO {
+  const float* in = nullptr;
+  float* out = nullptr;
+};
+
 }  // namespace sandwich::engine

@@ -38,6 +38,11 @@ class Executor {
   // block tables that do not cover the chunk, std::runtime_error if the step fails.
   virtual void run(std::span<const BatchEntry> batch, float* logits, float* hidden) = 0;
   void run(std::span<const BatchEntry> batch, float* logits) { run(batch, logits, nullptr); }
+  // The same for a pipeline stage's model (model.h LayerRange): hidden states in and out as
+  // StageIO says (tokens x dim each), logits and final hidden states on the last stage only.
+  // An executor of a whole model takes an empty StageIO only.
+  virtual void run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
+                         float* hidden);
   virtual const topotree::ServiceConfig& config() const = 0;
   // Safe to call from any thread.
   virtual ExecutorHealth health() const { return {}; }

@@ -1,0 +1,204 @@
+// Joining the MPI job, starting the workers, and ending the job: in order (the workers leave
+// when told), or, after a failure, at once (MPI_Abort, so that no node is left waiting).
+#include <cstdio>
+#include <stdexcept>
+
+#include "engine/runtime/kv_cache.h"
+#include "pipeline/pipeline_impl.h"
+
+namespace sandwich::engine {
+
+using pipeline::Clock;
+using pipeline::Kind;
+using pipeline::Message;
+
+namespace {
+
+// How long the workers get to start their executors (forking rank groups, placing weights).
+constexpr auto kStartTimeout = std::chrono::seconds(300);
+
+std::string mib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+void Pipeline::Impl::fail(const std::string& why) {
+  std::lock_guard<std::mutex> lock(failure_mu);
+  if (failed) return;
+  failure = why;
+  failed = true;
+}
+
+std::string Pipeline::Impl::failure_text() {
+  std::lock_guard<std::mutex> lock(failure_mu);
+  return failure;
+}
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<Pipeline> Pipeline::join(const PipelineOptions& o) {
+  const int launched = pipeline::MpiLink::launched_processes();
+  if (o.stages < 1) throw std::runtime_error("--pipeline-parallel must be at least 1");
+  if (o.stages == 1 && launched == 1) return nullptr;
+  if (launched != o.stages)
+    throw std::runtime_error(
+        launched == 1
+            ? "--pipeline-parallel " + std::to_string(o.stages) + " needs " +
+                  std::to_string(o.stages) + " processes, one per node: start it with mpirun -np " +
+                  std::to_string(o.stages) + " [--hostfile H] ..."
+            : "mpirun started " + std::to_string(launched) + " processes but --pipeline-parallel is " +
+                  std::to_string(o.stages) + ": give --pipeline-parallel " +
+                  std::to_string(launched) + " (or mpirun -np " + std::to_string(o.stages) + ")");
+  if (!(o.step_timeout_seconds > 0))
+    throw std::runtime_error("the pipeline's step timeout must be positive");
+  if (o.micro_batches < 0) throw std::runtime_error("--micro-batches must not be negative");
+  auto impl = std::make_unique<Impl>();
+  impl->options = o;
+  impl->link = std::make_unique<pipeline::MpiLink>();
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Pipeline::~Pipeline() {
+  Impl& p = *impl_;
+  if (p.failed) {
+    std::fprintf(stderr, "%s: %s; ending the MPI job\n", program_invocation_short_name,
+                 p.failure_text().c_str());
+    p.link->abort(1);
+  }
+  if (head()) {
+    try {
+      Message m;
+      m.kind = Kind::Shutdown;
+      p.link->send(1, pipeline::kTagChain, pipeline::encode(m));
+      p.link->flush(Clock::now() + std::chrono::seconds(10));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: ending the pipeline: %s\n", program_invocation_short_name,
+                   e.what());
+      p.link->abort(1);
+    }
+  }
+}
+
+int Pipeline::node() const {
+  return impl_->link->rank();
+}
+int Pipeline::nodes() const {
+  return impl_->link->size();
+}
+std::string Pipeline::node_name(int node) const {
+  return impl_->link->name(node);
+}
+
+LayerRange Pipeline::layers(const ModelConfig& c) const {
+  return pipeline_layer_split(c, nodes(), impl_->options.layer_split).at(node());
+}
+
+std::string Pipeline::describe_node(const Model& model, const topotree::ServiceConfig& prefill,
+                                    const topotree::ServiceConfig& decode) {
+  return model.layers_text() + ", " + mib(model.weight_bytes()) + " of weights, prefill " +
+         prefill.to_string() + ", decode " + decode.to_string();
+}
+
+void Pipeline::set_head_options(const Model& model, const PipelineNodeOptions& o) {
+  const topotree::ServiceConfig pc = o.prefill_config.value_or(single_rank_config(0));
+  impl_->head_line = node_name(0) + ": " + describe_node(model, pc, o.decode_config.value_or(pc));
+}
+
+void Pipeline::Impl::start_workers(const KVCache& kv, const ExecutorLimits& limits) {
+  Message m;
+  m.kind = Kind::Start;
+  m.start = {kv.num_blocks(),
+             static_cast<int32_t>(kv.dtype()),
+             limits.max_tokens,
+             limits.max_entries,
+             limits.max_logit_rows,
+             limits.max_hidden_rows,
+             limits.batch_invariant ? 1 : 0,
+             limits.step_timeout_seconds};
+  link->send(1, pipeline::kTagChain, pipeline::encode(m));
+  std::vector<std::string> answers(link->size());
+  std::string failure;
+  const auto deadline = Clock::now() + kStartTimeout;
+  for (int n = 1; n < link->size(); ++n) {
+    int src = -1;
+    Message a = pipeline::decode(link->receive(pipeline::MpiLink::kAnySource, pipeline::kTagReply,
+                                               deadline, "the start of its executors", &src));
+    if (a.kind == Kind::Failed && failure.empty()) failure = a.text;
+    answers[src] = a.text;
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+  lines.clear();
+  lines.push_back(head_line + "; KV cache " + kv.describe());
+  for (int n = 1; n < link->size(); ++n) lines.push_back(answers[n]);
+  started = true;
+}
+
+ExecutorFactory Pipeline::executor_factory() {
+  return [this](const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
+                const ExecutorLimits& limits) -> std::unique_ptr<Executor> {
+    Impl& p = *impl_;
+    if (!p.started) {
+      try {
+        p.start_workers(kv, limits);
+      } catch (const pipeline::NodeTimeout& e) {
+        p.fail(e.what());
+        throw std::runtime_error(e.what());
+      } catch (const std::exception& e) {
+        p.fail(e.what());
+        throw;
+      }
+    }
+    return make_pipeline_executor(p, make_executor(model, kv, config, limits), model, limits.role);
+  };
+}
+
+void Pipeline::Impl::set_waiting(const std::string& step, int node) {
+  std::lock_guard<std::mutex> lock(wait_mu);
+  if (step != wait_step) wait_since = Clock::now();
+  wait_step = step;
+  wait_node = node;
+}
+
+std::string Pipeline::waiting_for() const {
+  const Impl& p = *impl_;
+  std::lock_guard<std::mutex> lock(p.wait_mu);
+  if (p.wait_step.empty() || p.wait_node < 0 ||
+      Clock::now() - p.wait_since < std::chrono::milliseconds(100))
+    return "";
+  return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
+}
+
+void add_pipeline_options(ArgParser& p, PipelineOptions& o) {
+  p.add("--pipeline-parallel,-pp", &o.stages,
+        "nodes the layers are split over, one MPI process each: start with mpirun -np N "
+        "[--hostfile H] (node 0 serves; default 1)",
+        "N");
+  p.option("--layer-split", "N,N,...",
+           "layers per node (default: balanced, the output head counted as the layers its bytes "
+           "equal)",
+           [&o](const std::string& v) {
+             o.layer_split.clear();
+             size_t at = 0;
+             while (at <= v.size()) {
+               const size_t comma = std::min(v.find(',', at), v.size());
+               o.layer_split.push_back(
+                   static_cast<int32_t>(ArgParser::parse_int("--layer-split", v.substr(at, comma - at))));
+               at = comma + 1;
+             }
+           });
+  p.add("--micro-batches", &o.micro_batches,
+        "pieces a pipeline step is cut into (default 0: a decode batch in one per node, a "
+        "prefill step in pieces of 64 tokens or more, at most 4 per node)",
+        "N");
+  p.add("--pipeline-timeout", &o.step_timeout_seconds,
+        "seconds a node may take over a step before the job ends (default 60)", "S");
+}
+
+std::vector<std::string> Pipeline::node_lines() const {
+  return impl_->lines;
+}
+
+}  // namespace sandwich::engine
