@@ -1,5 +1,7 @@
 #include "engine/formats/matrix_types.h"
 
+#include <stdexcept>
+
 #include "engine/formats/model.h"
 #include "formats/model_weights.h"
 
@@ -13,6 +15,11 @@ std::string type_of(const kernels::PackedWeight& w) {
 }  // namespace
 
 MatrixTypes matrix_types(const Model& model) {
+  // The tuner keys every layer's GEMMs: a pipeline stage's absent layers have no types.
+  if (!model.whole())
+    throw std::invalid_argument(
+        "the matrix types of every layer need the whole model, and this one holds " +
+        model.layers_text());
   const ModelWeights& w = model.weights();
   MatrixTypes t;
   t.output = type_of(w.output);

@@ -17,12 +17,31 @@ WeightDType Model::weight_dtype() const {
 size_t Model::decode_read_bytes() const {
   const ModelWeights& w = *weights_;
   const size_t norm = static_cast<size_t>(config.dim) * sizeof(float);
-  size_t bytes = w.output.bytes + norm;
-  if (w.embedding.n > 0) bytes += w.embedding.bytes / static_cast<size_t>(w.embedding.n);
-  for (const LayerWeights& l : w.layers)
+  size_t bytes = 0;
+  if (has_head()) bytes += w.output.bytes + norm;
+  if (has_embedding() && w.embedding.n > 0)
+    bytes += w.embedding.bytes / static_cast<size_t>(w.embedding.n);
+  const LayerRange r = layers();
+  for (int32_t i = r.begin; i < r.end && i < static_cast<int32_t>(w.layers.size()); ++i) {
+    const LayerWeights& l = w.layers[i];
     bytes += l.wq.bytes + l.wk.bytes + l.wv.bytes + l.wo.bytes + l.w_gate.bytes + l.w_up.bytes +
              l.w_down.bytes + 2 * norm;
+  }
   return bytes;
+}
+
+LayerRange Model::layers() const {
+  // Checked at load (resolve_layers); a Model made by hand holds every layer.
+  return {layers_.begin, layers_.end < 0 ? config.n_layers : layers_.end};
+}
+
+std::string Model::layers_text() const {
+  const std::string of = std::to_string(config.n_layers);
+  if (whole()) return "all " + of + " layers";
+  std::string s = "layers " + layer_range_text(layers()) + " of " + of;
+  if (has_embedding()) s += " + embedding";
+  if (has_head()) s += " + head";
+  return s;
 }
 
 }  // namespace sandwich::engine

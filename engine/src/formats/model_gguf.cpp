@@ -18,10 +18,11 @@ std::string supported_types() {
   return s;
 }
 
-// The tensor's element type, its blocks checked. The reader has made sure the data is there
-// and is whole blocks in all; left are rows that would cut a block and scales a kernel would
-// turn into NaN.
-void describe_type(const gguf::TensorInfo& t, const std::string& file, SourceTensor& st) {
+// The tensor's element type, its blocks checked (where check_blocks). The reader has made sure the
+// data is there and is whole blocks in all; left are rows that would cut a block and scales a
+// kernel would turn into NaN.
+void describe_type(const gguf::TensorInfo& t, const std::string& file, bool check_blocks,
+                   SourceTensor& st) {
   switch (t.type) {
     case 0:
       st.dtype = kernels::DType::F32;
@@ -44,12 +45,13 @@ void describe_type(const gguf::TensorInfo& t, const std::string& file, SourceTen
                              ") has rows of " + std::to_string(t.dims[0]) +
                              " values, not a multiple of its " + std::to_string(info.block_elems) +
                              "-value blocks");
+  st.qtype = q;
+  if (!check_blocks) return;  // a pipeline stage's other layers: never read
   const int64_t blocks = static_cast<int64_t>(t.nbytes) / info.block_bytes;
   if (const int64_t bad = kernels::find_nonfinite_scale(*q, t.data, blocks); bad >= 0)
     throw std::runtime_error(file + ": tensor '" + t.name + "' (" + std::string(info.name) +
                              ") has a NaN or infinite scale in block " + std::to_string(bad) +
                              " of " + std::to_string(blocks));
-  st.qtype = q;
 }
 
 ModelConfig config_from_gguf(const gguf::Reader& r) {
@@ -111,17 +113,18 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
 
 }  // namespace
 
-ModelSource read_gguf(const std::filesystem::path& path) {
+ModelSource read_gguf(const std::filesystem::path& path, LayerRange layers) {
   auto reader = std::make_shared<gguf::Reader>(path);
   const std::string file = path.string();
   ModelSource src;
   src.config = config_from_gguf(*reader);
+  const LayerRange held = resolve_layers(layers, src.config.n_layers);
   src.rope_layout = RopeLayout::Interleaved;
   std::map<std::string, int> dtype_counts;
   for (const auto& t : reader->tensors()) {
     if (t.name == "rope_freqs.weight") continue;
     SourceTensor st;
-    describe_type(t, file, st);
+    describe_type(t, file, stage_holds_tensor(t.name, held, src.config), st);
     for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
       st.shape.push_back(static_cast<int64_t>(*it));
     st.data = t.data;

@@ -32,6 +32,24 @@ std::string tensor_name(int layer, const char* what) {
   return "blk." + std::to_string(layer) + "." + what + ".weight";
 }
 
+std::optional<int64_t> tensor_layer(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return std::nullopt;
+  const size_t dot = name.find('.', 4);
+  const std::string index = name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return index.size() > 18 ? INT64_MAX : std::stoll(index);
+}
+
+bool stage_holds_tensor(const std::string& name, LayerRange layers, const ModelConfig& c) {
+  const LayerRange r = resolve_layers(layers, c.n_layers);
+  if (const auto l = tensor_layer(name)) return *l >= r.begin && *l < r.end;
+  const bool first = r.begin == 0, last = r.end == c.n_layers;
+  if (name == "token_embd.weight") return first || (last && c.tied_embeddings);
+  if (name == "output.weight" || name == "output_norm.weight") return last;
+  return true;
+}
+
 std::string source_type_name(const SourceTensor& t) {
   return std::string(t.qtype ? kernels::qtype_info(*t.qtype).name : kernels::dtype_name(t.dtype));
 }
@@ -164,41 +182,79 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
   return f;
 }
 
+// A tensor of the model as the loader packs it: a matrix (n x k) or a vector (k = 0, f32).
+struct PackedTensor {
+  std::string name;
+  int64_t n = 0, k = 0;
+};
+
+// Every tensor of a model of shape `c`, in packing order (a tied head is the embedding, once).
+std::vector<PackedTensor> packed_tensors(const ModelConfig& c) {
+  std::vector<PackedTensor> t;
+  t.push_back({"token_embd.weight", c.vocab_size, c.dim});
+  if (!c.tied_embeddings) t.push_back({"output.weight", c.vocab_size, c.dim});
+  for (int l = 0; l < c.n_layers; ++l) {
+    t.push_back({tensor_name(l, "attn_norm"), c.dim, 0});
+    t.push_back({tensor_name(l, "attn_q"), c.q_dim(), c.dim});
+    t.push_back({tensor_name(l, "attn_k"), c.kv_dim(), c.dim});
+    t.push_back({tensor_name(l, "attn_v"), c.kv_dim(), c.dim});
+    t.push_back({tensor_name(l, "attn_output"), c.dim, c.q_dim()});
+    t.push_back({tensor_name(l, "ffn_norm"), c.dim, 0});
+    t.push_back({tensor_name(l, "ffn_gate"), c.ffn_dim, c.dim});
+    t.push_back({tensor_name(l, "ffn_up"), c.ffn_dim, c.dim});
+    t.push_back({tensor_name(l, "ffn_down"), c.dim, c.ffn_dim});
+  }
+  t.push_back({"output_norm.weight", c.dim, 0});
+  return t;
+}
+
 class ModelBuilder {
  public:
-  ModelBuilder(Model& m, DType storage, int threads) : m_(m), storage_(storage), team_(threads) {}
+  // `widened`: the source's quantized tensors are dequantized to `storage` (an explicit --dtype);
+  // those of layers the stage does not hold keep their blocks in the source, never read.
+  ModelBuilder(Model& m, DType storage, bool widened, int threads)
+      : m_(m), storage_(storage), widened_(widened), team_(threads) {}
 
-  void build(const ModelSource* src, uint64_t seed) {
+  void build(const ModelSource* src, uint64_t seed, LayerRange layers) {
     const ModelConfig& c = m_.config;
     src_ = src;
     seed_ = seed;
     if (src_) check_layer_count();
-    // Sizes first, so the region is one allocation.
+    const LayerRange held = resolve_layers(layers, c.n_layers);
+    m_.layers_ = held;
+    // Sizes first, so the region is one allocation; the storage types of the whole model (a
+    // stage's plan identity is the model's).
     size_t bytes = 0;
-    auto mat_bytes = [&](const std::string& name, int64_t n, int64_t k) {
-      return plan(name, n, k).bytes + 4096;
-    };
-    bytes += mat_bytes("token_embd.weight", c.vocab_size, c.dim);
-    if (!c.tied_embeddings) bytes += mat_bytes("output.weight", c.vocab_size, c.dim);
-    for (int l = 0; l < c.n_layers; ++l)
-      bytes += mat_bytes(tensor_name(l, "attn_q"), c.q_dim(), c.dim) +
-               mat_bytes(tensor_name(l, "attn_k"), c.kv_dim(), c.dim) +
-               mat_bytes(tensor_name(l, "attn_v"), c.kv_dim(), c.dim) +
-               mat_bytes(tensor_name(l, "attn_output"), c.dim, c.q_dim()) +
-               mat_bytes(tensor_name(l, "ffn_gate"), c.ffn_dim, c.dim) +
-               mat_bytes(tensor_name(l, "ffn_up"), c.ffn_dim, c.dim) +
-               mat_bytes(tensor_name(l, "ffn_down"), c.dim, c.ffn_dim) + 2 * (c.dim * 4 + 64);
-    bytes += c.dim * 4 + 64;
+    for (const PackedTensor& t : packed_tensors(c)) {
+      const bool holds = stage_holds_tensor(t.name, held, c);
+      if (t.k == 0) {
+        if (holds) bytes += t.n * 4 + 64;
+        ++whole_counts_["f32"];
+        continue;
+      }
+      kernels::PackedWeight pw = plan(t.name, t.n, t.k, !holds && widened_);
+      if (holds) bytes += pw.bytes + 4096;
+      const std::string type = type_name(pw);
+      ++whole_counts_[type];
+      ++matrix_counts_[type];
+      matrix_bytes_ += pw.bytes;
+      matrix_elements_ += static_cast<double>(t.n) * static_cast<double>(t.k);
+    }
     m_.region_ = SharedRegion("sandwich-weights", bytes, SharedRegion::Kind::Fork);
 
     ModelWeights& w = *m_.weights_;
     w.dtype = storage_;
-    w.embedding = matrix("token_embd.weight", c.vocab_size, c.dim, false);
-    w.output =
-        c.tied_embeddings ? w.embedding : matrix("output.weight", c.vocab_size, c.dim, false);
-    w.final_norm = vector("output_norm.weight", c.dim);
+    const bool first = held.begin == 0, last = held.end == c.n_layers;
+    if (first) w.embedding = matrix("token_embd.weight", c.vocab_size, c.dim, false);
+    if (last) {
+      // A tied head is the embedding matrix: shared where the stage holds both.
+      w.output = !c.tied_embeddings ? matrix("output.weight", c.vocab_size, c.dim, false)
+                 : first            ? w.embedding
+                                    : matrix("token_embd.weight", c.vocab_size, c.dim, false);
+      w.final_norm = vector("output_norm.weight", c.dim);
+    }
     w.layers.resize(c.n_layers);
-    for (int l = 0; l < c.n_layers; ++l) {
+    for (int l = held.begin; l < held.end; ++l) {
       LayerWeights& L = w.layers[l];
       L.attn_norm = vector(tensor_name(l, "attn_norm"), c.dim);
       L.wq = matrix(tensor_name(l, "attn_q"), c.q_dim(), c.dim, true);
@@ -220,10 +276,14 @@ class ModelBuilder {
                   static_cast<double>(m_.region_.used()) / (1 << 30));
     return type_counts() + gib;
   }
-  // "q4_k x 193, f32 x 65, q6_k x 33": the tensors by type, most first, then by name.
-  std::string type_counts() const {
+  // "q4_k x 193, f32 x 65, q6_k x 33": the stage's tensors by type, most first, then by name.
+  std::string type_counts() const { return counts_text(type_counts_); }
+  // The same of the whole model (a stage's too): what identifies its file to a plan.
+  std::string whole_type_counts() const { return counts_text(whole_counts_); }
+
+  static std::string counts_text(const std::map<std::string, int>& counts) {
     std::vector<std::pair<int, std::string>> by_count;
-    for (const auto& [type, n] : type_counts_) by_count.push_back({-n, type});
+    for (const auto& [type, n] : counts) by_count.push_back({-n, type});
     std::sort(by_count.begin(), by_count.end());
     std::string s;
     for (const auto& [n, type] : by_count)
@@ -241,7 +301,7 @@ class ModelBuilder {
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     return most == matrix_counts_.end() ? "" : most->first;
   }
-  // Packed matrix bytes per matrix element: what decode streams per weight.
+  // Packed matrix bytes per matrix element of the whole model: what decode streams per weight.
   double bytes_per_weight() const {
     return matrix_elements_ > 0 ? static_cast<double>(matrix_bytes_) / matrix_elements_ : 0;
   }
@@ -251,17 +311,11 @@ class ModelBuilder {
   // wrong (or the tensors belong to another model), and the output would be garbage.
   void check_layer_count() const {
     const int32_t layers = m_.config.n_layers;
-    for (const auto& [name, t] : src_->tensors) {
-      if (name.rfind("blk.", 0) != 0) continue;
-      const size_t dot = name.find('.', 4);
-      const std::string index =
-          name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
-      if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
-      if (index.size() > 9 || std::stol(index) >= layers)
-        throw std::runtime_error("tensor blk." + index + ".* (" + name +
+    for (const auto& [name, t] : src_->tensors)
+      if (const auto l = tensor_layer(name); l && *l >= layers)
+        throw std::runtime_error("tensor " + name.substr(0, name.find('.', 4)) + ".* (" + name +
                                  ") is beyond block_count " + std::to_string(layers) +
                                  " (the config's number of layers)");
-    }
   }
 
   const SourceTensor& find(const std::string& name, std::vector<int64_t> shape) {
@@ -298,8 +352,16 @@ class ModelBuilder {
     return it != src_->tensors.end() && it->second.qtype ? &it->second : nullptr;
   }
 
-  kernels::PackedWeight plan(const std::string& name, int64_t n, int64_t k) const {
-    if (const SourceTensor* t = quantized(name)) {
+  static std::string type_name(const kernels::PackedWeight& pw) {
+    return std::string(pw.qtype ? kernels::qtype_info(*pw.qtype).name
+                                : kernels::dtype_name(pw.dtype));
+  }
+
+  // `as_storage`: planned as storage_ whatever the source holds (a widened file's tensors the
+  // stage does not hold, left quantized).
+  kernels::PackedWeight plan(const std::string& name, int64_t n, int64_t k,
+                             bool as_storage = false) const {
+    if (const SourceTensor* t = as_storage ? nullptr : quantized(name)) {
       try {
         return kernels::plan_packed_weight_quant(n, k, *t->qtype);
       } catch (const std::invalid_argument& e) {
@@ -313,12 +375,7 @@ class ModelBuilder {
   kernels::PackedWeight matrix(const std::string& name, int64_t n, int64_t k, bool rope_rows) {
     kernels::PackedWeight pw = plan(name, n, k);
     pw.data = m_.region_.allocate(pw.bytes, 4096);
-    const std::string type(pw.qtype ? kernels::qtype_info(*pw.qtype).name
-                                    : kernels::dtype_name(pw.dtype));
-    ++type_counts_[type];
-    ++matrix_counts_[type];
-    matrix_bytes_ += pw.bytes;
-    matrix_elements_ += static_cast<double>(n) * static_cast<double>(k);
+    ++type_counts_[type_name(pw)];
     if (!src_) {
       // Generated and packed a block of rows at a time, each thread its own block.
       const int64_t block = pw.panel * 16;
@@ -361,10 +418,12 @@ class ModelBuilder {
 
   Model& m_;
   DType storage_;
+  bool widened_;
   kernels::ThreadTeam team_;
   const ModelSource* src_ = nullptr;
   uint64_t seed_ = 0;
-  std::map<std::string, int> type_counts_, matrix_counts_;
+  // The stage's tensors by type; the whole model's, and its matrices'.
+  std::map<std::string, int> type_counts_, whole_counts_, matrix_counts_;
   size_t matrix_bytes_ = 0;
   double matrix_elements_ = 0;
 };
@@ -457,7 +516,7 @@ std::optional<ModelSource> open_source(const LoadOptions& o, const std::optional
   std::optional<ModelSource> src;
   switch (detect_format(*path)) {
     case FileFormat::GGUF:
-      src = read_gguf(*path);
+      src = read_gguf(*path, o.layers);
       break;
     case FileFormat::SafetensorsFolder:
     case FileFormat::SafetensorsFile:
@@ -472,24 +531,26 @@ std::optional<ModelSource> open_source(const LoadOptions& o, const std::optional
   }
   m.config = src->config;
   m.source = path->string() + " (" + src->description + ")";
-  // Quantized matrices stay quantized; an explicit --dtype widens them (a logged fallback).
+  // Quantized matrices stay quantized; an explicit --dtype widens them (a logged fallback), those
+  // of the stage's layers only.
   if (o.dtype != WeightDType::Auto)
-    widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16, m.notes);
+    widen_quantized_tensors(*src, o.dtype == WeightDType::F32 ? DType::F32 : DType::BF16, m.notes,
+                            o.layers);
   return src;
 }
 
 // Packs the weights (src's, or dummy ones when it is null) and records their storage types.
 // `where` (the file, else the model's name) prefixes a packing error.
-void build_weights(Model& m, const ModelSource* src, DType storage, int threads, uint64_t seed,
-                   const std::string& where) {
-  ModelBuilder b(m, storage, threads);
+void build_weights(Model& m, const ModelSource* src, DType storage, const LoadOptions& o,
+                   int threads, const std::string& where) {
+  ModelBuilder b(m, storage, src && o.dtype != WeightDType::Auto, threads);
   try {
-    b.build(src, seed);
+    b.build(src, o.seed, o.layers);
     m.weight_types = b.summary();
     m.bytes_per_weight = b.bytes_per_weight();
     m.main_weight_type = b.main_matrix_type();
     if (b.any_quantized()) {
-      m.weight_storage = b.type_counts();
+      m.weight_storage = b.whole_type_counts();
       const auto preset =
           src && src->file_type ? quant_preset_of_file_type(*src->file_type) : std::nullopt;
       m.weight_storage_name = preset ? *preset : m.main_weight_type;
@@ -557,18 +618,25 @@ void fill_rope_tables(Model& m) {
 
 }  // namespace
 
-std::unique_ptr<Model> load_model(const LoadOptions& o) {
+std::unique_ptr<Model> load_model(const LoadOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.model.empty()) throw std::runtime_error("no model given (--model PATH or preset name)");
+  if (options.model.empty())
+    throw std::runtime_error("no model given (--model PATH or preset name)");
   // Before any file is read: a bad count should not wait for a large model to load.
-  const int threads = resolve_threads(o.threads, "the thread count");
+  const int threads = resolve_threads(options.threads, "the thread count");
   auto m = std::make_unique<Model>();
   std::string looked;
-  const std::optional<fs::path> path = resolve_weights(o.model, &looked);
+  const std::optional<fs::path> path = resolve_weights(options.model, &looked);
+  LoadOptions o = options;
+  if (o.choose_layers) {
+    // The shape from the headers (or the preset) alone, before any tensor is read.
+    const bool is_preset = !path && fs::exists(configs_dir() / "models" / (o.model + ".json"));
+    if (path || is_preset) o.layers = o.choose_layers(path ? read_config_only(*path) : load_preset(o.model));
+  }
   std::optional<ModelSource> src = open_source(o, path, looked, *m);
   const ModelSource* source = src ? &*src : nullptr;
   const DType storage = choose_storage(source, o.dtype, m->notes);
-  build_weights(*m, source, storage, threads, o.seed, path ? path->string() : o.model);
+  build_weights(*m, source, storage, o, threads, path ? path->string() : o.model);
   attach_tokenizer(*m, o, path, source);
   fill_rope_tables(*m);
   m->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

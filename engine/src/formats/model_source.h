@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/formats/layer_range.h"
 #include "engine/formats/model_config.h"
 #include "engine/text/tokenizer.h"
 #include "kernels/dtype.h"
@@ -52,7 +53,9 @@ struct ModelSource {
 enum class FileFormat { GGUF, SafetensorsFolder, SafetensorsFile, Llama2c, Unknown };
 FileFormat detect_format(const std::filesystem::path& path);
 
-ModelSource read_gguf(const std::filesystem::path& path);
+// A GGUF's quantized blocks are checked for bad scales (which reads them) only in the tensors a
+// stage holding `layers` packs: the rest of the file stays untouched.
+ModelSource read_gguf(const std::filesystem::path& path, LayerRange layers = {});
 ModelSource read_safetensors(const std::filesystem::path& path);  // folder or single file
 ModelSource read_llama2c(const std::filesystem::path& path);
 // Whichever of the above the file or folder is.
@@ -61,6 +64,12 @@ ModelSource read_model_source(const std::filesystem::path& path);
 ModelConfig read_config_only(const std::filesystem::path& path);
 
 std::string tensor_name(int layer, const char* what);  // "blk.<layer>.<what>.weight"
+// The layer of a "blk.<layer>.*" tensor (INT64_MAX past 18 digits), nullopt for the others.
+std::optional<int64_t> tensor_layer(const std::string& name);
+// Whether a pipeline stage holding `layers` packs tensor `name`: its layers', the
+// embedding on the first stage, the final norm and output head on the last (a tied head is the
+// embedding).
+bool stage_holds_tensor(const std::string& name, LayerRange layers, const ModelConfig& c);
 
 // The storage the loader gives a file's unquantized matrices under --dtype auto, from the element
 // types its matrices have: BF16 when any is F16/BF16, else F32 (a quantized file's few F32
@@ -71,7 +80,9 @@ kernels::DType auto_matrix_storage(bool any_half, bool any_f32, bool any_quantiz
 std::string source_type_name(const SourceTensor& t);
 
 // Under an explicit --dtype: quantized tensors are dequantized to `to` (BF16, or F32 for --dtype
-// float32), and a note says so; by default the loader keeps them quantized.
-void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes);
+// float32), and a note says so; by default the loader keeps them quantized. Only the tensors a
+// stage holding `layers` packs: the others stay as they are, unread.
+void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes,
+                             LayerRange layers = {});
 
 }  // namespace sandwich::engine

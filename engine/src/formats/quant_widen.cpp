@@ -10,10 +10,11 @@
 
 namespace sandwich::engine {
 
-void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes) {
+void widen_quantized_tensors(ModelSource& src, kernels::DType to, std::vector<std::string>& notes,
+                             LayerRange layers) {
   std::set<std::string> types;
   for (auto& [name, t] : src.tensors) {
-    if (!t.qtype) continue;
+    if (!t.qtype || !stage_holds_tensor(name, layers, src.config)) continue;
     const int64_t n = t.elements();
     const size_t es = kernels::dtype_size(to);
     auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n) * es);

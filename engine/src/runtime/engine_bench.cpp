@@ -151,10 +151,12 @@ void run_engine_bench(EngineBenchOptions o) {
     std::cerr << kProgram << ": " << applied.line << "\n";
 
   // Room for the prefill test and, beside it, the generation test's context.
+  // A pipeline stage's cache holds its own layers.
+  const LayerRange layers = model->layers();
   KVCache kv(c,
-             KVCache::bytes_for_tokens(c, o.prompt_tokens, o.kv_dtype) +
-                 KVCache::bytes_for_tokens(c, o.depth + o.gen_tokens, o.kv_dtype),
-             o.kv_dtype);
+             KVCache::bytes_for_tokens(c, o.prompt_tokens, o.kv_dtype, layers) +
+                 KVCache::bytes_for_tokens(c, o.depth + o.gen_tokens, o.kv_dtype, layers),
+             o.kv_dtype, layers);
   std::cerr << kProgram << ": kv cache " << kv.describe() << "\n";
   ExecutorLimits limits;
   limits.max_tokens = std::max({o.prompt_tokens, std::min(o.depth, 512), 1});

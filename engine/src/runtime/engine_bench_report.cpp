@@ -60,8 +60,9 @@ nlohmann::json EngineBenchReport::stream_reads(const TestSamples& t, const std::
                                                double median) {
   const topotree::ServiceConfig& sc = *t.config;
   const double weights = static_cast<double>(model_.decode_read_bytes());
-  const double kv_bytes = static_cast<double>(KVCache::token_bytes(model_.config, kv_dtype_)) *
-                          (depth_ + (t.tokens + 1) / 2.0);
+  const double kv_bytes =
+      static_cast<double>(KVCache::token_bytes(model_.config, kv_dtype_, model_.layers())) *
+      (depth_ + (t.tokens + 1) / 2.0);
   const double step = weights + kv_bytes;
   const double stream_gbs = stats(t.stream_gbs).median;
   const double read_gbs = step * median / 1e9;
@@ -90,9 +91,11 @@ void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
   const std::string tuned = schedules ? ", schedules " + *schedules + " (" +
                                             std::to_string(applied.schedule_ranges) + " ranges)"
                                       : "";
-  std::fprintf(stderr, "\nload: %.2f s, weights %s%s%s\n", model_.load_seconds,
-               model_.weight_types.c_str(), batch_invariant ? ", batch-invariant" : "",
-               tuned.c_str());
+  // A pipeline stage says which share it holds.
+  const std::string share = model_.whole() ? "" : " (" + model_.layers_text() + ")";
+  std::fprintf(stderr, "\nload: %.2f s, weights %s%s%s%s\n", model_.load_seconds,
+               model_.weight_types.c_str(), share.c_str(),
+               batch_invariant ? ", batch-invariant" : "", tuned.c_str());
   if (!json) return;
   const nlohmann::json doc = {
       {"load_seconds", model_.load_seconds},
@@ -101,7 +104,7 @@ void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
       {"schedule_ranges", applied.schedule_ranges},
       {"kv_cache",
        {{"dtype", std::string(kv_cache_dtype_name(kv_dtype_))},
-        {"bytes_per_token", KVCache::token_bytes(model_.config, kv_dtype_)}}},
+        {"bytes_per_token", KVCache::token_bytes(model_.config, kv_dtype_, model_.layers())}}},
       {"results", results_}};
   *json << doc.dump(2) << "\n";
 }

@@ -106,10 +106,10 @@ std::string type_name(const kernels::PackedWeight& w) {
 // words ("" if none).
 std::string cut_block(const Model& model, int n_ranks) {
   const ModelWeights& W = model.weights();
-  const ModelConfig& c = model.config;
   for (int r = 0; r < n_ranks; ++r) {
     const RankShards s = rank_shards(model, r, n_ranks);
-    for (int l = 0; l < c.n_layers; ++l) {
+    const LayerRange held = model.layers();  // a pipeline stage's
+    for (int l = held.begin; l < held.end; ++l) {
       const LayerWeights& L = W.layers[l];
       const std::pair<const kernels::PackedWeight*, IndexRange> row_parallel[] = {
           {&L.wo, s.q_cols}, {&L.w_down, s.ffn_cols}};
@@ -132,8 +132,11 @@ std::string cut_block(const Model& model, int n_ranks) {
 
 RankShards rank_shards(const Model& model, int r, int R) {
   int64_t ffn_g = kernels::kPanel;
-  for (const LayerWeights& L : model.weights().layers)
+  const LayerRange held = model.layers();  // the others are absent in a pipeline stage
+  for (int l = held.begin; l < held.end; ++l) {
+    const LayerWeights& L = model.weights().layers[l];
     ffn_g = std::max(ffn_g, ffn_granularity(L.w_gate, L.w_up, L.w_down));
+  }
   return rank_shards(model.config, r, R, ffn_g);
 }
 

@@ -34,8 +34,10 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
     : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
   if (o.kind == ForwardKind::Reference) return;
   const ModelConfig& c = model.config;
+  // A pipeline stage's cache holds its own layers.
   impl_->kv = std::make_unique<KVCache>(
-      c, KVCache::bytes_for_tokens(c, c.max_seq_len, o.kv_cache_dtype), o.kv_cache_dtype);
+      c, KVCache::bytes_for_tokens(c, c.max_seq_len, o.kv_cache_dtype, model.layers()),
+      o.kv_cache_dtype, model.layers());
   const topotree::ServiceConfig pc = o.prefill.value_or(single_rank_config(o.threads));
   const topotree::ServiceConfig dc =
       o.decode.value_or(o.prefill.value_or(single_rank_config(o.threads)));

@@ -39,12 +39,18 @@ struct Slot {
   const float** vector = nullptr;
 };
 
-std::vector<Slot> slots(ModelWeights& w, const ModelConfig& c) {
+// The same order and the same tensors: a pipeline stage's only.
+std::vector<Slot> slots(ModelWeights& w, const ModelConfig& c, LayerRange layers) {
+  const LayerRange held = resolve_layers(layers, c.n_layers);
+  const bool first = held.begin == 0, last = held.end == c.n_layers;
   std::vector<Slot> s;
-  s.push_back({&w.embedding, nullptr});
-  if (!c.tied_embeddings) s.push_back({&w.output, nullptr});
-  s.push_back({nullptr, &w.final_norm});
-  for (LayerWeights& L : w.layers) {
+  // A last stage without layer 0 holds a tied head as its output alone.
+  if (first) s.push_back({&w.embedding, nullptr});
+  if (!first && last && c.tied_embeddings) s.push_back({&w.output, nullptr});
+  if (last && !c.tied_embeddings) s.push_back({&w.output, nullptr});
+  if (last) s.push_back({nullptr, &w.final_norm});
+  for (int l = held.begin; l < held.end; ++l) {
+    LayerWeights& L = w.layers[l];
     s.push_back({nullptr, &L.attn_norm});
     s.push_back({&L.wq, nullptr});
     s.push_back({&L.wk, nullptr});
@@ -112,7 +118,8 @@ WeightStorage weight_storage(const Model& model) {
   const ModelConfig& c = model.config;
   ModelWeights loaded = model.weights();
   WeightStorage storage(loaded.dtype);
-  const std::vector<Slot> from = slots(loaded, c);
+  storage.layers = model.layers();
+  const std::vector<Slot> from = slots(loaded, c, storage.layers);
   std::vector<WeightTensor> tensors = weight_tensors(c, storage);
   for (size_t i = 0; i < tensors.size(); ++i)
     if (from[i].matrix && from[i].matrix->qtype)
@@ -219,7 +226,7 @@ void PlacedWeights::copy_missing(const Model& model, const NodeWeights& node, bo
   if (bind) bind_to_node(region.data(), region.size(), node.node, false);
   const ModelConfig& c = model.config;
   ModelWeights loaded = model.weights();
-  const std::vector<Slot> from = slots(loaded, c);
+  const std::vector<Slot> from = slots(loaded, c, storage_->layers);
   const std::vector<WeightTensor> tensors = weight_tensors(c, *storage_);
   std::vector<Chunk> chunks;
   std::vector<std::pair<PieceKey, void*>> made;
@@ -246,7 +253,7 @@ const ModelWeights& PlacedWeights::view(const Model& model, int node, int rank, 
   if (v) return *v;
   const ModelConfig& c = model.config;
   auto w = std::make_unique<ModelWeights>(model.weights());
-  const std::vector<Slot> to = slots(*w, c);
+  const std::vector<Slot> to = slots(*w, c, storage_->layers);
   const std::vector<WeightTensor> tensors = weight_tensors(c, *storage_);
   const RankShards shards = rank_shards(c, tensors, rank, n_ranks);
   const NodeWeights& placed = *plan_.find(node);
@@ -275,7 +282,7 @@ const ModelWeights& PlacedWeights::view(const Model& model, int node, int rank, 
     }
     m.data = data;
   }
-  if (c.tied_embeddings) w->output = w->embedding;
+  if (c.tied_embeddings && model.has_embedding() && model.has_head()) w->output = w->embedding;
   v = std::move(w);
   return *v;
 }

@@ -50,6 +50,10 @@ void rope(std::vector<float>& v, int head_dim, int pos, const std::vector<double
 }  // namespace
 
 ReferenceForward::ReferenceForward(const Model& model) : model_(model) {
+  if (!model.whole())
+    throw std::invalid_argument(
+        "the reference forward pass needs the whole model, and this one holds " +
+        model.layers_text() + " (load it without a layer range)");
   const ModelWeights& W = model.weights();
   emb_ = unpack(W.embedding);
   out_ = unpack(W.output);

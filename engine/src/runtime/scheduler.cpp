@@ -147,15 +147,16 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
                                 ", or leave it out for the model's");
   if (I.opt.max_model_len <= 0) I.opt.max_model_len = c.max_seq_len;
   const KVCacheDType kv_dtype = I.opt.kv_cache_dtype;
+  // A pipeline stage's cache holds its own layers: the default budget is its share.
+  const LayerRange layers = model.layers();
+  const size_t sequence_bytes = KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype, layers);
   if (I.opt.kv_cache_bytes == 0)
-    I.opt.kv_cache_bytes =
-        std::max(KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype),
-                 std::min<size_t>(size_t{4} << 30,
-                                  KVCache::bytes_for_tokens(c, I.opt.max_model_len, kv_dtype) *
-                                      static_cast<size_t>(I.opt.max_num_seqs)));
+    I.opt.kv_cache_bytes = std::max(
+        sequence_bytes, std::min<size_t>(size_t{4} << 30,
+                                         sequence_bytes * static_cast<size_t>(I.opt.max_num_seqs)));
   I.prompt_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
   I.gen_len = std::make_unique<Histogram>(length_buckets(I.opt.max_model_len));
-  I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes, kv_dtype);
+  I.kv = std::make_unique<KVCache>(c, I.opt.kv_cache_bytes, kv_dtype, layers);
   I.cache = std::make_unique<PrefixCache>(*I.kv, I.opt.enable_prefix_caching);
   if (I.kv->num_blocks() < KVCache::blocks_for(I.opt.max_model_len))
     throw std::invalid_argument("the KV cache (" + std::to_string(I.opt.kv_cache_bytes) +

@@ -29,6 +29,8 @@ kernels::PackedWeight WeightStorage::layout(const std::string& name, int64_t n, 
 std::vector<WeightTensor> weight_tensors(const ModelConfig& c, const WeightStorage& storage) {
   using S = WeightSplit;
   using B = ShardRange;
+  const LayerRange held = resolve_layers(storage.layers, c.n_layers);
+  const bool first = held.begin == 0, last = held.end == c.n_layers;
   std::vector<WeightTensor> t;
   auto matrix = [&](std::string name, int64_t n, int64_t k, S split, B by) {
     kernels::PackedWeight layout = storage.layout(name, n, k);
@@ -37,11 +39,14 @@ std::vector<WeightTensor> weight_tensors(const ModelConfig& c, const WeightStora
   auto vector = [&](std::string name, int64_t n) {
     t.push_back({std::move(name), n, 0, S::Replicated, B::None, {}});
   };
-  // A tied output head is the embedding: every rank reads all of it for the lookup.
-  matrix("token_embd.weight", c.vocab_size, c.dim, S::Replicated, B::None);
-  if (!c.tied_embeddings) matrix("output.weight", c.vocab_size, c.dim, S::Columns, B::Vocab);
-  vector("output_norm.weight", c.dim);
-  for (int l = 0; l < c.n_layers; ++l) {
+  // A tied output head is the embedding: every rank reads all of it for the lookup (a last stage
+  // without layer 0 holds it as its head alone).
+  if (first || (last && c.tied_embeddings))
+    matrix("token_embd.weight", c.vocab_size, c.dim, S::Replicated, B::None);
+  if (last && !c.tied_embeddings)
+    matrix("output.weight", c.vocab_size, c.dim, S::Columns, B::Vocab);
+  if (last) vector("output_norm.weight", c.dim);
+  for (int l = held.begin; l < held.end; ++l) {
     vector(layer_tensor(l, "attn_norm"), c.dim);
     matrix(layer_tensor(l, "attn_q"), c.q_dim(), c.dim, S::Columns, B::Q);
     matrix(layer_tensor(l, "attn_k"), c.kv_dim(), c.dim, S::Columns, B::KV);
@@ -57,12 +62,18 @@ std::vector<WeightTensor> weight_tensors(const ModelConfig& c, const WeightStora
 
 RankShards rank_shards(const ModelConfig& c, const std::vector<WeightTensor>& tensors, int rank,
                        int n_ranks) {
+  // Over the layers the tensors hold (a pipeline stage's).
   int64_t ffn_g = kernels::kPanel;
-  for (int l = 0; l < c.n_layers; ++l)
-    ffn_g =
-        std::max(ffn_g, ffn_granularity(find_tensor(tensors, layer_tensor(l, "ffn_gate")).layout,
-                                        find_tensor(tensors, layer_tensor(l, "ffn_up")).layout,
-                                        find_tensor(tensors, layer_tensor(l, "ffn_down")).layout));
+  for (const WeightTensor& t : tensors) {
+    const std::string suffix = ".ffn_gate.weight";
+    if (t.name.size() <= suffix.size() ||
+        t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string layer = t.name.substr(0, t.name.size() - suffix.size());  // "blk.N"
+    ffn_g = std::max(
+        ffn_g, ffn_granularity(t.layout, find_tensor(tensors, layer + ".ffn_up.weight").layout,
+                               find_tensor(tensors, layer + ".ffn_down.weight").layout));
+  }
   return rank_shards(c, rank, n_ranks, ffn_g);
 }
 

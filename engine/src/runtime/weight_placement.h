@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/partition.h"
+#include "engine/formats/layer_range.h"
 #include "engine/formats/model_config.h"
 #include "kernels/gemm.h"
 #include "runtime/rank_shards.h"
@@ -43,6 +44,9 @@ enum class ShardRange { None, Q, KV, FFN, Vocab };
 struct WeightStorage {
   kernels::DType dtype = kernels::DType::BF16;
   std::map<std::string, kernels::QType> quantized;  // by tensor name
+  // A pipeline stage's layers: its weights hold only these (and the embedding where it holds
+  // layer 0, the final norm and head where it holds the last).
+  LayerRange layers;
 
   WeightStorage() = default;
   WeightStorage(kernels::DType d) : dtype(d) {}  // every matrix as d (implicit: it says all)
@@ -59,7 +63,8 @@ struct WeightTensor {
   kernels::PackedWeight layout;  // a matrix's, as the loader packs it (data unset)
 };
 
-// The model's weights as the forward pass splits them, packed as `storage` says.
+// The model's weights as the forward pass splits them, packed as `storage` says: those of its
+// layers only.
 std::vector<WeightTensor> weight_tensors(const ModelConfig& c, const WeightStorage& storage);
 
 // Rank `rank` of `n_ranks`'s ranges over these tensors: rank_shards() with the FFN granularity

@@ -44,8 +44,9 @@ ChunkScorer::ChunkScorer(const Model& model, const ScorerOptions& o) {
                                 std::to_string(o.batch));
   const int32_t step = std::min(o.batch, o.n_ctx);
   impl_.reset(new Impl{model, o.n_ctx, step, nullptr, nullptr, {}, {}});
-  impl_->kv = std::make_unique<KVCache>(c, KVCache::bytes_for_tokens(c, o.n_ctx, o.kv_cache_dtype),
-                                        o.kv_cache_dtype);
+  impl_->kv = std::make_unique<KVCache>(
+      c, KVCache::bytes_for_tokens(c, o.n_ctx, o.kv_cache_dtype, model.layers()), o.kv_cache_dtype,
+      model.layers());
   ExecutorLimits limits;
   limits.max_tokens = step;
   limits.max_entries = 1;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "engine/formats/layer_range.h"
 #include "engine/formats/model_config.h"
 #include "engine/runtime/shared_region.h"
 #include "engine/text/tokenizer.h"
@@ -44,7 +45,10 @@ struct LoadOptions {
   int threads = 0;    // for packing; 0 = all available cores
   uint64_t seed = 0;  // dummy weights
   bool require_tokenizer = true;
-  // Chooses `layers` from the model's shape once it is known (a pipeline node's share).
+  // A pipeline stage's share: only these layers' tensors (and the embedding or the head where
+  // the stage holds layer 0 or the last) are read from the file and packed.
+  LayerRange layers;
+  // Or chooses them from the model's shape once it is known (a pipeline node's share).
   std::function<LayerRange(const ModelConfig&)> choose_layers;
 };
 
@@ -77,10 +81,21 @@ class Model {
 
   // How the unquantized matrices are stored: F32 or BF16.
   WeightDType weight_dtype() const;
+  // The stage's share where only a range of layers was loaded.
   size_t weight_bytes() const { return region_.used(); }
   // Weight bytes one decode step reads: every layer's matrices and norms, the final norm, the
-  // output head and one embedding row (the rest of an untied embedding stays untouched).
+  // output head and one embedding row (the rest of an untied embedding stays untouched); of a
+  // stage, only what it holds.
   size_t decode_read_bytes() const;
+
+  // The layers loaded (LoadOptions::layers), resolved: end is never -1.
+  LayerRange layers() const;
+  bool has_embedding() const { return layers().begin == 0; }
+  bool has_head() const { return layers().end == config.n_layers; }
+  bool whole() const { return has_embedding() && has_head(); }
+  // "layers 0-10 of 22 + embedding", "layers 11-21 of 22 + head", "all 22 layers": for
+  // start-up lines.
+  std::string layers_text() const;
   const SharedRegion& region() const { return region_; }
   // For the engine's forward passes (model_weights.h).
   const ModelWeights& weights() const { return *weights_; }
@@ -92,6 +107,7 @@ class Model {
   std::unique_ptr<ModelWeights> weights_;
   std::unique_ptr<PlacedWeights> placed_;
   SharedRegion region_;
+  LayerRange layers_;  // as given; layers() resolves it
 };
 
 // What a model file holds, read from its headers without loading the weights.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "engine/formats/layer_range.h"
 #include "engine/formats/model_config.h"
 #include "engine/runtime/shared_region.h"
 
@@ -33,16 +34,23 @@ class KVCache {
   // Token slots per block: the attention kernels' block size.
   static constexpr int32_t kBlockTokens = 16;
 
-  // Throws if the budget does not hold even one block.
-  KVCache(const ModelConfig& c, size_t memory_bytes, KVCacheDType dtype = kDefaultKVCacheDType);
+  // Throws if the budget does not hold even one block. A pipeline stage's cache holds its
+  // `layers` only (blocks sized for them); a bad range throws std::runtime_error.
+  KVCache(const ModelConfig& c, size_t memory_bytes, KVCacheDType dtype = kDefaultKVCacheDType,
+          LayerRange layers = {});
 
-  // Bytes one token slot takes over all layers (K and V).
-  static size_t token_bytes(const ModelConfig& c, KVCacheDType dtype = kDefaultKVCacheDType);
-  // Bytes one block takes over all layers.
-  static size_t block_bytes(const ModelConfig& c, KVCacheDType dtype = kDefaultKVCacheDType);
+  // Bytes one token slot takes over all layers (K and V), or over `layers`.
+  static size_t token_bytes(const ModelConfig& c, KVCacheDType dtype = kDefaultKVCacheDType,
+                            LayerRange layers = {});
+  // Bytes one block takes over all layers, or over `layers`.
+  static size_t block_bytes(const ModelConfig& c, KVCacheDType dtype = kDefaultKVCacheDType,
+                            LayerRange layers = {});
   // Bytes needed for one sequence of `tokens` positions.
   static size_t bytes_for_tokens(const ModelConfig& c, int64_t tokens,
-                                 KVCacheDType dtype = kDefaultKVCacheDType);
+                                 KVCacheDType dtype = kDefaultKVCacheDType, LayerRange layers = {});
+  // The budget that makes a cache of exactly `blocks` blocks (a stage matching the head's).
+  static size_t bytes_for_blocks(const ModelConfig& c, int32_t blocks,
+                                 KVCacheDType dtype = kDefaultKVCacheDType, LayerRange layers = {});
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t free_blocks() const { return static_cast<int32_t>(free_.size()); }
@@ -54,8 +62,11 @@ class KVCache {
   std::string describe() const;
 
   // The layout the attention kernels read (paged_kv.h): each layer's blocks, block_elements()
-  // elements of dtype() apart, hold K and V of n_kv_heads() heads of head_dim() each.
+  // elements of dtype() apart, hold K and V of n_kv_heads() heads of head_dim() each. `layer` is
+  // the model's index; outside layers() it throws std::out_of_range.
   void* layer_data(int layer) const;
+  // The layers held, resolved (end never -1).
+  LayerRange layers() const { return layers_; }
   int64_t block_elements() const { return block_elements_; }
   int32_t n_kv_heads() const { return n_kv_heads_; }
   int32_t head_dim() const { return head_dim_; }
@@ -68,7 +79,8 @@ class KVCache {
   static int64_t blocks_for(int64_t tokens) { return (tokens + kBlockTokens - 1) / kBlockTokens; }
 
  private:
-  int32_t n_layers_, n_kv_heads_, head_dim_;
+  LayerRange layers_;
+  int32_t n_kv_heads_, head_dim_;
   KVCacheDType dtype_;
   int32_t num_blocks_ = 0;
   size_t block_bytes_ = 0;
