@@ -3,6 +3,7 @@
 
 #include <hwloc.h>
 #include <unistd.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cctype>
@@ -147,6 +148,27 @@ std::optional<uint64_t> synthetic_pu_count(const std::string& spec, uint64_t lim
 
 }  // namespace
 
+namespace {
+
+// A process bound to some CPUs (taskset, numactl, mpirun's binding of each node of a pipeline
+// sharing a machine) has those for its machine: its ranks and threads go there, not onto CPUs
+// another process was given.
+void restrict_to_binding(hwloc_topology_t topo, std::vector<std::string>& notes) {
+  hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+  const hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(topo);
+  if (hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound) &&
+      hwloc_bitmap_isincluded(all, bound) == 0 && hwloc_topology_restrict(topo, bound, 0) == 0) {
+    char* text = nullptr;
+    hwloc_bitmap_list_asprintf(&text, bound);
+    notes.push_back("this process may run on CPUs " + std::string(text ? text : "?") +
+                    " only (taskset, numactl or mpirun's binding): they are its machine");
+    std::free(text);
+  }
+  hwloc_bitmap_free(bound);
+}
+
+}  // namespace
+
 LoadedTopology load_topology(const std::string& spec) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) throw std::runtime_error("hwloc_topology_init failed");
@@ -193,9 +215,11 @@ LoadedTopology load_topology(const std::string& spec) {
       throw std::invalid_argument("hwloc could not load the topology from " + source +
                                   (why.empty() ? std::string() : " (" + why + ")"));
   }
+  std::vector<std::string> restrict_notes;
+  if (spec.empty()) restrict_to_binding(raw, restrict_notes);
   bool missing_numa = false;
   RawNode root = read_object(hwloc_get_root_obj(raw), missing_numa);
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = std::move(restrict_notes);
   if (missing_numa)
     notes.push_back("hwloc gave no NUMA node for some PUs; they are taken as NUMA node 0");
   std::vector<std::pair<int, int>> pus;

@@ -631,7 +631,8 @@ std::unique_ptr<Model> load_model(const LoadOptions& options) {
   if (o.choose_layers) {
     // The shape from the headers (or the preset) alone, before any tensor is read.
     const bool is_preset = !path && fs::exists(configs_dir() / "models" / (o.model + ".json"));
-    if (path || is_preset) o.layers = o.choose_layers(path ? read_config_only(*path) : load_preset(o.model));
+    if (path || is_preset)
+      o.layers = o.choose_layers(path ? read_config_only(*path) : load_preset(o.model));
   }
   std::optional<ModelSource> src = open_source(o, path, looked, *m);
   const ModelSource* source = src ? &*src : nullptr;

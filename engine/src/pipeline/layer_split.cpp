@@ -28,7 +28,8 @@ std::vector<LayerRange> pipeline_layer_split(const ModelConfig& c, int stages,
                                   std::to_string(counts.size()) + " nodes, but there are " +
                                   std::to_string(stages) + " (--pipeline-parallel)");
     if (std::any_of(counts.begin(), counts.end(), [](int32_t n) { return n < 1; }))
-      throw std::invalid_argument("--layer-split " + list + ": every node needs at least one layer");
+      throw std::invalid_argument("--layer-split " + list +
+                                  ": every node needs at least one layer");
     if (sum != L)
       throw std::invalid_argument("--layer-split " + list + " sums to " + std::to_string(sum) +
                                   " layers, but the model has " + std::to_string(L));

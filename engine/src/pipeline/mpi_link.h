@@ -22,7 +22,7 @@ struct NodeTimeout : std::runtime_error {
 
 class MpiLink {
  public:
-  MpiLink();  // MPI_Init_thread
+  MpiLink();   // MPI_Init_thread
   ~MpiLink();  // MPI_Finalize, unless aborted
   MpiLink(const MpiLink&) = delete;
   MpiLink& operator=(const MpiLink&) = delete;

@@ -49,9 +49,10 @@ std::unique_ptr<Pipeline> Pipeline::join(const PipelineOptions& o) {
             ? "--pipeline-parallel " + std::to_string(o.stages) + " needs " +
                   std::to_string(o.stages) + " processes, one per node: start it with mpirun -np " +
                   std::to_string(o.stages) + " [--hostfile H] ..."
-            : "mpirun started " + std::to_string(launched) + " processes but --pipeline-parallel is " +
-                  std::to_string(o.stages) + ": give --pipeline-parallel " +
-                  std::to_string(launched) + " (or mpirun -np " + std::to_string(o.stages) + ")");
+            : "mpirun started " + std::to_string(launched) +
+                  " processes but --pipeline-parallel is " + std::to_string(o.stages) +
+                  ": give --pipeline-parallel " + std::to_string(launched) + " (or mpirun -np " +
+                  std::to_string(o.stages) + ")");
   if (!(o.step_timeout_seconds > 0))
     throw std::runtime_error("the pipeline's step timeout must be positive");
   if (o.micro_batches < 0) throw std::runtime_error("--micro-batches must not be negative");
@@ -184,8 +185,8 @@ void add_pipeline_options(ArgParser& p, PipelineOptions& o) {
              size_t at = 0;
              while (at <= v.size()) {
                const size_t comma = std::min(v.find(',', at), v.size());
-               o.layer_split.push_back(
-                   static_cast<int32_t>(ArgParser::parse_int("--layer-split", v.substr(at, comma - at))));
+               o.layer_split.push_back(static_cast<int32_t>(
+                   ArgParser::parse_int("--layer-split", v.substr(at, comma - at))));
                at = comma + 1;
              }
            });

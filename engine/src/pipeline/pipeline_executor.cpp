@@ -42,9 +42,8 @@ class PipelineExecutor : public Executor {
     const bool decode = std::all_of(batch.begin(), batch.end(),
                                     [](const BatchEntry& e) { return e.tokens.size() == 1; });
     const uint32_t phase = phase_ >= 0 ? static_cast<uint32_t>(phase_) : decode ? 1 : 0;
-    const int want = p_.options.micro_batches > 0
-                         ? p_.options.micro_batches
-                         : auto_micro_batches(batch, p_.link->size());
+    const int want = p_.options.micro_batches > 0 ? p_.options.micro_batches
+                                                  : auto_micro_batches(batch, p_.link->size());
     const auto pieces = cut_micro_batches(batch, want);
     const uint64_t step = ++p_.steps;
     const int64_t dim = model_.config.dim;
@@ -53,8 +52,8 @@ class PipelineExecutor : public Executor {
         std::chrono::duration<double>(p_.options.step_timeout_seconds));
     // Which node each micro-batch has got through (their notes), to name a late one.
     std::vector<int> through(pieces.size(), 0);
-    const std::string what = std::string(phase == 1 ? "decode" : "prefill") + " step " +
-                             std::to_string(step);
+    const std::string what =
+        std::string(phase == 1 ? "decode" : "prefill") + " step " + std::to_string(step);
     try {
       for (size_t m = 0; m < pieces.size(); ++m) {
         int64_t tokens = 0;
@@ -76,11 +75,11 @@ class PipelineExecutor : public Executor {
       std::string error;
       const auto deadline = Clock::now() + timeout;
       auto drain_notes = [&] {
-        for (int src; (src = p_.link->probe(pipeline::MpiLink::kAnySource,
-                                            pipeline::kTagProgress)) >= 0;) {
+        for (int src;
+             (src = p_.link->probe(pipeline::MpiLink::kAnySource, pipeline::kTagProgress)) >= 0;) {
           const Message note = pipeline::decode(
               p_.link->receive(src, pipeline::kTagProgress, Clock::now() + timeout, "a note"));
-            if (note.step == step && note.micro < through.size())
+          if (note.step == step && note.micro < through.size())
             through[note.micro] = std::max(through[note.micro], src);
         }
         int late = nodes - 1;
@@ -89,9 +88,9 @@ class PipelineExecutor : public Executor {
       };
       for (size_t n = 0; n < pieces.size();) {
         int src = -1;
-        Message r = pipeline::decode(
-            p_.link->receive(pipeline::MpiLink::kAnySource, pipeline::kTagReply, deadline,
-                             "a step", &src, drain_notes));
+        Message r =
+            pipeline::decode(p_.link->receive(pipeline::MpiLink::kAnySource, pipeline::kTagReply,
+                                              deadline, "a step", &src, drain_notes));
         // What is left of an earlier step that failed on this node half-way.
         if (r.step < step) continue;
         ++n;

@@ -54,16 +54,15 @@ int Pipeline::serve(const Model& model, const PipelineNodeOptions& o) {
         limits.max_hidden_rows = s.max_hidden_rows;
         limits.batch_invariant = s.batch_invariant != 0;
         limits.step_timeout_seconds = s.step_timeout_seconds;
-        const topotree::ServiceConfig pc =
-            o.prefill_config.value_or(single_rank_config(0));
+        const topotree::ServiceConfig pc = o.prefill_config.value_or(single_rank_config(0));
         const topotree::ServiceConfig dc = o.decode_config.value_or(pc);
         limits.role = dc == pc ? "prefill and decode" : "prefill";
         prefill = make_executor(model, *kv, pc, limits);
         limits.role = "decode";
         if (!(dc == pc)) decode_own = make_executor(model, *kv, dc, limits);
         decode = decode_own ? decode_own.get() : prefill.get();
-        answer.text = link.name(me) + ": " + describe_node(model, pc, dc) + "; KV cache " +
-                      kv->describe();
+        answer.text =
+            link.name(me) + ": " + describe_node(model, pc, dc) + "; KV cache " + kv->describe();
       } catch (const std::exception& e) {
         answer.kind = Kind::Failed;
         answer.text = link.name(me) + " cannot start: " + e.what();
@@ -107,7 +106,8 @@ int Pipeline::serve(const Model& model, const PipelineNodeOptions& o) {
       failed.kind = Kind::Failed;
       failed.step = msg.step;
       failed.micro = msg.micro;
-      const bool fatal = (prefill && prefill->health().failed) || (decode && decode->health().failed);
+      const bool fatal =
+          (prefill && prefill->health().failed) || (decode && decode->health().failed);
       failed.phase = fatal ? 1 : 0;
       failed.text = link.name(me) + ": " + e.what();
       reply(std::move(failed));

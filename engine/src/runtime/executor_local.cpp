@@ -22,8 +22,7 @@ void LocalExecutor::run_stage(std::span<const BatchEntry> batch, const StageIO& 
 
 void Executor::run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
                          float* hidden) {
-  if (io.in || io.out)
-    throw std::logic_error("this executor does not run pipeline stages");
+  if (io.in || io.out) throw std::logic_error("this executor does not run pipeline stages");
   run(batch, logits, hidden);
 }
 

@@ -219,8 +219,9 @@ void ForwardPass::run(std::span<const BatchEntry> batch, float* logits, float* h
 void ForwardPass::run(std::span<const BatchEntry> batch, const StageIO& io, float* logits,
                       float* hidden) {
   if (!model_.has_embedding() && !io.in)
-    throw std::invalid_argument("a pipeline stage without the embedding needs the hidden states "
-                                "of the stage before it");
+    throw std::invalid_argument(
+        "a pipeline stage without the embedding needs the hidden states "
+        "of the stage before it");
   check_batch(batch);
   Step s = plan_step(batch);
   if (s.tokens == 0) return;
