@@ -12,7 +12,8 @@ bool decode_step(std::span<const BatchEntry> batch) {
 
 // Below this many tokens a prefill piece's GEMMs lose more to their small M than the overlap of
 // the nodes gains.
-constexpr int64_t kMinPieceTokens = 64;
+constexpr int64_t kMinPieceTokens = 32;
+constexpr int kMaxPiecesPerNode = 8;
 
 }  // namespace
 
@@ -20,7 +21,9 @@ int auto_micro_batches(std::span<const BatchEntry> batch, int nodes) {
   if (decode_step(batch)) return std::min<int>(nodes, static_cast<int>(batch.size()));
   int64_t tokens = 0;
   for (const BatchEntry& e : batch) tokens += static_cast<int64_t>(e.tokens.size());
-  return static_cast<int>(std::clamp<int64_t>(tokens / kMinPieceTokens, 1, 4 * nodes));
+  // M pieces over P nodes keep the nodes busy M / (M + P - 1) of the step.
+  return static_cast<int>(
+      std::clamp<int64_t>(tokens / kMinPieceTokens, 1, int64_t{kMaxPiecesPerNode} * nodes));
 }
 
 std::vector<std::vector<BatchEntry>> cut_micro_batches(std::span<const BatchEntry> batch,

@@ -70,6 +70,10 @@ Pipeline::~Pipeline() {
     p.link->abort(1);
   }
   if (head()) {
+    for (int phase = 0; phase < 2; ++phase)
+      if (p.stats[phase].steps > 0)
+        std::fprintf(stderr, "%s: pipeline %s: %s\n", program_invocation_short_name,
+                     phase == 0 ? "prefill" : "decode", p.stats[phase].describe().c_str());
     try {
       Message m;
       m.kind = Kind::Shutdown;
@@ -172,14 +176,53 @@ std::string Pipeline::waiting_for() const {
   return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
 }
 
+void Pipeline::Impl::record(int phase, double wall, int micro_batches,
+                            const std::vector<double>& busy) {
+  std::lock_guard<std::mutex> lock(stats_mu);
+  PipelineStats& s = stats[phase];
+  ++s.steps;
+  s.micro_batches += static_cast<uint64_t>(micro_batches);
+  s.wall_seconds += wall;
+  s.busy_seconds.resize(busy.size(), 0.0);
+  for (size_t i = 0; i < busy.size(); ++i) s.busy_seconds[i] += busy[i];
+}
+
+PipelineStats Pipeline::stats(int phase) const {
+  std::lock_guard<std::mutex> lock(impl_->stats_mu);
+  return impl_->stats[phase];
+}
+
+double PipelineStats::utilization() const {
+  if (wall_seconds <= 0 || busy_seconds.empty()) return 0;
+  double sum = 0;
+  for (double b : busy_seconds) sum += b;
+  return sum / (wall_seconds * static_cast<double>(busy_seconds.size()));
+}
+
+std::string PipelineStats::describe() const {
+  if (steps == 0) return "no steps";
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "%llu steps of %.1f micro-batches, %.3f ms each, utilization %.2f (",
+                static_cast<unsigned long long>(steps), static_cast<double>(micro_batches) / steps,
+                wall_seconds / steps * 1e3, utilization());
+  std::string s = buf;
+  for (size_t i = 0; i < busy_seconds.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%snode %zu %.2f", i ? ", " : "", i,
+                  wall_seconds > 0 ? busy_seconds[i] / wall_seconds : 0.0);
+    s += buf;
+  }
+  return s + ")";
+}
+
 void add_pipeline_options(ArgParser& p, PipelineOptions& o) {
   p.add("--pipeline-parallel,-pp", &o.stages,
         "nodes the layers are split over, one MPI process each: start with mpirun -np N "
         "[--hostfile H] (node 0 serves; default 1)",
         "N");
   p.option("--layer-split", "N,N,...",
-           "layers per node (default: balanced, the output head counted as the layers its bytes "
-           "equal)",
+           "layers per node (default: balanced, the output head counted as the layers half its "
+           "bytes equal)",
            [&o](const std::string& v) {
              o.layer_split.clear();
              size_t at = 0;
@@ -192,7 +235,7 @@ void add_pipeline_options(ArgParser& p, PipelineOptions& o) {
            });
   p.add("--micro-batches", &o.micro_batches,
         "pieces a pipeline step is cut into (default 0: a decode batch in one per node, a "
-        "prefill step in pieces of 64 tokens or more, at most 4 per node)",
+        "prefill step in pieces of 32 tokens or more, at most 8 per node)",
         "N");
   p.add("--pipeline-timeout", &o.step_timeout_seconds,
         "seconds a node may take over a step before the job ends (default 60)", "S");

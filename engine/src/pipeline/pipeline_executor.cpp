@@ -52,6 +52,8 @@ class PipelineExecutor : public Executor {
         std::chrono::duration<double>(p_.options.step_timeout_seconds));
     // Which node each micro-batch has got through (their notes), to name a late one.
     std::vector<int> through(pieces.size(), 0);
+    std::vector<double> busy(static_cast<size_t>(nodes), 0.0);
+    const auto started = Clock::now();
     const std::string what =
         std::string(phase == 1 ? "decode" : "prefill") + " step " + std::to_string(step);
     try {
@@ -65,7 +67,9 @@ class PipelineExecutor : public Executor {
         msg.micro = static_cast<uint32_t>(m);
         msg.set_batch(pieces[m]);
         msg.rows.resize(static_cast<size_t>(tokens * dim));
+        const auto t0 = Clock::now();
         own_->run_stage(pieces[m], StageIO{nullptr, msg.rows.data()}, nullptr, nullptr);
+        busy[0] += std::chrono::duration<double>(Clock::now() - t0).count();
         p_.link->send(1, pipeline::kTagChain, pipeline::encode(msg));
       }
       // Results come in micro-batch order from the last node; a node whose stage failed answers
@@ -79,8 +83,10 @@ class PipelineExecutor : public Executor {
              (src = p_.link->probe(pipeline::MpiLink::kAnySource, pipeline::kTagProgress)) >= 0;) {
           const Message note = pipeline::decode(
               p_.link->receive(src, pipeline::kTagProgress, Clock::now() + timeout, "a note"));
-          if (note.step == step && note.micro < through.size())
+          if (note.step == step && note.micro < through.size()) {
             through[note.micro] = std::max(through[note.micro], src);
+            busy[static_cast<size_t>(src)] += note.busy_seconds;
+          }
         }
         int late = nodes - 1;
         for (int t : through) late = std::min(late, t + 1);
@@ -97,6 +103,7 @@ class PipelineExecutor : public Executor {
         if (r.step != step || r.micro >= pieces.size() || got[r.micro])
           throw std::runtime_error(p_.link->name(src) + " answered a step it was not given");
         got[r.micro] = true;
+        busy[static_cast<size_t>(src)] += r.busy_seconds;
         if (r.kind == Kind::Failed) {
           if (r.phase == 1) p_.fail(r.text);  // the node cannot run steps any more
           if (error.empty()) error = r.text;
@@ -105,6 +112,9 @@ class PipelineExecutor : public Executor {
       }
       drain_notes();
       p_.set_waiting("", -1);
+      p_.record(static_cast<int>(phase),
+                std::chrono::duration<double>(Clock::now() - started).count(),
+                static_cast<int>(pieces.size()), busy);
       if (!error.empty()) throw std::runtime_error(error);
       const int64_t V = model_.config.vocab_size;
       int64_t logit_row = 0, hidden_row = 0;

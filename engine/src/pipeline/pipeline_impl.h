@@ -34,6 +34,10 @@ struct Pipeline::Impl {
   Clock::time_point wait_since{};
   int wait_node = -1;
   void set_waiting(const std::string& step, int node);
+  // Head: what the steps cost, per phase (0 prefill, 1 decode).
+  mutable std::mutex stats_mu;
+  PipelineStats stats[2];
+  void record(int phase, double wall, int micro_batches, const std::vector<double>& busy);
 
   int last() const { return link->size() - 1; }
   void fail(const std::string& why);

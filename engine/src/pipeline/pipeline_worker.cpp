@@ -79,6 +79,8 @@ int Pipeline::serve(const Model& model, const PipelineNodeOptions& o) {
       if (!prefill) throw std::runtime_error("a step before the start");
       Executor& ex = msg.phase == 1 ? *decode : *prefill;
       const std::vector<BatchEntry> batch = msg.batch();
+      const auto t0 = Clock::now();
+      const auto busy = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
       if (me == last) {
         for (const BatchEntry& e : batch) {
           out.logit_rows += static_cast<int32_t>(e.logit_rows());
@@ -88,14 +90,17 @@ int Pipeline::serve(const Model& model, const PipelineNodeOptions& o) {
         ex.run_stage(batch, StageIO{msg.rows.data(), nullptr}, out.rows.data(),
                      out.hidden_rows ? out.rows.data() + out.logit_rows * V : nullptr);
         out.kind = Kind::Result;
+        out.busy_seconds = busy();
         reply(std::move(out));
       } else {
         out.kind = Kind::Step;
         out.set_batch(batch);
         out.rows.resize(static_cast<size_t>(static_cast<int64_t>(msg.tokens.size()) * dim));
         ex.run_stage(batch, StageIO{msg.rows.data(), out.rows.data()}, nullptr, nullptr);
+        const double took = busy();
         link.send(me + 1, pipeline::kTagChain, pipeline::encode(out));
         Message note;
+        note.busy_seconds = took;
         note.kind = Kind::Result;
         note.step = msg.step;
         note.micro = msg.micro;

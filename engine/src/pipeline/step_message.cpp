@@ -14,6 +14,7 @@ struct Header {
   StartInfo start;
   int32_t n_entries, n_tokens, n_tables, logit_rows, hidden_rows, text_bytes;
   uint64_t n_rows;
+  double busy_seconds;
 };
 
 template <class T>
@@ -80,7 +81,8 @@ Bytes encode(const Message& m) {
            m.logit_rows,
            m.hidden_rows,
            static_cast<int32_t>(m.text.size()),
-           m.rows.size()};
+           m.rows.size(),
+           m.busy_seconds};
   Bytes out;
   out.reserve(sizeof h + m.entries.size() * sizeof(Message::Entry) + m.tokens.size() * 4 +
               m.tables.size() * 4 + m.rows.size() * 4 + m.text.size());
@@ -108,6 +110,7 @@ Message decode(const Bytes& bytes) {
   m.start = h.start;
   m.logit_rows = h.logit_rows;
   m.hidden_rows = h.hidden_rows;
+  m.busy_seconds = h.busy_seconds;
   const auto count = [&](int64_t n, size_t unit) {
     if (static_cast<uint64_t>(n) > bytes.size() / unit)
       throw std::runtime_error("a pipeline message is shorter than its header says");

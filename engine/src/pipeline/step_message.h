@@ -43,7 +43,8 @@ struct Message {
   // the hidden rows.
   std::vector<float> rows;
   int32_t logit_rows = 0, hidden_rows = 0;
-  std::string text;  // Failed / Result with an error / the start-up answer: for people
+  double busy_seconds = 0;  // Result and notes: the sending node's time on the micro-batch
+  std::string text;         // Failed / Result with an error / the start-up answer: for people
 
   // The batch the entries describe (spans into this message).
   std::vector<BatchEntry> batch() const;
