@@ -102,4 +102,51 @@ PipelineChoice choose_pipeline(const PlanRun& run) {
   return c;
 }
 
+nlohmann::json pipeline_json(const PipelineChoice& c, const Cluster& cluster) {
+  nlohmann::json depths = nlohmann::json::array();
+  for (const PipelineEstimate& e : c.by_stages) {
+    nlohmann::json layers = nlohmann::json::array(), weights = nlohmann::json::array(),
+                   decode = nlohmann::json::array();
+    for (const auto& s : e.split) {
+      layers.push_back(s.layers);
+      weights.push_back(s.weight_bytes);
+    }
+    for (const auto& d : e.decode_at)
+      decode.push_back({{"batch", d.batch},
+                        {"micro_batches", d.micro_batches},
+                        {"step_ms", d.step_ms},
+                        {"tokens_per_s", d.tokens_per_s},
+                        {"utilization", d.utilization}});
+    depths.push_back({{"stages", e.stages},
+                      {"fits", e.fits},
+                      {"layers", layers},
+                      {"weight_bytes", weights},
+                      {"prefill", short_config(e.prefill)},
+                      {"decode", short_config(e.decode)},
+                      {"prefill_tokens_per_s", e.prefill_tokens_per_s},
+                      {"ttft_ms", e.ttft_ms},
+                      {"decode_at", decode},
+                      {"pipelines", c.pipelines(e.stages)}});
+  }
+  return {{"nodes", cluster.nodes},
+          {"link",
+           {{"name", cluster.link.name},
+            {"latency_us", cluster.link.latency_us},
+            {"gbs", cluster.link.gbs}}},
+          {"chosen_stages", c.chosen},
+          {"layer_split", layer_split_option(c)},
+          {"why", c.why},
+          {"depths", depths}};
+}
+
+std::string layer_split_option(const PipelineChoice& c) {
+  if (c.chosen < 1) return "";
+  std::string s;
+  for (const auto& st : c.by_stages[static_cast<size_t>(c.chosen - 1)].split) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(st.layers);
+  }
+  return s;
+}
+
 }  // namespace sandwich::tuner

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tuner/pipeline_estimate.h"
 #include "tuner/planner/plan_stages.h"
 
@@ -23,5 +25,12 @@ struct PipelineChoice {
 // The highest decode rate of the whole cluster at the run's decode batch (pipelines x each
 // one's tokens/s) among the P that fit; within 2% the shorter step at batch 1.
 PipelineChoice choose_pipeline(const PlanRun& run);
+
+// The choice and every depth's figures, as the plan's details record them.
+nlohmann::json pipeline_json(const PipelineChoice& c, const Cluster& cluster);
+
+// The layer split of the chosen depth as sandwichd's --layer-split takes it ("41,39"); "" when
+// no P fits.
+std::string layer_split_option(const PipelineChoice& c);
 
 }  // namespace sandwich::tuner

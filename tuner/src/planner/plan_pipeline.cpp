@@ -9,9 +9,14 @@
 namespace sandwich::tuner {
 namespace {
 
-std::string gb(double bytes) {
+// Bytes in GB (MB below one GB: small models' stages).
+std::string bytes_text(double bytes) {
   std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << bytes / 1e9;
+  os << std::fixed << std::setprecision(1);
+  if (bytes >= 1e9)
+    os << bytes / 1e9 << " GB";
+  else
+    os << bytes / 1e6 << " MB";
   return os.str();
 }
 
@@ -34,8 +39,10 @@ std::string pipeline_report(const PlanRun& run) {
   const PipelineChoice c = choose_pipeline(run);
   std::ostringstream os;
   os << "\npipeline   " << cl.nodes << " node" << (cl.nodes > 1 ? "s" : "") << " over "
-     << cl.link.describe() << "; " << gb(static_cast<double>(run.machine.memory_bytes))
-     << " GB of memory per node; the KV cache of " << run.decode_batch << " sequences of "
+     << cl.link.describe() << "; " << bytes_text(static_cast<double>(run.machine.memory_bytes))
+     << " (" << std::fixed << std::setprecision(1)
+     << static_cast<double>(run.machine.memory_bytes) / (1ull << 30)
+     << " GiB) of memory per node; the KV cache of " << run.decode_batch << " sequences of "
      << run.model.config.max_seq_len << " tokens\n";
   os << "           hidden states f32 (" << run.model.config.dim * 4
      << " bytes a token) cross the link between stages; decode steps split the batch into "
@@ -46,10 +53,11 @@ std::string pipeline_report(const PlanRun& run) {
        << " node" << (e.stages > 1 ? "s" : "") << "): layers " << e.split_text()
        << ", weights per node";
     for (size_t i = 0; i < e.split.size(); ++i)
-      os << (i ? " / " : " ") << gb(e.split[i].weight_bytes);
-    os << " GB, KV per node";
-    for (size_t i = 0; i < e.split.size(); ++i) os << (i ? " / " : " ") << gb(e.split[i].kv_bytes);
-    os << " GB\n";
+      os << (i ? " / " : " ") << bytes_text(e.split[i].weight_bytes);
+    os << ", KV per node";
+    for (size_t i = 0; i < e.split.size(); ++i)
+      os << (i ? " / " : " ") << bytes_text(e.split[i].kv_bytes);
+    os << "\n";
     if (!e.fits) {
       os << "        does not fit: " << e.why_not << "\n";
       continue;
@@ -71,6 +79,13 @@ std::string pipeline_report(const PlanRun& run) {
        << rate_text(c.cluster_tokens_per_s(e)) << " tokens/s at batch " << c.batch << "\n";
   }
   os << "chosen     " << c.why << "\n";
+  if (c.chosen > 1)
+    os << "run with   mpirun -np " << c.chosen
+       << (run.request.hostfile.empty() ? "" : " --hostfile " + shell_quote(run.request.hostfile))
+       << " sandwichd --model " << shell_quote(run.request.load.model)
+       << (run.request.load.load_format == engine::LoadFormat::Dummy ? " --load-format dummy" : "")
+       << (run.out.empty() ? "" : " --plan " + shell_quote(run.out.string()))
+       << " --pipeline-parallel " << c.chosen << " --layer-split " << layer_split_option(c) << "\n";
   return os.str();
 }
 
