@@ -12,6 +12,7 @@
 #include "tuner/commands/kernels_command.h"
 #include "tuner/commands/survey_command.h"
 #include "tuner/commands/topology_command.h"
+#include "tuner/link_probe.h"
 
 using namespace sandwich;
 using namespace sandwich::tuner;
@@ -136,13 +137,17 @@ int cmd_calibrate(int argc, char** argv, int first) {
   ArgParser p("sandwich-tune calibrate", "Measure this machine for the latency simulator.");
   p.add_flag("--recalibrate", &r.recalibrate, "measure again even if a cached calibration exists");
   p.add_flag("--json", &r.json, "print JSON");
+  p.add("--hostfile", &r.hostfile,
+        "also measure the link to the nodes of this MPI hostfile (mpirun ping-pong) and record "
+        "it",
+        "H");
   if (!p.parse(argc, argv, first)) return 0;
   std::cout << calibration_report(r);
   return 0;
 }
 
 const Subcommand kCalibrateCommand{
-    "calibrate", "[--recalibrate] [--json]",
+    "calibrate", "[--recalibrate] [--json] [--hostfile H]",
     "measure this machine (bandwidth, FMA/BF16 peaks, GEMM, team sync) for the simulator",
     cmd_calibrate};
 
@@ -180,6 +185,8 @@ const Subcommand kKernelsCommand{
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Hidden: what `calibrate --hostfile` and `plan --hostfile` start under mpirun.
+  if (argc == 2 && std::string(argv[1]) == "link-probe") return run_link_probe();
   const Subcommand commands[] = {kTopologyCommand, kConfigsCommand,   kCompareCommand,
                                  kSurveyCommand,   kCalibrateCommand, kKernelsCommand,
                                  kPlanCommand};
@@ -187,5 +194,7 @@ int main(int argc, char** argv) {
       "sandwich-tune", commands, argc, argv,
       "T: nothing (this machine), a shipped name (see configs/topologies/), a descriptor .json,\n"
       "   an hwloc XML file (lstopo file.xml) or an hwloc synthetic string (\"pack:2 [numa] "
-      "core:8 pu:2\")\n");
+      "core:8 pu:2\");\n"
+      "   a descriptor may be a cluster of N such machines and their link (plan --dry-run then "
+      "prints\n   the pipeline over them)\n");
 }

@@ -41,6 +41,10 @@ int cmd_plan(int argc, char** argv, int first) {
   p.add_flag("--resume", &a.resume, "continue an interrupted run (its state is in FILE.state)");
   p.add("--topology", &a.topology,
         "another machine, with --dry-run (a shipped name, a descriptor or hwloc XML)", "T");
+  p.add("--hostfile", &a.hostfile,
+        "plan a pipeline over the nodes of this MPI hostfile (taken as alike to this machine): "
+        "measures the link with an MPI ping-pong and records it in the calibration",
+        "H");
   p.add_flag("--dry-run", &a.dry_run,
              "run only the simulator's part and print the configurations it would measure");
   p.add("--params", &a.params_file, "machine parameters for the simulator (JSON)", "FILE");
@@ -63,7 +67,7 @@ int cmd_plan(int argc, char** argv, int first) {
 const Subcommand kPlanCommand{
     "plan",
     "--model M [--trace sharegpt|lmsys|FILE] [--slo PRESET] [--top-k 4] [--budget 30m] -o FILE "
-    "[--resume] | --topology T --dry-run",
+    "[--resume] [--hostfile H] | --topology T --dry-run",
     "one command from a model and this machine to a plan for sandwichd --plan (configurations, "
     "measured figures, a kernel table)",
     cmd_plan};

@@ -7,9 +7,17 @@ namespace {
 
 TEST(MachineDescription, EveryShippedTopologyLoadsWithItsSpeeds) {
   const auto names = shipped_topology_names();
-  const std::vector<std::pair<std::string, int>> expected{
-      {"epyc7h12-2s", 256},      {"kunpeng920-4s", 192},    {"kunpeng920-4s-clusters", 192},
-      {"xeon-gold-6151-2s", 72}, {"xeon-gold-6230-2s", 80}, {"xeon-platinum-8272cl-2s", 96}};
+  const std::vector<std::pair<std::string, int>> expected{{"epyc7h12-2s", 256},
+                                                          {"kunpeng920-4s", 192},
+                                                          {"kunpeng920-4s-clusters", 192},
+                                                          {"xeon-gold-6151-2s", 72},
+                                                          {"xeon-gold-6230-2s", 80},
+                                                          {"xeon-platinum-8272cl-2s", 96},
+                                                          {"xeon-emr-16c", 16},
+                                                          {"xeon-emr-16c-2n-25gbe", 16},
+                                                          {"xeon-emr-16c-4n-25gbe", 16},
+                                                          {"xeon-emr-16c-2n-100gbe", 16},
+                                                          {"xeon-emr-16c-4n-100gbe", 16}};
   ASSERT_EQ(names.size(), expected.size());
   for (const auto& [name, pus] : expected) {
     const MachineDescription m = load_machine(name);

@@ -226,7 +226,8 @@ LoadedTopology load_topology(const std::string& spec) {
   collect_pus(root, pus);
   std::sort(pus.begin(), pus.end());
   TopoTree tree = detail::raw_to_topo_tree(std::move(root), notes);
-  LoadedTopology out{std::move(tree), source, std::move(notes), {}, {}};
+  LoadedTopology out{std::move(tree), source, std::move(notes), {}, {}, 0};
+  out.memory_bytes = hwloc_get_root_obj(raw)->total_memory;
   for (const auto& [cpu, numa] : pus) {
     out.all_cpus.push_back(cpu);
     out.all_cpus_numa.push_back(numa);

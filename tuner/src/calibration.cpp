@@ -50,18 +50,25 @@ std::vector<int> probe_cpus(const topotree::TopoTree& t, int max_threads) {
 nlohmann::json Calibration::to_json() const {
   nlohmann::json latent = nlohmann::json::array();
   for (const auto& p : latent_groups) latent.push_back(p.to_json());
-  return {{"cpu", cpu},
-          {"cpus", cpus},
-          {"read_gbs", read_gbs},
-          {"fma_f32_gflops", fma_f32_gflops},
-          {"bf16_gflops", bf16_gflops},
-          {"gemm_m_small", gemm_m_small},
-          {"gemm_m_large", gemm_m_large},
-          {"gemm_gflops_small", gemm_gflops_small},
-          {"gemm_gflops_large", gemm_gflops_large},
-          {"team_region_us", team_region_us},
-          {"latent_groups", latent},
-          {"seconds", seconds}};
+  nlohmann::json j = {{"cpu", cpu},
+                      {"cpus", cpus},
+                      {"read_gbs", read_gbs},
+                      {"fma_f32_gflops", fma_f32_gflops},
+                      {"bf16_gflops", bf16_gflops},
+                      {"gemm_m_small", gemm_m_small},
+                      {"gemm_m_large", gemm_m_large},
+                      {"gemm_gflops_small", gemm_gflops_small},
+                      {"gemm_gflops_large", gemm_gflops_large},
+                      {"team_region_us", team_region_us},
+                      {"latent_groups", latent},
+                      {"seconds", seconds}};
+  if (link_gbs > 0) {
+    j["link_latency_us"] = link_latency_us;
+    j["link_gbs"] = link_gbs;
+    j["link_hostfile"] = link_hostfile;
+    j["link_hosts"] = link_hosts;
+  }
+  return j;
 }
 
 Calibration Calibration::from_json(const nlohmann::json& j) {
@@ -77,6 +84,10 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   c.gemm_gflops_large = j.at("gemm_gflops_large").get<double>();
   c.team_region_us = j.at("team_region_us").get<std::vector<double>>();
   c.seconds = j.value("seconds", 0.0);
+  c.link_latency_us = j.value("link_latency_us", 0.0);
+  c.link_gbs = j.value("link_gbs", 0.0);
+  c.link_hostfile = j.value("link_hostfile", "");
+  c.link_hosts = j.value("link_hosts", "");
   if (j.contains("latent_groups"))
     for (const auto& p : j.at("latent_groups"))
       c.latent_groups.push_back(LatentGroupProbe::from_json(p));
@@ -173,11 +184,27 @@ Calibration local_calibration(const topotree::TopoTree& local, bool recalibrate,
   const fs::path file = calibration_cache_file(local);
   if (cache_file) *cache_file = file;
   Calibration c = calibrate_this_machine(local);
+  save_calibration(local, c);
+  return c;
+}
+
+fs::path save_calibration(const topotree::TopoTree& local, const Calibration& c) {
+  const fs::path file = calibration_cache_file(local);
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   std::ofstream out(file);
   if (out) out << c.to_json().dump(2) << "\n";
-  return c;
+  return file;
+}
+
+fs::path record_link(const topotree::TopoTree& local, double latency_us, double gbs,
+                     const std::string& hostfile, const std::string& hosts) {
+  Calibration c = local_calibration(local, false);
+  c.link_latency_us = latency_us;
+  c.link_gbs = gbs;
+  c.link_hostfile = fs::absolute(hostfile).string();
+  c.link_hosts = hosts;
+  return save_calibration(local, c);
 }
 
 }  // namespace sandwich::tuner

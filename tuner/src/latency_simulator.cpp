@@ -226,11 +226,14 @@ Prediction LatencySimulator::step_time(const topotree::ServiceConfig& config,
       const double width = 3 * dim + (q_dim + 2 * kv_dim) / R + q_dim / R + 3 * ffn / R;
       comm += M * width * 4 * (span - 1) / span / (p.interconnect_gbs * 1e9);
     }
-    compute *= m.n_layers, memory *= m.n_layers, comm *= m.n_layers, sync *= m.n_layers;
-    // Logits of the last token of each sequence, sharded by vocabulary, then gathered.
-    const double seqs = static_cast<double>(step.seqs);
-    gemm(seqs, dim, vocab / R);
-    if (R > 1) comm += ar_alpha_s + (R - 1) / R * seqs * vocab * 4 / (ar_gbs * 1e9);
+    const double layers = step.layers < 0 ? m.n_layers : step.layers;
+    compute *= layers, memory *= layers, comm *= layers, sync *= layers;
+    if (step.head) {
+      // Logits of the last token of each sequence, sharded by vocabulary, then gathered.
+      const double seqs = static_cast<double>(step.seqs);
+      gemm(seqs, dim, vocab / R);
+      if (R > 1) comm += ar_alpha_s + (R - 1) / R * seqs * vocab * 4 / (ar_gbs * 1e9);
+    }
     pr.compute_ms = compute * 1e3;
     pr.memory_ms = memory * 1e3;
     pr.communication_ms = comm * 1e3;
@@ -241,10 +244,35 @@ Prediction LatencySimulator::step_time(const topotree::ServiceConfig& config,
   return worst;
 }
 
-Prediction LatencySimulator::evaluate(const topotree::ServiceConfig& config, Phase phase) {
-  const std::vector<RankSpeed> speeds = rank_speeds(config);
+LatencySimulator::Step LatencySimulator::decode_step(int batch) const {
   const engine::ModelConfig& m = model_;
   const double hd = m.head_dim, heads = m.n_heads, kv_dim = static_cast<double>(m.kv_dim());
+  const double b = batch, ctx = trace_.mean_decode_context() + 1;
+  return Step{.tokens = batch,
+              .seqs = batch,
+              .attn_flops = b * 4 * hd * heads * ctx,
+              .kv_bytes = b * 2 * ctx * kv_dim * workload_.kv_bytes};
+}
+
+std::vector<LatencySimulator::Step> LatencySimulator::prefill_steps(int64_t input) const {
+  const engine::ModelConfig& m = model_;
+  const double hd = m.head_dim, heads = m.n_heads, kv_dim = static_cast<double>(m.kv_dim());
+  std::vector<Step> out;
+  int64_t done = 0;
+  while (done < input) {
+    const int64_t chunk = std::min<int64_t>(workload_.prefill_chunk, input - done);
+    const double c0 = static_cast<double>(done), n = static_cast<double>(chunk);
+    out.push_back(Step{.tokens = chunk,
+                       .seqs = 1,
+                       .attn_flops = 4 * hd * heads * (n * c0 + n * (n + 1) / 2),
+                       .kv_bytes = 2 * (c0 + n) * kv_dim * workload_.kv_bytes});
+    done += chunk;
+  }
+  return out;
+}
+
+Prediction LatencySimulator::evaluate(const topotree::ServiceConfig& config, Phase phase) {
+  const std::vector<RankSpeed> speeds = rank_speeds(config);
   auto add = [](Prediction& total, const Prediction& p) {
     total.ms += p.ms;
     total.compute_ms += p.compute_ms;
@@ -254,27 +282,9 @@ Prediction LatencySimulator::evaluate(const topotree::ServiceConfig& config, Pha
   };
   Prediction total;
   total.ms = 0;
-  if (phase == Phase::Decode) {
-    const double b = workload_.decode_batch, ctx = trace_.mean_decode_context() + 1;
-    Step s{.tokens = workload_.decode_batch,
-           .seqs = workload_.decode_batch,
-           .attn_flops = b * 4 * hd * heads * ctx,
-           .kv_bytes = b * 2 * ctx * kv_dim * workload_.kv_bytes};
-    return step_time(config, speeds, s);
-  }
-  for (const auto& r : trace_.requests) {
-    int64_t done = 0;
-    while (done < r.input) {
-      const int64_t chunk = std::min<int64_t>(workload_.prefill_chunk, r.input - done);
-      const double c0 = static_cast<double>(done), n = static_cast<double>(chunk);
-      Step s{.tokens = chunk,
-             .seqs = 1,
-             .attn_flops = 4 * hd * heads * (n * c0 + n * (n + 1) / 2),
-             .kv_bytes = 2 * (c0 + n) * kv_dim * workload_.kv_bytes};
-      add(total, step_time(config, speeds, s));
-      done += chunk;
-    }
-  }
+  if (phase == Phase::Decode) return step_time(config, speeds, decode_step(workload_.decode_batch));
+  for (const auto& r : trace_.requests)
+    for (const Step& s : prefill_steps(r.input)) add(total, step_time(config, speeds, s));
   const double n = static_cast<double>(trace_.requests.size());
   total.ms /= n, total.compute_ms /= n, total.memory_ms /= n, total.communication_ms /= n,
       total.sync_ms /= n;

@@ -43,8 +43,7 @@ MachineParams params_of(const nlohmann::json& j, const fs::path& file, int depth
                               ": a topology descriptor needs \"params\" or \"params_from\"");
 }
 
-MachineDescription from_descriptor(const fs::path& file) {
-  const nlohmann::json j = read_json(file);
+MachineDescription machine_from_json(const nlohmann::json& j, const fs::path& file) {
   if (!j.contains("topology") || !j["topology"].is_string())
     throw std::invalid_argument(file.string() +
                                 ": a topology descriptor needs a \"topology\" string");
@@ -57,7 +56,51 @@ MachineDescription from_descriptor(const fs::path& file) {
                        .source = std::move(l.source),
                        .notes = std::move(l.notes),
                        .params = params_of(j, file, 0),
-                       .local = false};
+                       .local = false,
+                       .memory_bytes = l.memory_bytes,
+                       .cluster = std::nullopt};
+  return m;
+}
+
+MachineDescription from_descriptor(const fs::path& file, int depth = 0);
+
+// A cluster's node: a shipped name or descriptor file (beside this one first), or an inline
+// machine descriptor; never itself a cluster.
+MachineDescription cluster_node(const nlohmann::json& node, const fs::path& file, int depth) {
+  if (node.is_object()) return machine_from_json(node, file);
+  if (!node.is_string())
+    throw std::invalid_argument(file.string() +
+                                ": the cluster needs \"node\": a shipped topology name or a "
+                                "machine descriptor {\"topology\", \"params\"}");
+  const std::string n = node.get<std::string>();
+  fs::path other = file.parent_path() / (n.ends_with(".json") ? n : n + ".json");
+  std::error_code ec;
+  if (!fs::is_regular_file(other, ec)) other = topologies_dir() / (n + ".json");
+  if (!fs::is_regular_file(other, ec))
+    throw std::invalid_argument(file.string() + ": the cluster's node '" + n +
+                                "' is not a shipped topology (" + names_list() +
+                                ") nor a descriptor beside it");
+  return from_descriptor(other, depth + 1);
+}
+
+MachineDescription from_descriptor(const fs::path& file, int depth) {
+  const nlohmann::json j = read_json(file);
+  if (!j.is_object())
+    throw std::invalid_argument(file.string() + ": a topology descriptor is a JSON object");
+  if (!j.contains("cluster")) return machine_from_json(j, file);
+  if (depth > 0)
+    throw std::invalid_argument(file.string() + ": a cluster's node must be one machine");
+  const nlohmann::json& c = j["cluster"];
+  Cluster cluster = cluster_from_json(c, file.string());
+  if (!c.contains("node"))
+    throw std::invalid_argument(file.string() +
+                                ": the cluster needs \"node\" (a shipped topology name or an "
+                                "inline machine descriptor)");
+  MachineDescription m = cluster_node(c["node"], file, depth);
+  m.name = j.value("name", file.stem().string());
+  const std::string node_text = m.description.empty() ? m.name : m.description;
+  m.description = j.value("description", std::to_string(cluster.nodes) + " x " + node_text);
+  m.cluster = std::move(cluster);
   return m;
 }
 
@@ -85,7 +128,9 @@ MachineDescription load_machine(const std::string& spec) {
                               .source = l.source,
                               .notes = l.notes,
                               .params = std::nullopt,
-                              .local = true};
+                              .local = true,
+                              .memory_bytes = l.memory_bytes,
+                              .cluster = std::nullopt};
   }
   std::error_code ec;
   if (spec.ends_with(".json") && fs::is_regular_file(spec, ec)) return from_descriptor(spec);
@@ -102,7 +147,9 @@ MachineDescription load_machine(const std::string& spec) {
                               .source = std::move(l.source),
                               .notes = std::move(l.notes),
                               .params = std::nullopt,
-                              .local = false};
+                              .local = false,
+                              .memory_bytes = l.memory_bytes,
+                              .cluster = std::nullopt};
   } catch (const std::invalid_argument& e) {
     if (name_like)
       throw std::invalid_argument("unknown topology '" + spec + "': not a shipped topology (" +

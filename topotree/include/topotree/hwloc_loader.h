@@ -20,6 +20,9 @@ struct LoadedTopology {
   // Every PU hwloc reported (the tree may hold only the symmetric part), ascending by OS index,
   // and the NUMA node of each: what a user may name in a service configuration.
   std::vector<int> all_cpus, all_cpus_numa;
+  // Memory of all NUMA nodes together (hwloc's total; a synthetic description's memory=
+  // attributes), 0 when hwloc does not know it.
+  uint64_t memory_bytes = 0;
   // The distinct NUMA nodes of all_cpus, ascending.
   std::vector<int> numa_nodes() const;
 };

@@ -40,6 +40,10 @@ struct Calibration {
   // Candidates measured; empty when none applies (or in a record cached before the probe).
   std::vector<LatentGroupProbe> latent_groups;
   double seconds = 0;  // the calibration's own run time
+  // The link to the other nodes of an MPI hostfile (link_probe.h), when one was measured: one-way
+  // latency of small messages and bandwidth of large ones. 0: not measured.
+  double link_latency_us = 0, link_gbs = 0;
+  std::string link_hostfile, link_hosts;
 
   nlohmann::json to_json() const;
   static Calibration from_json(const nlohmann::json& j);
@@ -59,6 +63,14 @@ double probe_fma_f32_gflops(double seconds);
 double probe_bf16_dot_gflops(double seconds);  // 0 without AVX512_BF16
 double probe_gemm_gflops(int m, int n, int k, int cpu, double seconds);
 double probe_team_region_us(const std::vector<int>& cpus, int regions = 20000);
+
+// Writes `c` as this machine's cached calibration; returns the file.
+std::filesystem::path save_calibration(const topotree::TopoTree& local, const Calibration& c);
+
+// Records a link measured to the nodes of `hostfile` (link_probe.h) in this machine's cached
+// calibration, calibrating first if none is cached; returns the file.
+std::filesystem::path record_link(const topotree::TopoTree& local, double latency_us, double gbs,
+                                  const std::string& hostfile, const std::string& hosts);
 
 // The cached calibration of this machine, if one is cached and readable; never measures.
 std::optional<Calibration> cached_calibration(const topotree::TopoTree& local,

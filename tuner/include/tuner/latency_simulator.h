@@ -66,9 +66,17 @@ class LatencySimulator : public ConfigEvaluator {
     int64_t tokens = 1, seqs = 1;
     double attn_flops = 0;  // whole model, one layer
     double kv_bytes = 0;    // whole model, one layer
+    // A pipeline stage runs a range of the layers: how many (-1: all of them), and whether it
+    // also computes the logits (the last stage).
+    int layers = -1;
+    bool head = true;
   };
   Prediction step_time(const topotree::ServiceConfig& config, const std::vector<RankSpeed>& speeds,
                        const Step& step) const;
+  // The steps evaluate() times: one decode step of `batch` sequences at the trace's mean
+  // decode context, and the chunks (of prefill_chunk tokens) that prefill a prompt of `input`.
+  Step decode_step(int batch) const;
+  std::vector<Step> prefill_steps(int64_t input) const;
 
   // The latent group term, for reports: which cores contend ("" when neutral), and the most
   // active cores a configuration puts in one latent group (0 when neutral).
@@ -77,6 +85,8 @@ class LatencySimulator : public ConfigEvaluator {
 
   const MachineParams& params() const { return params_; }
   const WorkloadOptions& workload() const { return workload_; }
+  const engine::ModelConfig& model() const { return model_; }
+  const RequestTrace& trace() const { return trace_; }
 
  private:
   struct CpuInfo {

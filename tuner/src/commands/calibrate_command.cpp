@@ -9,13 +9,20 @@
 #include "common/cpu_list.h"
 #include "topotree/hwloc_loader.h"
 #include "tuner/calibration.h"
+#include "tuner/link_probe.h"
 
 namespace sandwich::tuner {
 
 std::string calibration_report(const CalibrateRequest& r) {
   const topotree::LoadedTopology& local = topotree::this_machine();
   std::filesystem::path cache;
-  const Calibration c = local_calibration(local.tree, r.recalibrate, &cache);
+  Calibration c = local_calibration(local.tree, r.recalibrate, &cache);
+  if (!r.hostfile.empty()) {
+    const LinkMeasurement m = measure_link(r.hostfile);
+    const std::string hosts = m.hosts.size() == 2 ? m.hosts[0] + " <-> " + m.hosts[1] : "";
+    cache = record_link(local.tree, m.latency_us, m.gbs, r.hostfile, hosts);
+    c = local_calibration(local.tree, false);
+  }
   const MachineParams params = c.params();
   if (r.json)
     return nlohmann::json{{"calibration", c.to_json()},
@@ -49,6 +56,12 @@ std::string calibration_report(const CalibrateRequest& r) {
        << g.spread_gbs << " GB/s (ratio " << (g.spread_gbs > 0 ? g.packed_gbs / g.spread_gbs : 0)
        << ")";
   os << "\n  -> " << params.latent_group.describe();
+  os << "\nlink           ";
+  if (c.link_gbs > 0)
+    os << c.link_latency_us << " us one way, " << c.link_gbs << " GB/s (MPI ping-pong "
+       << c.link_hosts << ", hostfile " << c.link_hostfile << ")";
+  else
+    os << "not measured (calibrate --hostfile H measures it over MPI)";
   os << "\nprobe time     " << c.seconds << " s; cached in " << cache.string()
      << "\n\nsimulator parameters:\n"
      << params.to_json().dump(2) << "\n";

@@ -51,6 +51,7 @@ std::string survey_report(const SurveyRequest& r) {
   header_line(os);
   for (const auto& name : shipped_topology_names()) {
     const MachineDescription m = load_machine(name);
+    if (m.cluster) continue;  // its node is surveyed under its own name
     LatencySimulator sim(m.tree, m.params.value_or(MachineParams{}), model, trace);
     for (Phase ph : {Phase::Prefill, Phase::Decode}) {
       SearchOptions so;

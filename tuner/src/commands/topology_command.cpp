@@ -17,6 +17,11 @@ std::string topology_report(const TopologyRequest& r) {
   os << "\nsource    " << m.source << "\n";
   os << "PUs       " << m.tree.leaf_count() << " in " << m.tree.numa_count() << " NUMA node"
      << (m.tree.numa_count() == 1 ? "" : "s") << "\n";
+  if (m.cluster)
+    os << "nodes     " << m.cluster->nodes << " such machines (the level above the tree below), "
+       << "joined by " << m.cluster->link.describe() << "\n";
+  if (m.memory_bytes > 0)
+    os << "memory    " << m.memory_bytes / (1ull << 20) << " MiB per machine\n";
   for (const auto& n : m.notes) os << "note      " << n << "\n";
   os << "\n"
      << topotree::level_table(m.tree) << "\n"

@@ -56,7 +56,8 @@ std::string dry_run_report(const PlanRun& run) {
              ? ""
              : ": " + machine.description)
      << "\n           " << machine.tree.leaf_count() << " PUs, " << machine.tree.numa_count()
-     << " NUMA nodes; machine parameters: " << st.params_source << "\n";
+     << " NUMA nodes" << (machine.cluster ? " per node" : "")
+     << "; machine parameters: " << st.params_source << "\n";
   if (run.search_params && run.search_params->latent_group.active())
     os << "contention latent " << run.search_params->latent_group.describe() << "\n";
   os << "model      " << model.config.name << " ("
@@ -86,6 +87,7 @@ std::string dry_run_report(const PlanRun& run) {
      << ", decode " << short_config(st.decode[ch.decode].config) << "; estimated goodput "
      << rate_text(ch.goodput.rate) << " req/s at SLO " << run.slo.name << " (limited by "
      << ch.goodput.limited_by << ")\n";
+  if (machine.cluster) os << pipeline_report(run);
   return os.str();
 }
 

@@ -1,10 +1,13 @@
 #include <algorithm>
+#include <iostream>
 #include <stdexcept>
 #include <utility>
 
 #include "common/cli.h"
 #include "common/json_file.h"
 #include "planner/pair_choice.h"
+#include "tuner/calibration.h"
+#include "tuner/link_probe.h"
 #include "tuner/planner/plan_stages.h"
 #include "tuner/search_setup.h"
 
@@ -59,22 +62,40 @@ PlanState resumed_state(const PlanRequest& r, const fs::path& state_file) {
   return st;
 }
 
+// This machine as one node of the hostfile's, with the link measured to the others.
+MachineDescription hostfile_machine(const PlanRequest& r) {
+  if (!r.topology.empty())
+    throw CliError("--hostfile plans for nodes like this machine; drop --topology");
+  MachineDescription m = load_machine("");
+  const HostfileNodes nodes = read_hostfile(r.hostfile);
+  const LinkMeasurement link = measure_link(r.hostfile);
+  const std::string hosts = link.hosts.size() == 2 ? link.hosts[0] + " <-> " + link.hosts[1] : "";
+  const fs::path file = record_link(m.tree, link.latency_us, link.gbs, r.hostfile, hosts);
+  if (!r.quiet)
+    std::cerr << "link: " << link.link().describe() << " over " << nodes.nodes << " nodes of "
+              << r.hostfile << "; recorded in " << file.string() << "\n";
+  m.cluster = Cluster{.nodes = nodes.nodes, .link = link.link()};
+  return m;
+}
+
 }  // namespace
 
 nlohmann::json resume_options_json(const PlanRequest& r) {
-  return {{"model", r.load.model},
-          {"trace", r.trace},
-          {"trace_samples", r.trace_samples},
-          {"seed", r.seed},
-          {"slo", r.slo},
-          {"slo_scale", r.slo_scale},
-          {"top_k", r.top_k},
-          {"prefill_chunk", r.prefill_chunk},
-          {"decode_batch", r.decode_batch},
-          {"max_num_seqs", r.max_num_seqs},
-          {"max_m", r.max_m},
-          {"params", r.params_file},
-          {"attention", !r.no_attention}};
+  nlohmann::json j = {{"model", r.load.model},
+                      {"trace", r.trace},
+                      {"trace_samples", r.trace_samples},
+                      {"seed", r.seed},
+                      {"slo", r.slo},
+                      {"slo_scale", r.slo_scale},
+                      {"top_k", r.top_k},
+                      {"prefill_chunk", r.prefill_chunk},
+                      {"decode_batch", r.decode_batch},
+                      {"max_num_seqs", r.max_num_seqs},
+                      {"max_m", r.max_m},
+                      {"params", r.params_file},
+                      {"attention", !r.no_attention}};
+  if (!r.hostfile.empty()) j["hostfile"] = r.hostfile;
+  return j;
 }
 
 PlanSetup prepare_plan(const PlanRequest& request) {
@@ -85,7 +106,8 @@ PlanSetup prepare_plan(const PlanRequest& request) {
     throw CliError(std::string("--budget: ") + e.what());
   }
   check_numbers(request);
-  MachineDescription machine = load_machine(request.topology);
+  MachineDescription machine =
+      request.hostfile.empty() ? load_machine(request.topology) : hostfile_machine(request);
   check_what_to_write(request, machine);
   PlanModel model = describe_plan_model(request.load, request.dry_run);
   SloPreset slo = scaled_slo(request, model.config);

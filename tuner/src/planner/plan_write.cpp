@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "planner/pair_choice.h"
+#include "planner/pipeline_choice.h"
 #include "tuner/plan_machine.h"
 #include "tuner/planner/plan_stages.h"
 #include "tuner/time_text.h"
@@ -18,26 +19,30 @@ json plan_details(const PlanRun& run) {
   json prefill_list = json::array(), decode_list = json::array();
   for (const auto& c : st.prefill) prefill_list.push_back(c.to_json());
   for (const auto& c : st.decode) decode_list.push_back(c.to_json());
-  return {{"candidates", {{"prefill", prefill_list}, {"decode", decode_list}}},
-          {"figures",
-           "prefill: mean ms per trace request (chunks of prefill_chunk); decode: ms per step of "
-           "decode_batch sequences (measured_decode_1_ms: of one)"},
-          {"workload",
-           {{"prefill_chunk", run.request.prefill_chunk},
-            {"decode_batch", run.decode_batch},
-            {"max_num_seqs", run.request.max_num_seqs},
-            {"prefill_requests_measured", st.prefill_samples}}},
-          {"trace", st.trace_source},
-          {"machine_params", st.params_source},
-          {"slo",
-           {{"name", run.slo.name},
-            {"ttft_ms", run.slo.ttft_ms},
-            {"tpot_ms", run.slo.tpot_ms},
-            {"attainment", run.slo.attainment()}}},
-          {"choice", st.choice},
-          {"budget_s", run.budget.total()},
-          {"budget_cuts", st.cuts},
-          {"stage_seconds", st.seconds}};
+  json details = {
+      {"candidates", {{"prefill", prefill_list}, {"decode", decode_list}}},
+      {"figures",
+       "prefill: mean ms per trace request (chunks of prefill_chunk); decode: ms per step of "
+       "decode_batch sequences (measured_decode_1_ms: of one)"},
+      {"workload",
+       {{"prefill_chunk", run.request.prefill_chunk},
+        {"decode_batch", run.decode_batch},
+        {"max_num_seqs", run.request.max_num_seqs},
+        {"prefill_requests_measured", st.prefill_samples}}},
+      {"trace", st.trace_source},
+      {"machine_params", st.params_source},
+      {"slo",
+       {{"name", run.slo.name},
+        {"ttft_ms", run.slo.ttft_ms},
+        {"tpot_ms", run.slo.tpot_ms},
+        {"attainment", run.slo.attainment()}}},
+      {"choice", st.choice},
+      {"budget_s", run.budget.total()},
+      {"budget_cuts", st.cuts},
+      {"stage_seconds", st.seconds}};
+  if (run.machine.cluster)
+    details["pipeline"] = pipeline_json(choose_pipeline(run), *run.machine.cluster);
+  return details;
 }
 
 // The summary's figures of the chosen pair and its goodput.

@@ -31,6 +31,7 @@ int run_plan(const PlanRequest& request) {
     plan_kernels(run);
     const engine::Plan plan = plan_write(run);
     std::cout << plan_summary(run, plan);
+    if (run.machine.cluster) std::cout << pipeline_report(run);
     return 0;
   } catch (const PlanInterrupted&) {
     run.save();

@@ -12,6 +12,7 @@ namespace sandwich::tuner {
 struct PlanRequest {
   engine::LoadOptions load;
   std::string trace, slo, out, budget_text = "30m", params_file, topology;
+  std::string hostfile;  // nodes of a pipeline, alike to this machine (link measured over MPI)
   int trace_samples = 64, top_k = 4, prefill_chunk = 512, decode_batch = 16, max_num_seqs = 64;
   int64_t max_m = 0;  // 0: no cap
   double min_seconds = 0.002, slo_scale = 1;

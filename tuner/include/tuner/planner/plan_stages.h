@@ -87,6 +87,9 @@ struct PlanRun : PlanSetup {
 void plan_search(PlanRun& run);
 // --dry-run's output: the candidates and the pair the simulator alone would choose.
 std::string dry_run_report(const PlanRun& run);
+// For a cluster (machine.cluster): every pipeline depth P = 1..nodes under the search's
+// candidates, its layer split, memory per node and predicted figures, and the P it would choose.
+std::string pipeline_report(const PlanRun& run);
 // 2. Engine steps of the candidates, cut to fit the measurements' share of the budget.
 void plan_measure(PlanRun& run);
 // 3. The measured pair with the highest estimated goodput at the SLO.
