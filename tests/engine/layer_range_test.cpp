@@ -14,7 +14,9 @@
 #include "engine/formats/matrix_types.h"
 #include "engine/formats/model.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/runtime/scheduler.h"
 #include "error_text.h"
+#include "fake_executor.h"
 #include "formats/model_weights.h"
 #include "model_fixtures.h"
 #include "quant_files.h"
@@ -211,6 +213,8 @@ TEST(LayerRange, StageKVCacheHoldsItsLayersOnly) {
   EXPECT_THROW(KVCache::bytes_for_blocks(c, 0, dt, half), std::invalid_argument);
   KVCache kv(c, KVCache::bytes_for_blocks(c, 8, dt, half), dt, half);
   EXPECT_EQ(kv.layers(), half);
+  EXPECT_NE(kv.describe().find(", 8 blocks"), std::string::npos) << kv.describe();
+  EXPECT_NE(kv.describe().find(", layers 2-3 of 4"), std::string::npos) << kv.describe();
   EXPECT_THROW(kv.layer_data(0), std::out_of_range);
   EXPECT_THROW(kv.layer_data(1), std::out_of_range);
   EXPECT_THROW(kv.layer_data(4), std::out_of_range);
@@ -226,6 +230,34 @@ TEST(LayerRange, StageKVCacheHoldsItsLayersOnly) {
   EXPECT_EQ(all.layers(), (LayerRange{0, 4}));
   EXPECT_EQ(all.num_blocks(), 8);
   EXPECT_NO_THROW(all.layer_data(0));
+  EXPECT_EQ(all.describe().find("layers"), std::string::npos) << all.describe();
+}
+
+// The scheduler of a stage makes its cache for the stage's layers; its default budget holds as
+// many blocks as the whole model's does (each block the stage's share of bytes).
+TEST(LayerRange, SchedulerCacheHoldsTheStagesLayers) {
+  TempDir dir;
+  auto blocks_and_cache = [&](LayerRange r) {
+    const auto m = load_dummy(dir, r);
+    test::FakeBackend fake(m->config.vocab_size);
+    const ExecutorFactory make = fake.factory();
+    const KVCache* made = nullptr;
+    SchedulerOptions o;
+    o.max_num_seqs = 4;
+    o.executor_factory = [&](const Model& model, KVCache& kv, const topotree::ServiceConfig& sc,
+                             const ExecutorLimits& limits) {
+      made = &kv;
+      return make(model, kv, sc, limits);
+    };
+    Scheduler s(*m, o);
+    EXPECT_NE(made, nullptr);
+    EXPECT_EQ(made->layers(), m->layers());
+    return std::pair{s.stats().kv_blocks_total, made->bytes()};
+  };
+  const auto [whole_blocks, whole_bytes] = blocks_and_cache({});
+  const auto [stage_blocks, stage_bytes] = blocks_and_cache({1, 3});
+  EXPECT_EQ(stage_blocks, whole_blocks);
+  EXPECT_EQ(stage_bytes * 2, whole_bytes);
 }
 
 // Tensor-parallel shards of a stage: its FFN granularity over the layers it holds, its placement

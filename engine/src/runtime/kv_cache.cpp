@@ -34,6 +34,7 @@ size_t KVCache::bytes_for_blocks(const ModelConfig& c, int32_t blocks, KVCacheDT
 
 KVCache::KVCache(const ModelConfig& c, size_t memory_bytes, KVCacheDType dtype, LayerRange layers)
     : layers_(resolve_layers(layers, c.n_layers)),
+      n_layers_(c.n_layers),
       n_kv_heads_(c.n_kv_heads),
       head_dim_(c.head_dim),
       dtype_(dtype) {
@@ -67,7 +68,8 @@ std::string KVCache::describe() const {
                 std::string(kv_cache_dtype_name(dtype_)).c_str(), num_blocks_,
                 static_cast<long long>(num_blocks_) * kBlockTokens, block_bytes_ / kBlockTokens,
                 static_cast<double>(bytes()) / (1 << 20));
-  return buf;
+  if (layers_.size() == n_layers_) return buf;
+  return buf + (", layers " + layer_range_text(layers_) + " of " + std::to_string(n_layers_));
 }
 
 bool KVCache::reserve(std::vector<int32_t>& table, int64_t tokens) {

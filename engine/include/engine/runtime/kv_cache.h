@@ -58,7 +58,8 @@ class KVCache {
   const SharedRegion& region() const { return region_; }
   KVCacheDType dtype() const { return dtype_; }
   size_t bytes() const { return static_cast<size_t>(num_blocks_) * block_bytes_; }
-  // "bf16, 4096 blocks (65536 tokens, 9216 bytes each), 576.0 MiB": for start-up logs.
+  // "bf16, 4096 blocks (65536 tokens, 9216 bytes each), 576.0 MiB": for start-up logs; a
+  // stage's ends with ", layers 11-21 of 22".
   std::string describe() const;
 
   // The layout the attention kernels read (paged_kv.h): each layer's blocks, block_elements()
@@ -80,7 +81,7 @@ class KVCache {
 
  private:
   LayerRange layers_;
-  int32_t n_kv_heads_, head_dim_;
+  int32_t n_layers_, n_kv_heads_, head_dim_;
   KVCacheDType dtype_;
   int32_t num_blocks_ = 0;
   size_t block_bytes_ = 0;
