@@ -70,6 +70,8 @@ ThreadTeam::ThreadTeam(int n_threads, std::vector<int> cpus)
 
 ThreadTeam::~ThreadTeam() {
   stop_workers();
+  if (caller_pinned_ && !caller_mask_.empty() && caller_ == std::this_thread::get_id())
+    sched_setaffinity(0, caller_mask_.size(), reinterpret_cast<cpu_set_t*>(caller_mask_.data()));
 }
 
 void ThreadTeam::stop_workers() {
@@ -96,7 +98,14 @@ void ThreadTeam::worker_main(int tid) {
 
 void ThreadTeam::run_erased(Trampoline t, void* ctx) {
   if (!caller_pinned_) {
-    if (!cpus_.empty()) pin_current_thread(cpus_[0]);
+    if (!cpus_.empty()) {
+      caller_ = std::this_thread::get_id();
+      caller_mask_.resize(sizeof(cpu_set_t));
+      if (sched_getaffinity(0, caller_mask_.size(),
+                            reinterpret_cast<cpu_set_t*>(caller_mask_.data())) != 0)
+        caller_mask_.clear();
+      pin_current_thread(cpus_[0]);
+    }
     caller_pinned_ = true;
   }
   if (n_ == 1) {

@@ -54,6 +54,10 @@ class ThreadTeam {
   int n_;
   std::vector<int> cpus_;
   bool caller_pinned_ = false;
+  // The caller's CPUs before it was pinned, restored when the team ends on that thread: a
+  // program's main thread must not stay on one CPU (its children would inherit it).
+  std::thread::id caller_;
+  std::vector<uint8_t> caller_mask_;
   std::vector<std::thread> workers_;
 
   alignas(64) std::atomic<uint32_t> epoch_{0};
