@@ -4,6 +4,7 @@
 #include "common/cli.h"
 #include "common/stop_signal.h"
 #include "common/tool.h"
+#include "engine/pipeline/pipeline_tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/engine_bench.h"
 
@@ -35,7 +36,8 @@ void add_engine_bench_options(ArgParser& p, EngineBenchOptions& o) {
   p.add("--configs", &o.configs_text,
         "service configurations to compare, comma-separated: RxT for both phases or "
         "PREFILL/DECODE, e.g. "
-        "1x2,2x1,1x2/2x1 (instead of --plan, --prefill-config and --decode-config)",
+        "1x2,2x1,1x2/2x1 (instead of --plan, --prefill-config and --decode-config; one under "
+        "--pipeline-parallel)",
         "LIST");
 }
 
@@ -50,7 +52,19 @@ int bench_engine_main(int argc, char** argv, int first_arg) {
         kProgram,
         "Prefill (pp) and decode (tg) tokens/s of the engine, as llama-bench reports them.");
     add_engine_bench_options(p, o);
+    PipelineOptions pipeline;
+    add_pipeline_options(p, pipeline);
     if (!p.parse(argc, argv, first_arg)) return 0;
+    const ResolvedPlan plan = pipeline.stages > 1 ? engine_bench_pipeline_plan(o) : ResolvedPlan{};
+    PipelineTool pipe(pipeline, kProgram);
+    if (pipe.worker()) {
+      LoadOptions load = o.load;
+      load.threads = o.plan.threads;
+      load.require_tokenizer = false;
+      return pipe.serve(load, plan);
+    }
+    pipe.choose_layers(o.load);
+    o.executor_factory = pipe.executor_factory(plan.plan);
     run_engine_bench(o);
     return 0;
   });

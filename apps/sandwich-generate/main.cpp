@@ -8,6 +8,7 @@
 #include "common/bounded_file.h"
 #include "common/stop_signal.h"
 #include "common/tool.h"
+#include "engine/pipeline/pipeline_tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/runtime/generator.h"
 
@@ -22,6 +23,7 @@ struct Options {
   GenerationRequest req;
   PlanOptions plan;
   GeneratorOptions go;
+  PipelineOptions pipeline;
   bool output_ids = false, reference = false, quiet = false;
 };
 
@@ -56,6 +58,7 @@ void add_options(ArgParser& p, Options& o) {
   p.add_flag("-q,--quiet", &o.quiet, "no statistics on stderr");
   add_plan_options(p, o.plan);
   add_kv_cache_dtype_option(p, o.go.kv_cache_dtype);
+  add_pipeline_options(p, o.pipeline);
 }
 
 // Checks the options and reads the prompt file into o.prompt.
@@ -65,6 +68,9 @@ void check_options(Options& o) {
   if (o.req.max_tokens < 0) throw CliError("--max-tokens must not be negative");
   if (o.req.logprobs < -1) throw CliError("--logprobs must not be negative");
   o.req.sampling.validate();
+  if (o.reference && o.pipeline.stages > 1)
+    throw CliError(
+        "--reference runs the whole model in one process: leave out --pipeline-parallel");
   if (o.prompt_file) {
     o.prompt = read_bounded_file(*o.prompt_file, file_kinds::kPromptFile);
   }
@@ -115,6 +121,11 @@ int main(int argc, char** argv) {
     const ResolvedPlan configs = resolve_plan(o.plan);
     go.prefill = configs.plan.prefill;
     go.decode = configs.plan.decode;
+    // Outlives the generator: its end ends the pipeline's workers.
+    PipelineTool pipe(o.pipeline, "sandwich-generate");
+    if (pipe.worker()) return pipe.serve(o.load, configs);
+    pipe.choose_layers(o.load);
+    go.executor_factory = pipe.executor_factory(configs.plan);
 
     set_stop_phase("loading the model");
     auto model = load_model(o.load);

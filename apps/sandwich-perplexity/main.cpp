@@ -4,6 +4,7 @@
 
 #include "common/stop_signal.h"
 #include "common/tool.h"
+#include "engine/pipeline/pipeline_tool.h"
 #include "engine/plans/tool_options.h"
 #include "engine/scoring/perplexity_tool.h"
 
@@ -41,7 +42,22 @@ int run(int argc, char** argv) {
              "token, PPL(Q)/PPL(base), Δp");
   add_plan_options(p, o.plan);
   add_kv_cache_dtype_option(p, o.kv_cache_dtype);
+  PipelineOptions pipeline;
+  add_pipeline_options(p, pipeline);
   if (!p.parse(argc, argv)) return 0;
+  check_perplexity_options(o);
+  // Outlives the scorer: its end ends the pipeline's workers.
+  PipelineTool pipe(pipeline, "sandwich-perplexity");
+  if (pipeline.stages > 1) {
+    const ResolvedPlan plan = resolve_plan(o.plan);
+    if (pipe.worker()) {
+      LoadOptions load = o.load;
+      load.threads = o.plan.threads;
+      return pipe.serve(load, plan);
+    }
+    pipe.choose_layers(o.load);
+    o.executor_factory = pipe.executor_factory(plan.plan);
+  }
   run_perplexity_tool(o);
   return 0;
 }

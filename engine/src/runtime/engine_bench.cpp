@@ -116,20 +116,45 @@ void run_tests(const EngineBenchOptions& o, const Model& model, std::vector<Setu
   }
 }
 
+ResolvedPlan resolve(const EngineBenchOptions& o) {
+  try {
+    return resolve_plan(o.plan);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+}
+
+// In a pipeline (one_pair), its workers serve one pair.
+std::vector<NamedConfigs> configs_to_run(const EngineBenchOptions& o, const ResolvedPlan& r,
+                                         bool one_pair) {
+  std::vector<NamedConfigs> configs =
+      o.configs_text ? parse_configs(*o.configs_text) : configs_of(r.plan);
+  if (one_pair && configs.size() > 1)
+    throw CliError(
+        "--configs: under --pipeline-parallel the nodes run one configuration pair, "
+        "got " +
+        std::to_string(configs.size()) + " (" + *o.configs_text + ")");
+  return configs;
+}
+
 }  // namespace
+
+ResolvedPlan engine_bench_pipeline_plan(const EngineBenchOptions& o) {
+  check_options(o);
+  ResolvedPlan r = resolve(o);
+  const NamedConfigs one = configs_to_run(o, r, true).front();
+  r.plan.prefill = one.prefill;
+  r.plan.decode = one.decode;
+  return r;
+}
 
 void run_engine_bench(EngineBenchOptions o) {
   check_options(o);
   o.load.threads = o.plan.threads;
   o.load.require_tokenizer = false;
-  ResolvedPlan resolved;
-  try {
-    resolved = resolve_plan(o.plan);
-  } catch (const std::invalid_argument& e) {
-    throw CliError(e.what());
-  }
+  const ResolvedPlan resolved = resolve(o);
   const std::vector<NamedConfigs> configs =
-      o.configs_text ? parse_configs(*o.configs_text) : configs_of(resolved.plan);
+      configs_to_run(o, resolved, o.executor_factory != nullptr);
   // Opened before the benchmark runs, so that a path that cannot be written fails at once.
   std::optional<std::ofstream> json_out;
   if (o.json_path) {
@@ -163,9 +188,16 @@ void run_engine_bench(EngineBenchOptions o) {
   limits.max_entries = 1;
   limits.batch_invariant = o.plan.batch_invariant;
   std::vector<Setup> setups;
-  for (const NamedConfigs& nc : configs)
-    setups.push_back({nc.name, make_executor(*model, kv, nc.prefill, limits),
-                      make_executor(*model, kv, nc.decode, limits)});
+  const ExecutorFactory make = o.executor_factory ? o.executor_factory : make_executor;
+  for (const NamedConfigs& nc : configs) {
+    Setup setup{nc.name, nullptr, nullptr};
+    // Named, so that a pipeline's nodes run a step under its phase's configuration.
+    limits.role = "prefill";
+    setup.prefill = make(*model, kv, nc.prefill, limits);
+    limits.role = "decode";
+    setup.decode = make(*model, kv, nc.decode, limits);
+    setups.push_back(std::move(setup));
+  }
   ThroughputTests tests(*model, kv, o.prompt_tokens, o.gen_tokens, o.depth, limits.max_tokens);
   EngineBenchReport report(*model, o.kv_dtype, o.depth, o.reps);
   report.print_header();

@@ -28,7 +28,7 @@ struct Generator::Impl {
 
 Generator::Generator(const Model& model, int threads, ForwardKind kind)
     : Generator(model, GeneratorOptions{threads, kind, std::nullopt, std::nullopt, false,
-                                        kDefaultKVCacheDType}) {}
+                                        kDefaultKVCacheDType, nullptr}) {}
 
 Generator::Generator(const Model& model, const GeneratorOptions& o)
     : impl_(new Impl{model, o.kind, nullptr, nullptr, nullptr}) {
@@ -45,8 +45,12 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
   limits.max_tokens = kPrefillChunk;
   limits.max_entries = 1;
   limits.batch_invariant = o.batch_invariant;
-  impl_->prefill = make_executor(model, *impl_->kv, pc, limits);
-  impl_->decode = pc == dc ? nullptr : make_executor(model, *impl_->kv, dc, limits);
+  const ExecutorFactory make = o.executor_factory ? o.executor_factory : make_executor;
+  // Named, so that a pipeline's nodes run a step under its phase's configuration.
+  limits.role = pc == dc ? "prefill and decode" : "prefill";
+  impl_->prefill = make(model, *impl_->kv, pc, limits);
+  limits.role = "decode";
+  impl_->decode = pc == dc ? nullptr : make(model, *impl_->kv, dc, limits);
 }
 
 Generator::~Generator() = default;

@@ -53,7 +53,8 @@ ChunkScorer::ChunkScorer(const Model& model, const ScorerOptions& o) {
   limits.max_logit_rows = step;
   limits.batch_invariant = o.batch_invariant;
   limits.role = "prefill";
-  impl_->executor = make_executor(model, *impl_->kv, o.config, limits);
+  impl_->executor = (o.executor_factory ? o.executor_factory : make_executor)(model, *impl_->kv,
+                                                                              o.config, limits);
   if (!impl_->kv->reserve(impl_->blocks, o.n_ctx)) throw std::logic_error("KV cache too small");
 }
 

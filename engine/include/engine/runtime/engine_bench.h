@@ -6,7 +6,9 @@
 #include <string>
 
 #include "engine/formats/model.h"
+#include "engine/plans/plan_check.h"
 #include "engine/plans/tool_options.h"
+#include "engine/runtime/executor.h"
 #include "engine/runtime/kv_cache.h"
 
 namespace sandwich::engine {
@@ -26,7 +28,15 @@ struct EngineBenchOptions {
   // Configurations to compare, comma-separated, each RxT or PREFILL/DECODE (instead of the plan
   // options).
   std::optional<std::string> configs_text;
+  // Makes the executors (a pipeline's head: PipelineTool::executor_factory; it then runs one
+  // configuration pair only); null = make_executor.
+  ExecutorFactory executor_factory;
 };
+
+// The one configuration pair a pipeline's nodes run: the plan options' or, with --configs, its
+// single item, in the plan the options resolve to. Checks the options as run_engine_bench does;
+// CliError for --configs of several (the workers serve one pair).
+ResolvedPlan engine_bench_pipeline_plan(const EngineBenchOptions& o);
 
 // Checks every option (CliError naming the option) before the model loads, then loads it and
 // runs the tests under each configuration: a table row per test on stdout, the log on stderr,

@@ -8,6 +8,7 @@
 // under way with a clear error; the group is then re-formed from fresh rank processes over the
 // same shared weights and KV cache, and serves again. Should that fail, or happen too often, the
 // group stops for good and health() says so, so that the process can exit and be restarted.
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,6 +73,10 @@ struct ExecutorLimits {
 std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
                                         const topotree::ServiceConfig& config,
                                         const ExecutorLimits& limits);
+
+// Makes the executor of a phase; make_executor's signature (a pipeline's head makes its own).
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(
+    const Model&, KVCache&, const topotree::ServiceConfig&, const ExecutorLimits&)>;
 
 // Throws std::invalid_argument (one line), as make_executor would, when `ranks` tensor-parallel
 // ranks cannot split the model: they do not divide its KV heads, are more than the all-reduce

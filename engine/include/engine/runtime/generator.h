@@ -11,6 +11,7 @@
 
 #include "engine/formats/model.h"
 #include "engine/plans/plan.h"
+#include "engine/runtime/executor.h"
 #include "engine/runtime/finish_reason.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/sampler.h"
@@ -44,6 +45,9 @@ struct GeneratorOptions {
   std::optional<topotree::ServiceConfig> prefill, decode;
   bool batch_invariant = false;                        // ExecutorLimits::batch_invariant
   KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;  // F32 or BF16
+  // Makes the executors (a pipeline's head: PipelineTool::executor_factory); null =
+  // make_executor.
+  ExecutorFactory executor_factory;
 };
 
 class Generator {

@@ -26,10 +26,6 @@
 
 namespace sandwich::engine {
 
-// Makes the executor of a phase; make_executor's signature.
-using ExecutorFactory = std::function<std::unique_ptr<Executor>(
-    const Model&, KVCache&, const topotree::ServiceConfig&, const ExecutorLimits&)>;
-
 struct SchedulerOptions {
   int32_t max_num_seqs = 64;         // running sequences at most
   int32_t max_batched_tokens = 512;  // prompt tokens per prefill step (chunked prefill budget)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/formats/model.h"
+#include "engine/runtime/executor.h"
 #include "engine/runtime/kv_cache.h"
 #include "topotree/service_config.h"
 
@@ -36,6 +37,7 @@ struct ScorerOptions {
   topotree::ServiceConfig config;  // runs the chunks (a prefill phase: whole chunks at a time)
   KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;
   bool batch_invariant = false;
+  ExecutorFactory executor_factory;  // null = make_executor
 };
 
 // Runs chunks through the engine's forward pass with the logits of every position

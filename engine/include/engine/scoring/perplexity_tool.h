@@ -9,6 +9,7 @@
 
 #include "engine/formats/model.h"
 #include "engine/plans/tool_options.h"
+#include "engine/runtime/executor.h"
 #include "engine/runtime/kv_cache.h"
 
 namespace sandwich::engine {
@@ -24,6 +25,9 @@ struct PerplexityToolOptions {
   int chunks = -1;           // at most this many chunks (-1: all the text holds)
   int batch = 512;           // tokens per forward step
   bool kl_divergence = false;
+  // Makes the scorer's executor (a pipeline's head: PipelineTool::executor_factory); null =
+  // make_executor.
+  ExecutorFactory executor_factory;
 };
 
 // Throws CliError for what the options alone refuse (a missing model, text or base file, a
