@@ -2,6 +2,7 @@
 // when told), or, after a failure, at once (MPI_Abort, so that no node is left waiting).
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include "engine/runtime/kv_cache.h"
 #include "pipeline/pipeline_impl.h"
@@ -164,12 +165,21 @@ void Pipeline::Impl::set_waiting(const std::string& step, int node) {
 }
 
 std::string Pipeline::waiting_for() const {
+  // mpirun's SIGTERM after a node died comes within milliseconds, maybe just after a step began:
+  // the step it finds gets a moment to move on (a healthy node's answer) before it counts as
+  // stuck. Below mpirun's SIGKILL that follows the SIGTERM.
+  constexpr auto kStuck = std::chrono::milliseconds(250);
   const Impl& p = *impl_;
-  std::lock_guard<std::mutex> lock(p.wait_mu);
-  if (p.wait_step.empty() || p.wait_node < 0 ||
-      Clock::now() - p.wait_since < std::chrono::milliseconds(100))
-    return "";
-  return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
+  std::unique_lock<std::mutex> lock(p.wait_mu);
+  const std::string first = p.wait_step;
+  for (;;) {
+    if (p.wait_step.empty() || p.wait_node < 0 || p.wait_step != first) return "";
+    if (Clock::now() - p.wait_since >= kStuck)
+      return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    lock.lock();
+  }
 }
 
 void add_pipeline_options(ArgParser& p, PipelineOptions& o) {

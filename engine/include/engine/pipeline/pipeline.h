@@ -77,8 +77,9 @@ class Pipeline {
   static std::string describe_node(const Model& model, const topotree::ServiceConfig& prefill,
                                    const topotree::ServiceConfig& decode);
   void set_head_options(const Model& model, const PipelineNodeOptions& options);
-  // Head: while a step has waited for a node for a while, what it waits for ("node 1 (host) had
-  // not finished decode step 12"); else "". Safe from any thread.
+  // Head: what the step under way waits for ("node 1 (host) had not finished decode step 12")
+  // when it does not move on within a moment (250 ms; so it may block that long); else "". Safe
+  // from any thread.
   std::string waiting_for() const;
 
   struct Impl;
