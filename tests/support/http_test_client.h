@@ -91,7 +91,7 @@ class Client {
       beast::error_code ec;
       http::read(stream_, buf, p, ec);
       if (ec == http::error::need_buffer) ec = {};
-      if (ec) break;
+      // What came before an error (a server that died mid-stream) counts too.
       text.append(tmp, sizeof tmp - p.get().body().size);
       for (size_t at; (at = text.find("\n\n")) != std::string::npos;) {
         std::string ev = text.substr(0, at);
@@ -104,6 +104,7 @@ class Client {
           return events;
         }
       }
+      if (ec) break;
     }
     return events;
   }

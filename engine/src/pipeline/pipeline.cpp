@@ -165,17 +165,19 @@ void Pipeline::Impl::set_waiting(const std::string& step, int node) {
 }
 
 std::string Pipeline::waiting_for() const {
-  // mpirun's SIGTERM after a node died comes within milliseconds, maybe just after a step began:
-  // the step it finds gets a moment to move on (a healthy node's answer) before it counts as
-  // stuck. Below mpirun's SIGKILL that follows the SIGTERM.
+  // mpirun's SIGTERM after a node died comes within milliseconds: maybe while the head runs its
+  // own stage of the next step, or just after the step was sent. So for a moment, a step that
+  // waits for a node gets kStuck to move on (a healthy node's answer) before it counts as
+  // stuck; all of it well below the SIGKILL mpirun sends a while after the SIGTERM.
   constexpr auto kStuck = std::chrono::milliseconds(250);
+  const auto give_up = Clock::now() + 2 * kStuck;
   const Impl& p = *impl_;
   std::unique_lock<std::mutex> lock(p.wait_mu);
-  const std::string first = p.wait_step;
   for (;;) {
-    if (p.wait_step.empty() || p.wait_node < 0 || p.wait_step != first) return "";
-    if (Clock::now() - p.wait_since >= kStuck)
+    const auto now = Clock::now();
+    if (!p.wait_step.empty() && p.wait_node >= 0 && now - p.wait_since >= kStuck)
       return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
+    if (now > give_up) return "";
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     lock.lock();

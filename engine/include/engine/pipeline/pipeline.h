@@ -77,9 +77,9 @@ class Pipeline {
   static std::string describe_node(const Model& model, const topotree::ServiceConfig& prefill,
                                    const topotree::ServiceConfig& decode);
   void set_head_options(const Model& model, const PipelineNodeOptions& options);
-  // Head: what the step under way waits for ("node 1 (host) had not finished decode step 12")
-  // when it does not move on within a moment (250 ms; so it may block that long); else "". Safe
-  // from any thread.
+  // Head: what a step waits for ("node 1 (host) had not finished decode step 12") when one waits
+  // for a node 250 ms or more within the next half second (which this call may block); else "".
+  // Safe from any thread.
   std::string waiting_for() const;
 
   struct Impl;
