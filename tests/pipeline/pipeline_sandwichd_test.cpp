@@ -144,8 +144,9 @@ TEST_F(PipelineSandwichd, TensorParallelRanksInsideEachNodeGiveTheSingleProcessR
 }
 
 // A prompt over 128 tokens is cut into prefill micro-batches of >= 64 tokens, and the default
-// kernels are not batch-invariant across the GEMM's M: so it is compared either with one
-// micro-batch, or with batch-invariant kernels on both sides. Requests sent at once are decoded
+// kernels are not promised to be batch-invariant across the GEMM's M (schedules are chosen by
+// M): so it is compared either with one micro-batch, or with batch-invariant kernels on both
+// sides. Requests sent at once are decoded
 // as one batch, which the pipeline cuts by sequences: batch-invariant kernels on both sides too.
 TEST_F(PipelineSandwichd, LongPromptsAndConcurrentRequestsAreExact) {
   const std::string lp = long_prompt();
