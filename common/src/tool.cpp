@@ -16,10 +16,11 @@ int run_tool(const char* program, const std::function<int()>& body) {
     std::string msg = e.what();
     for (auto& ch : msg)
       if (ch == '\n') ch = ' ';
-    std::cerr << program << ": error: " << msg << "\n";
+    // One write: processes mpirun started share its stderr, and pieces of their lines would mix.
+    std::cerr << std::string(program) + ": error: " + msg + "\n";
     return 1;
   } catch (...) {
-    std::cerr << program << ": error: unknown failure\n";
+    std::cerr << std::string(program) + ": error: unknown failure\n";
     return 1;
   }
 }

@@ -91,7 +91,7 @@ class Client {
       beast::error_code ec;
       http::read(stream_, buf, p, ec);
       if (ec == http::error::need_buffer) ec = {};
-      if (ec) break;
+      // What came before an error (a server that died mid-stream) counts too.
       text.append(tmp, sizeof tmp - p.get().body().size);
       for (size_t at; (at = text.find("\n\n")) != std::string::npos;) {
         std::string ev = text.substr(0, at);
@@ -104,6 +104,7 @@ class Client {
           return events;
         }
       }
+      if (ec) break;
     }
     return events;
   }
@@ -199,13 +200,15 @@ class RawConnection {
   tcp::socket socket_;
 };
 
-// sandwichd in a child process, on a port it picks; stopped with SIGTERM.
+// sandwichd in a child process, on a port it picks; stopped with SIGTERM. A launcher (such as
+// mpirun_prefix(2) of mpirun.h) starts it under another program: pid() is then the launcher's,
+// and log() holds what every process it started writes to stderr.
 class Daemon {
  public:
-  explicit Daemon(const std::string& args) {
+  explicit Daemon(const std::string& args, const std::string& launcher = "") {
     log_ = (dir_ / "sandwichd.log").string();
-    const std::string cmd =
-        "exec " + (bin_dir() / "sandwichd").string() + " --port 0 " + args + " 2>" + log_;
+    const std::string cmd = "exec " + (launcher.empty() ? "" : launcher + " ") +
+                            (bin_dir() / "sandwichd").string() + " --port 0 " + args + " 2>" + log_;
     pid_ = fork();
     if (pid_ == 0) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));

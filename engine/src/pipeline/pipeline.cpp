@@ -2,6 +2,7 @@
 // when told), or, after a failure, at once (MPI_Abort, so that no node is left waiting).
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include "engine/runtime/kv_cache.h"
 #include "pipeline/pipeline_impl.h"
@@ -168,12 +169,23 @@ void Pipeline::Impl::set_waiting(const std::string& step, int node) {
 }
 
 std::string Pipeline::waiting_for() const {
+  // mpirun's SIGTERM after a node died comes within milliseconds: maybe while the head runs its
+  // own stage of the next step, or just after the step was sent. So for a moment, a step that
+  // waits for a node gets kStuck to move on (a healthy node's answer) before it counts as
+  // stuck; all of it well below the SIGKILL mpirun sends a while after the SIGTERM.
+  constexpr auto kStuck = std::chrono::milliseconds(250);
+  const auto give_up = Clock::now() + 2 * kStuck;
   const Impl& p = *impl_;
-  std::lock_guard<std::mutex> lock(p.wait_mu);
-  if (p.wait_step.empty() || p.wait_node < 0 ||
-      Clock::now() - p.wait_since < std::chrono::milliseconds(100))
-    return "";
-  return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
+  std::unique_lock<std::mutex> lock(p.wait_mu);
+  for (;;) {
+    const auto now = Clock::now();
+    if (!p.wait_step.empty() && p.wait_node >= 0 && now - p.wait_since >= kStuck)
+      return p.link->name(p.wait_node) + " had not finished " + p.wait_step;
+    if (now > give_up) return "";
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    lock.lock();
+  }
 }
 
 void Pipeline::Impl::record(int phase, double wall, int micro_batches,

@@ -90,8 +90,9 @@ class Pipeline {
   static std::string describe_node(const Model& model, const topotree::ServiceConfig& prefill,
                                    const topotree::ServiceConfig& decode);
   void set_head_options(const Model& model, const PipelineNodeOptions& options);
-  // Head: while a step has waited for a node for a while, what it waits for ("node 1 (host) had
-  // not finished decode step 12"); else "". Safe from any thread.
+  // Head: what a step waits for ("node 1 (host) had not finished decode step 12") when one waits
+  // for a node 250 ms or more within the next half second (which this call may block); else "".
+  // Safe from any thread.
   std::string waiting_for() const;
   // Head: the steps so far, of prefill (0) and decode (1); printed when the job ends.
   PipelineStats stats(int phase) const;
