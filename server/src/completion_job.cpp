@@ -15,8 +15,8 @@
 
 namespace sandwich::server {
 
-// A timeout is the client's to retry (408), a shutdown is the server going away (503), the rest
-// is the server's fault.
+// A timeout is the client's to retry (408), a shutdown or an engine that stopped for good is the
+// server going away (503), the rest is the server's fault.
 HttpResponse abort_error(const engine::RequestOutput& o) {
   switch (o.abort_reason) {
     case engine::AbortReason::Timeout:
@@ -27,6 +27,12 @@ HttpResponse abort_error(const engine::RequestOutput& o) {
           "timeout_error");
     case engine::AbortReason::Shutdown:
       return json_error(503, "the server shut down before the request finished; retry it",
+                        "server_error");
+    case engine::AbortReason::Unavailable:
+      return json_error(503,
+                        "the engine stopped while generating this request (the server is "
+                        "restarting); retry it: " +
+                            o.error,
                         "server_error");
     case engine::AbortReason::Grammar:
       // The request's grammar, not the server: no sequence of tokens can satisfy it.

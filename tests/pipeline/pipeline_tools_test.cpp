@@ -7,6 +7,7 @@
 #include <string>
 
 #include "command.h"
+#include "mpirun.h"
 #include "test_data.h"
 
 namespace sandwich::test {
@@ -23,15 +24,13 @@ std::string model_args() {
   return " -t 1 -m " + stories("stories260K.bin") + " --tokenizer " + stories("tok512.bin");
 }
 std::string mpirun(int np) {
-  return "mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np " + std::to_string(np) +
-         " ";
+  return mpirun_prefix(np) + " ";
 }
 
-#define REQUIRE_MPIRUN()                                                             \
-  do {                                                                               \
-    SANDWICH_REQUIRE_DATA();                                                         \
-    if (std::system("command -v mpirun >/dev/null 2>&1") != 0)                       \
-      GTEST_SKIP() << "mpirun not found (OpenMPI's mpirun runs the pipeline tests)"; \
+#define REQUIRE_MPIRUN()       \
+  do {                         \
+    SANDWICH_REQUIRE_DATA();   \
+    SANDWICH_REQUIRE_MPIRUN(); \
   } while (0)
 
 size_t count(const std::string& s, const std::string& what) {

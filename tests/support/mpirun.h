@@ -19,10 +19,15 @@ inline bool have_mpirun() {
 #define SANDWICH_REQUIRE_MPIRUN() \
   if (!::sandwich::test::have_mpirun()) GTEST_SKIP() << "mpirun is not installed"
 
-// The launcher a command line starts with to run `processes` nodes.
+// The launcher a command line starts with to run `processes` nodes. Under the sanitizers the
+// nodes' leak check is off: OpenMPI's own allocations outlive MPI_Finalize (in plug-ins it has
+// unloaded, where no suppression can name them); the pipeline's code is leak-checked in-process
+// by the engine tests.
 inline std::string mpirun_prefix(int processes) {
-  return "mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np " +
-         std::to_string(processes);
+  std::string asan = "detect_leaks=0";
+  if (const char* v = std::getenv("ASAN_OPTIONS"); v && *v) asan = std::string(v) + ":" + asan;
+  return "mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -x ASAN_OPTIONS=" + asan +
+         " -np " + std::to_string(processes);
 }
 
 // MPI's rank of a process mpirun started (-1 when it is not one, or is gone).

@@ -9,16 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mpirun.h"
 #include "test_data.h"
 #include "tuner/calibration.h"
 #include "tuner/link_probe.h"
 
 namespace sandwich::tuner {
 namespace {
-
-bool have_mpirun() {
-  return std::system("command -v mpirun >/dev/null 2>&1") == 0;
-}
 
 std::string write_hostfile(const test::TempDir& dir, const std::string& text) {
   const auto file = dir / "hosts";
@@ -54,7 +51,7 @@ TEST(LinkProbe, CommandCrossesTcpOnOneHost) {
 }
 
 TEST(LinkProbe, TwoRanksOverTcpMeasureTheLink) {
-  if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+  SANDWICH_REQUIRE_MPIRUN();
   test::TempDir dir;
   const LinkMeasurement m = measure_link(write_hostfile(dir, "localhost slots=2\n"),
                                          (test::bin_dir() / "sandwich-tune").string(), 60);
@@ -67,7 +64,7 @@ TEST(LinkProbe, TwoRanksOverTcpMeasureTheLink) {
 }
 
 TEST(LinkProbe, AFailingProbeIsOneLine) {
-  if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+  SANDWICH_REQUIRE_MPIRUN();
   test::TempDir dir;
   const std::string hosts = write_hostfile(dir, "localhost slots=2\n");
   try {

@@ -809,8 +809,12 @@ void Scheduler::Impl::loop() {
       // failed before its batch was formed).
       if (in_step.empty())
         for (auto& p : running) in_step.push_back(p.get());
+      const AbortReason why =
+          prefill_ex->health().failed || (decode_ex && decode_ex->health().failed)
+              ? AbortReason::Unavailable
+              : AbortReason::EngineError;
       for (Seq* s : in_step)
-        if (!s->done) abort(*s, AbortReason::EngineError, std::string("engine error: ") + e.what());
+        if (!s->done) abort(*s, why, std::string("engine error: ") + e.what());
     }
     remove_finished();
     publish_counts();

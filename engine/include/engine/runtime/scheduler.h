@@ -58,6 +58,8 @@ enum class AbortReason {
   Shutdown,     // request_shutdown(false) or the scheduler's destructor
   NoRoom,       // can never fit in the KV cache
   EngineError,  // a step failed
+  Unavailable,  // a step failed and the engine cannot run more: a rank group or pipeline node is
+                // gone for good (the server is about to exit; another replica can serve it)
   Grammar,      // the request's grammar allowed no token, or passed its limits
 };
 
