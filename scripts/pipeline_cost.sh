@@ -8,6 +8,7 @@
 #   - the decode step at batch 1 against one node of ONE core, which runs the same layers on the
 #     same cores as the pipeline does, one after another: the difference over the P hops
 #     (head -> node 1 -> ... -> head) is the cost of a hop, set beside the ping-pong latency;
+#     on the model, and on stories260K (../shared), whose steps are short enough to show it;
 #   - decode at batch 16, with the pipeline's utilization (its nodes' busy time over P x the
 #     step's wall time), with the automatic micro-batches and with --micro-batches 1.
 # Slow (minutes): not in the tests. Numbers from a loaded machine are noise: run it alone.
@@ -158,6 +159,55 @@ echo "== prefill and decode at batch 1"
 run "1 node x $nodes cores" prefill-decode taskset -c "$all" "$sandwichd" --threads "$nodes"
 run "1 node x 1 core" prefill-decode taskset -c 0 "$sandwichd" --threads 1
 run "$nodes nodes x 1 core" prefill-decode "${mpi[@]}" -np "$nodes" "$sandwichd" -pp "$nodes"
+stories="$shared/data/models/stories260K"
+if [ -f "$stories/stories260K.bin" ]; then
+  echo "== the hop, on stories260K (a decode step of ~0.1 ms)"
+  hop() {
+    local name=$1
+    shift
+    local log="$out/hop.$name.log"
+    "$@" --model "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin" --host 127.0.0.1 \
+      --port 0 >"$log" 2>&1 &
+    local pid=$!
+    pids+=("$pid")
+    local port=""
+    for _ in $(seq 600); do
+      port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+      [ -n "$port" ] && break
+      sleep 0.1
+    done
+    python3 - "$port" "$name" <<'PY'
+import http.client, json, re, sys
+port, name = int(sys.argv[1]), sys.argv[2]
+def metrics():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", "/metrics")
+    m = {}
+    for line in c.getresponse().read().decode().splitlines():
+        g = re.match(r"^(sandwich:[a-z_]+)(\{[^}]*\})? ([0-9.eE+-]+)$", line)
+        if g:
+            m[g.group(1)] = m.get(g.group(1), 0) + float(g.group(3))
+    return m
+def post(n):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    c.request("POST", "/v1/completions", json.dumps({"prompt": "Once upon a time", "max_tokens": n,
+              "temperature": 0, "ignore_eos": True}), {"content-type": "application/json"})
+    c.getresponse().read()
+post(8)
+m0 = metrics()
+for _ in range(5):
+    post(400)
+m1 = metrics()
+steps = m1["sandwich:decode_steps_total"] - m0["sandwich:decode_steps_total"]
+secs = m1["sandwich:decode_step_seconds_total"] - m0["sandwich:decode_step_seconds_total"]
+print(f"{name}: stories260K decode step {secs / steps * 1e6:.1f} us ({steps:.0f} steps)")
+PY
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null || true
+  }
+  hop "1 node x 1 core" taskset -c 0 "$sandwichd" --threads 1
+  hop "$nodes nodes x 1 core" "${mpi[@]}" -np "$nodes" "$sandwichd" -pp "$nodes"
+fi
 echo "== decode at batch 16"
 run "1 node x $nodes cores" batch16 taskset -c "$all" "$sandwichd" --threads "$nodes"
 run "$nodes nodes x 1 core" batch16 "${mpi[@]}" -np "$nodes" "$sandwichd" -pp "$nodes"

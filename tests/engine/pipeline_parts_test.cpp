@@ -49,14 +49,18 @@ TEST(PipelineLayerSplit, CoversEveryLayerOnceInOrder) {
 }
 
 TEST(PipelineLayerSplit, TheHeadWeighsOnTheLastNode) {
-  // Llama-3-8B's shape: the output head is about 2.4 layers of bytes, counted at half.
+  // Llama-3-8B's shape: the output head is about 2.4 layers of bytes, counted at a quarter.
   ModelConfig c = shape(32, 4096, 14336, 128256);
   c.n_kv_heads = 8;
   c.n_heads = 32;
   c.head_dim = 128;
-  const auto split = pipeline_layer_split(c, 2);
-  EXPECT_EQ(count(split[0]), 17);
-  EXPECT_EQ(count(split[1]), 15);
+  const auto two = pipeline_layer_split(c, 2);
+  EXPECT_EQ(count(two[0]), 16);
+  EXPECT_EQ(count(two[1]), 16);
+  const auto three = pipeline_layer_split(c, 3);
+  EXPECT_EQ(count(three[0]), 11);
+  EXPECT_EQ(count(three[1]), 11);
+  EXPECT_EQ(count(three[2]), 10);
   // A tiny vocabulary weighs nothing: an even split.
   const auto even = pipeline_layer_split(shape(12, 768, 3072, 64), 3);
   for (const LayerRange& r : even) EXPECT_EQ(count(r), 4);
@@ -148,7 +152,7 @@ TEST(PipelineMicroBatches, PrefillIsCutByTokensAcrossAndWithinPrompts) {
       for (const BatchEntry& e : piece) with_logits += e.want_logits;
     EXPECT_EQ(with_logits, 3);
   }
-  // 257 tokens: 8 pieces of >= 32 tokens at most 8 a node.
+  // 257 tokens: 8 pieces of >= 32 tokens (at most 16 a node).
   EXPECT_EQ(auto_micro_batches(b.entries, 2), 8);
   EXPECT_EQ(auto_micro_batches(b.entries, 1), 8);
   Batch small({20});

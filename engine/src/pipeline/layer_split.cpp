@@ -34,11 +34,12 @@ std::vector<LayerRange> pipeline_layer_split(const ModelConfig& c, int stages,
       throw std::invalid_argument("--layer-split " + list + " sums to " + std::to_string(sum) +
                                   " layers, but the model has " + std::to_string(L));
   } else {
-    // The output head in layers, at half its matrix against one layer's: a decode step reads it
-    // whole, a prefill step uses it for its sequences' last tokens only.
+    // The output head in layers, at a quarter of its matrix against one layer's: a decode step
+    // reads it whole, a prefill step uses it for its sequences' last tokens only (and the nodes'
+    // balance matters most where many micro-batches are in flight: long prefill steps).
     const double layer = static_cast<double>(c.dim) * (2.0 * c.q_dim() + 2.0 * c.kv_dim()) +
                          3.0 * static_cast<double>(c.dim) * c.ffn_dim;
-    const double head = 0.5 * static_cast<double>(c.vocab_size) * c.dim / layer;
+    const double head = 0.25 * static_cast<double>(c.vocab_size) * c.dim / layer;
     // The last node's count minimising the busiest node; the rest share what is left evenly.
     int32_t best_last = 1;
     double best = 1e300;

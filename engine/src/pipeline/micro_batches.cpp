@@ -13,7 +13,7 @@ bool decode_step(std::span<const BatchEntry> batch) {
 // Below this many tokens a prefill piece's GEMMs lose more to their small M than the overlap of
 // the nodes gains.
 constexpr int64_t kMinPieceTokens = 32;
-constexpr int kMaxPiecesPerNode = 8;
+constexpr int kMaxPiecesPerNode = 16;
 
 }  // namespace
 

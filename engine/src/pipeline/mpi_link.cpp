@@ -36,6 +36,11 @@ MpiLink::MpiLink() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // OpenMPI's TCP transport sends a message past its eager limit (64 KiB) only as the sender
+    // calls MPI again: a node computing its next micro-batch would hold the last one back for a
+    // whole stage. Eager messages of up to 32 MiB go at once (a user's setting wins).
+    ::setenv("OMPI_MCA_btl_tcp_eager_limit", "33554432", 0);
+    ::setenv("OMPI_MCA_btl_tcp_max_send_size", "33554432", 0);
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       throw std::runtime_error("MPI could not start (MPI_Init_thread failed)");

@@ -233,8 +233,8 @@ void add_pipeline_options(ArgParser& p, PipelineOptions& o) {
         "[--hostfile H] (node 0 serves; default 1)",
         "N");
   p.option("--layer-split", "N,N,...",
-           "layers per node (default: balanced, the output head counted as the layers half its "
-           "bytes equal)",
+           "layers per node (default: balanced, the output head counted as the layers a "
+           "quarter of its bytes equal)",
            [&o](const std::string& v) {
              o.layer_split.clear();
              size_t at = 0;
@@ -247,7 +247,7 @@ void add_pipeline_options(ArgParser& p, PipelineOptions& o) {
            });
   p.add("--micro-batches", &o.micro_batches,
         "pieces a pipeline step is cut into (default 0: a decode batch in one per node, a "
-        "prefill step in pieces of 32 tokens or more, at most 8 per node)",
+        "prefill step in pieces of 32 tokens or more, at most 16 per node)",
         "N");
   p.add("--pipeline-timeout", &o.step_timeout_seconds,
         "seconds a node may take over a step before the job ends (default 60)", "S");

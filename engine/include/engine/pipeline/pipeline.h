@@ -25,7 +25,7 @@ struct PipelineOptions {
   int stages = 1;                    // --pipeline-parallel: nodes, one MPI process each
   std::vector<int32_t> layer_split;  // --layer-split: layers per node; empty = balanced
   // --micro-batches: pieces a step is cut into (0: automatic: a decode batch in `stages` pieces,
-  // a prefill step in pieces of at least 32 tokens, up to 8 per node).
+  // a prefill step in pieces of at least 32 tokens, up to 16 per node).
   int micro_batches = 0;
   // A node that has not answered a step by then has failed (or hangs): the job ends.
   double step_timeout_seconds = 60;
@@ -36,9 +36,9 @@ void add_pipeline_options(ArgParser& p, PipelineOptions& o);
 
 // The nodes' layer ranges: `given` (one count per node, each at least one, summing to the
 // model's layers), else balanced: every layer costs the same, and the output head counts as the
-// layers half its matrix's bytes equal (a decode step reads it whole, a prefill step barely uses
-// it), so the last node gets fewer layers. Throws std::invalid_argument (one line) for a split that
-// does not fit.
+// layers a quarter of its matrix's bytes equal (a decode step reads it whole, a prefill step
+// barely uses it), so the last node may get fewer layers. Throws std::invalid_argument (one line)
+// for a split that does not fit.
 std::vector<LayerRange> pipeline_layer_split(const ModelConfig& c, int stages,
                                              const std::vector<int32_t>& given = {});
 
