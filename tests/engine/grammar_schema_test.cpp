@@ -163,8 +163,9 @@ TEST(GrammarSchema, RandomWalksThroughEveryDataSchemaValidate) {
     const std::string text = tok->decode(ids);
     json value;
     ASSERT_NO_THROW(value = json::parse(text)) << text;
-    if (file.value("valijson", true))
+    if (file.value("valijson", true)) {
       EXPECT_EQ(test::json_schema_violations(value, file["schema"]), "") << text;
+    }
   }
   EXPECT_GE(ended, walks / 3);
 }

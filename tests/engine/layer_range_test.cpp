@@ -285,8 +285,9 @@ TEST(LayerRange, StageTensorParallelShardsAndPlacement) {
       EXPECT_EQ(v.embedding.data != nullptr, stage->has_embedding());
       EXPECT_EQ(v.output.data != nullptr, stage->has_head());
       EXPECT_EQ(v.final_norm != nullptr, stage->has_head());
-      if (stage->has_head())
+      if (stage->has_head()) {
         EXPECT_EQ(std::memcmp(v.output.data, whole->weights().output.data, v.output.bytes), 0);
+      }
     }
   }
 }
@@ -375,7 +376,9 @@ TEST(LayerRange, SecondHalfOfARealSizedModelHoldsHalfItsBytes) {
   EXPECT_GT(resident, 0.9 * part);
   EXPECT_LT(resident, 0.55 * whole);
 #if !defined(__SANITIZE_ADDRESS__)  // the sanitizer's shadow and quarantine grow the process too
-  if (rss0 > 0) EXPECT_LT(grown, 0.8 * whole);
+  if (rss0 > 0) {
+    EXPECT_LT(grown, 0.8 * whole);
+  }
 #endif
 }
 

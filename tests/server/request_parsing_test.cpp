@@ -782,7 +782,7 @@ TEST(ContextPreCheck, IsALowerBoundOfTheTokenCount) {
     const auto tok = engine::make_tokenizer(engine::make_synthetic_vocab(kind, 300));
     const size_t longest = longest_token_bytes(*tok);
     EXPECT_GE(longest, 4u);
-    for (const std::string text :
+    for (const std::string& text :
          {std::string("Once upon a time there was a cat"), std::string(5000, 'a'),
           std::string(777, ' '), std::string("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80") + "tail",
           std::string("<s></s>")}) {

@@ -1,6 +1,10 @@
 // Joining the MPI job, starting the workers, and ending the job: in order (the workers leave
 // when told), or, after a failure, at once (MPI_Abort, so that no node is left waiting).
+#include <sched.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -22,6 +26,43 @@ std::string mib(size_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buf;
+}
+
+// Nodes that mpirun started on one host without binding them (it binds none when the host is
+// oversubscribed) would each take every CPU, and their ranks would pin to the same ones: each
+// takes its share of the host's CPUs instead, before anything reads this machine's topology. An
+// explicit --bind-to (none included) is the user's choice and stands.
+// Returns what it did, for the start-up log ("" when nothing).
+std::string share_host_cpus() {
+  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local_rank || !local_size || std::getenv("OMPI_MCA_hwloc_base_binding_policy")) return "";
+  const int rank = std::atoi(local_rank), size = std::atoi(local_size);
+  if (size <= 1 || rank < 0 || rank >= size) return "";
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  // Bound by mpirun (or by the user): its binding stands.
+  if (static_cast<long>(cpus.size()) < sysconf(_SC_NPROCESSORS_ONLN)) return "";
+  const size_t n = cpus.size();
+  std::vector<int> mine;
+  if (n >= static_cast<size_t>(size)) {
+    for (size_t i = n * rank / size; i < n * (rank + 1) / size; ++i) mine.push_back(cpus[i]);
+  } else {
+    mine.push_back(cpus[static_cast<size_t>(rank) % n]);
+  }
+  CPU_ZERO(&set);
+  for (int c : mine) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return "";
+  std::string list;
+  for (int c : mine) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(c);
+  }
+  return "mpirun left the " + std::to_string(size) +
+         " nodes on this host unbound: this one takes CPU" + (mine.size() > 1 ? "s " : " ") + list;
 }
 
 }  // namespace
@@ -59,6 +100,7 @@ std::unique_ptr<Pipeline> Pipeline::join(const PipelineOptions& o) {
   if (o.micro_batches < 0) throw std::runtime_error("--micro-batches must not be negative");
   auto impl = std::make_unique<Impl>();
   impl->options = o;
+  impl->cpu_note = share_host_cpus();
   impl->link = std::make_unique<pipeline::MpiLink>();
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
@@ -110,7 +152,8 @@ std::string Pipeline::describe_node(const Model& model, const topotree::ServiceC
 
 void Pipeline::set_head_options(const Model& model, const PipelineNodeOptions& o) {
   const topotree::ServiceConfig pc = o.prefill_config.value_or(single_rank_config(0));
-  impl_->head_line = node_name(0) + ": " + describe_node(model, pc, o.decode_config.value_or(pc));
+  impl_->head_line = node_name(0) + ": " + describe_node(model, pc, o.decode_config.value_or(pc)) +
+                     (impl_->cpu_note.empty() ? "" : " (" + impl_->cpu_note + ")");
 }
 
 void Pipeline::Impl::start_workers(const KVCache& kv, const ExecutorLimits& limits) {

@@ -24,6 +24,7 @@ struct Pipeline::Impl {
   bool started = false;
   std::vector<std::string> lines;
   std::string head_line;
+  std::string cpu_note;  // the host's CPUs this node took (share_host_cpus), for its line
   std::atomic<bool> failed{false};
   std::mutex failure_mu;
   std::string failure;

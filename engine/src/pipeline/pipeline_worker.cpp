@@ -61,8 +61,9 @@ int Pipeline::serve(const Model& model, const PipelineNodeOptions& o) {
         limits.role = "decode";
         if (!(dc == pc)) decode_own = make_executor(model, *kv, dc, limits);
         decode = decode_own ? decode_own.get() : prefill.get();
-        answer.text =
-            link.name(me) + ": " + describe_node(model, pc, dc) + "; KV cache " + kv->describe();
+        answer.text = link.name(me) + ": " + describe_node(model, pc, dc) +
+                      (p.cpu_note.empty() ? "" : " (" + p.cpu_note + ")") + "; KV cache " +
+                      kv->describe();
       } catch (const std::exception& e) {
         answer.kind = Kind::Failed;
         answer.text = link.name(me) + " cannot start: " + e.what();
