@@ -24,6 +24,8 @@ Sandwichd::~Sandwichd() {
 
 int Sandwichd::run() {
   pipeline_ = engine::Pipeline::join(o_.pipeline);
+  if (pipeline_)
+    o_.load.choose_layers = [this](const engine::ModelConfig& c) { return pipeline_->layers(c); };
   if (pipeline_ && !pipeline_->head()) return run_worker();
   start();
   return serve();
@@ -34,7 +36,6 @@ int Sandwichd::run_worker() {
   set_stop_phase("reading the plan");
   configs_ = engine::resolve_plan(o_.plan);
   o_.load.threads = o_.plan.threads;
-  o_.load.choose_layers = [this](const engine::ModelConfig& c) { return pipeline_->layers(c); };
   set_stop_phase("loading the model");
   model_ = engine::load_model(o_.load);
   choose_default_plan();
@@ -115,8 +116,6 @@ void Sandwichd::start_http() {
 }
 
 void Sandwichd::load_engine() {
-  if (pipeline_)
-    o_.load.choose_layers = [this](const engine::ModelConfig& c) { return pipeline_->layers(c); };
   model_ = engine::load_model(o_.load);
   for (const auto& n : model_->notes) logf(LogLevel::Warning, "sandwichd", "note: %s", n.c_str());
   choose_default_plan();

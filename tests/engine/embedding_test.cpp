@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/runtime/scheduler.h"
+#include "model_fixtures.h"
 #include "runtime/forward.h"
 #include "test_data.h"
 
@@ -112,11 +113,7 @@ class EmbeddingStories : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(test::data_dir())) return;
-    LoadOptions lo;
-    lo.model = (test::data_dir() / "models/stories260K/stories260K.bin").string();
-    lo.tokenizer = test::data_dir() / "models/stories260K/tok512.bin";
-    lo.threads = 2;
-    model_ = load_model(lo).release();
+    model_ = load_model(test::stories_load_options()).release();
   }
   static void TearDownTestSuite() {
     delete model_;

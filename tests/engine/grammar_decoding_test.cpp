@@ -12,6 +12,7 @@
 #include "engine/formats/model.h"
 #include "engine/grammar/grammar.h"
 #include "engine/runtime/scheduler.h"
+#include "model_fixtures.h"
 #include "test_data.h"
 
 namespace sandwich::engine {
@@ -31,10 +32,7 @@ struct Result {
 class GrammarDecoding : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    LoadOptions lo;
-    lo.model = (test::data_dir() / "models/stories260K/stories260K.bin").string();
-    lo.tokenizer = test::data_dir() / "models/stories260K/tok512.bin";
-    model_ = load_model(lo).release();
+    model_ = load_model(test::stories_load_options(0)).release();
     vocab_ = new std::shared_ptr<const TokenVocabulary>(
         std::make_shared<const TokenVocabulary>(*model_->tokenizer));
   }

@@ -30,10 +30,7 @@ namespace {
 using test::TempDir;
 
 std::unique_ptr<Model> load_stories(LayerRange layers = {}) {
-  LoadOptions o;
-  o.model = (test::stories_dir() / "stories260K.bin").string();
-  o.tokenizer = test::stories_dir() / "tok512.bin";
-  o.threads = 2;
+  LoadOptions o = test::stories_load_options();
   o.layers = layers;
   return load_model(o);
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/formats/gguf.h"
+#include "engine/formats/model.h"
 #include "engine/text/tokenizer.h"
 #include "kernels/dtype.h"
 #include "test_data.h"
@@ -18,6 +19,15 @@ namespace sandwich::test {
 
 inline std::filesystem::path stories_dir() {
   return data_dir() / "models/stories260K";
+}
+
+// How the engine's tests load stories260K: the checkpoint with its tokenizer.
+inline engine::LoadOptions stories_load_options(int threads = 2) {
+  engine::LoadOptions o;
+  o.model = (stories_dir() / "stories260K.bin").string();
+  o.tokenizer = stories_dir() / "tok512.bin";
+  o.threads = threads;
+  return o;
 }
 
 // The checkpoint read independently of the engine's loader: header + tensors in file order.

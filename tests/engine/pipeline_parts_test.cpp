@@ -9,6 +9,7 @@
 #include "engine/formats/model.h"
 #include "engine/pipeline/pipeline.h"
 #include "kernels/thread_team.h"
+#include "model_fixtures.h"
 #include "pipeline/pipeline_impl.h"
 #include "pipeline/step_message.h"
 #include "runtime/forward.h"
@@ -213,11 +214,7 @@ TEST(PipelineMessages, RoundTripAndRefuseWhatIsNotOurs) {
 // bit for bit: what each node of a pipeline computes, without MPI.
 TEST(PipelineStages, TwoStagesChainedEqualTheWholeModel) {
   SANDWICH_REQUIRE_DATA();
-  const auto dir = test::data_dir() / "models" / "stories260K";
-  LoadOptions o;
-  o.model = (dir / "stories260K.bin").string();
-  o.tokenizer = dir / "tok512.bin";
-  o.threads = 1;
+  LoadOptions o = test::stories_load_options(1);
   const auto whole = load_model(o);
   const int32_t L = whole->config.n_layers;
   o.layers = {0, 2};

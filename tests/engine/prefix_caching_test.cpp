@@ -21,6 +21,7 @@
 
 #include "dummy_llama.h"
 #include "engine/runtime/scheduler.h"
+#include "model_fixtures.h"
 #include "test_data.h"
 
 namespace sandwich::engine {
@@ -117,11 +118,7 @@ class PrefixCachingStories : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(test::data_dir())) return;
-    LoadOptions lo;
-    lo.model = (test::data_dir() / "models/stories260K/stories260K.bin").string();
-    lo.tokenizer = test::data_dir() / "models/stories260K/tok512.bin";
-    lo.threads = 2;
-    model_ = load_model(lo).release();
+    model_ = load_model(test::stories_load_options()).release();
   }
   static void TearDownTestSuite() {
     delete model_;
