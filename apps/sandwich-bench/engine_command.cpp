@@ -32,6 +32,15 @@ void add_engine_bench_options(ArgParser& p, EngineBenchOptions& o) {
       "--stream", &o.stream,
       "also measure the DRAM read stream on the decode CPUs between the decode repetitions and "
       "report the bytes the decode test reads per second as a fraction of it");
+  p.add("--decode-batch", &o.decode_batches_text,
+        "sequences decoded together in the generation test, comma-separated: a test each, "
+        "tokens/s of the whole batch (default 1; with --counters 1,4,16)",
+        "LIST");
+  p.add_flag("--counters", &o.counters,
+             "read hardware counters (perf_event_open) over each test's repetitions, in every "
+             "thread and rank process: IPC, LLC misses and memory-bus accesses per "
+             "kilo-instruction; a counter this machine does not give (no PMU, "
+             "kernel.perf_event_paranoid) is named with the reason and the run goes on");
   p.add("--json", &o.json_path, "also write the results as JSON to this file", "F");
   p.add("--configs", &o.configs_text,
         "service configurations to compare, comma-separated: RxT for both phases or "

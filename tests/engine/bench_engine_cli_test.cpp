@@ -1,6 +1,7 @@
 // `sandwich-bench engine` (run_engine_bench in sandwich-bench) as a user runs it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,10 @@ TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
                       "'half'"),
             std::string::npos);
   EXPECT_NE(error_of("--depth -1").find("--depth"), std::string::npos);
+  EXPECT_NE(error_of("--decode-batch 1,0").find("--decode-batch takes batch sizes from 1 to 1024"),
+            std::string::npos);
+  EXPECT_NE(error_of("--decode-batch 4x").find("got '4x'"), std::string::npos);
+  EXPECT_NE(error_of("--decode-batch 1,,4 --counters").find("got '1,,4'"), std::string::npos);
   EXPECT_NE(
       error_of("--json /nonexistent/x.json").find("cannot write --json file /nonexistent/x.json"),
       std::string::npos);
@@ -104,6 +109,45 @@ TEST(BenchEngineCli, StreamReportsTheDecodeReadsAsAFractionOfTheStream) {
   const double tps = j["results"][0]["tokens_per_second"]["median"].get<double>();
   EXPECT_NEAR(reads["gb_per_s"].get<double>(), reads["bytes_per_token"].get<double>() * tps / 1e9,
               1e-6 * reads["gb_per_s"].get<double>());
+}
+
+// --counters: prefill and decode at batch 1, 4 and 16, each with its counters' row; on a machine
+// without a PMU (a VM) or where perf_event_paranoid forbids them, a line per counter says why and
+// the run succeeds with its normal results.
+TEST(BenchEngineCli, CountersAreReportedOrSaidUnavailableNeverFatal) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
+  const test::CommandResult r = test::run_command(
+      (test::bin_dir() / "sandwich-bench").string() + " engine --model " + stories +
+      " -t 1 -p 16 -n 4 -r 1 --warmup 0 --counters --json " + (dir / "r.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* test : {"| pp16 |", "| tg4 |", "| tg4 b4 |", "| tg4 b16 |"})
+    EXPECT_NE(r.out.find(test), std::string::npos) << test << "\n" << r.out;
+  EXPECT_NE(r.out.find("| config | test | IPC | LLC MPKI | bus PKI | counted |"), std::string::npos)
+      << r.out;
+  std::ifstream in(dir / "r.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["results"].size(), 4u);
+  EXPECT_EQ(j["results"][3]["batch"], 16);
+  for (const auto& result : j["results"]) {
+    ASSERT_TRUE(result.contains("counters")) << result.dump();
+    EXPECT_TRUE(result["counters"]["events"].is_object());
+  }
+  const nlohmann::json& unavailable = j["counters"]["unavailable"];
+  ASSERT_TRUE(unavailable.is_array());
+  for (const auto& line : unavailable) {
+    const std::string text = line.get<std::string>();
+    EXPECT_NE(r.out.find("counter " + text + "\n"), std::string::npos) << text;
+    EXPECT_NE(text.find(" unavailable: "), std::string::npos) << text;
+  }
+  const bool ipc = !j["results"][0]["counters"]["ipc"].is_null();
+  const bool cycles_unavailable = r.out.find("counter cycles unavailable: ") != std::string::npos;
+  EXPECT_NE(ipc, cycles_unavailable) << r.out;  // one or the other
+  if (!std::filesystem::exists("/sys/bus/event_source/devices/cpu")) {
+    EXPECT_NE(r.out.find("counter cycles unavailable: no hardware PMU here"), std::string::npos)
+        << r.out;
+  }
 }
 
 // The JSON says which table ran and how many ranges it installed; none: null and 0.

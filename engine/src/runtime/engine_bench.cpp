@@ -16,6 +16,7 @@
 #include "engine/plans/plan.h"
 #include "engine/plans/plan_check.h"
 #include "engine/runtime/executor.h"
+#include "runtime/bench_counters.h"
 #include "runtime/decode_stream.h"
 #include "runtime/engine_bench_report.h"
 #include "runtime/throughput_tests.h"
@@ -42,6 +43,31 @@ void check_options(const EngineBenchOptions& o) {
     throw CliError("nothing to do: --prompt-tokens and --gen-tokens are both 0");
   if (o.configs_text && (o.plan.plan || o.plan.prefill_config || o.plan.decode_config))
     throw CliError("give --configs or --plan/--prefill-config/--decode-config, not both");
+}
+
+// --decode-batch: the decode test's batch sizes, in order.
+std::vector<int> decode_batches(const EngineBenchOptions& o) {
+  if (!o.decode_batches_text) return o.counters ? std::vector<int>{1, 4, 16} : std::vector<int>{1};
+  const std::string& text = *o.decode_batches_text;
+  std::vector<int> batches;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    size_t used = 0;
+    int b = 0;
+    try {
+      b = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || b < 1 || b > 1024)
+      throw CliError(
+          "--decode-batch takes batch sizes from 1 to 1024, comma-separated (e.g. "
+          "1,4,16), got '" +
+          text + "'");
+    batches.push_back(b);
+  }
+  if (batches.empty()) throw CliError("--decode-batch needs at least one batch size, e.g. 1,4,16");
+  return batches;
 }
 
 // --configs: RxT for both phases, or PREFILL/DECODE.
@@ -84,33 +110,43 @@ struct Setup {
 };
 
 // One test: its warm-up, then its repetitions; with stream_bytes (a decode test with --stream),
-// the DRAM stream on the test's CPUs after each repetition, over at least that many bytes.
+// the DRAM stream on the test's CPUs after each repetition, over at least that many bytes. The
+// counters count the repetitions only (not the warm-up, not the stream).
 void measure(TestSamples& t, const std::function<double()>& once, const EngineBenchOptions& o,
-             std::optional<size_t> stream_bytes) {
+             std::optional<size_t> stream_bytes, BenchCounters* counters) {
   for (int i = 0; i < o.warmup; ++i) once();
   std::optional<DecodeStream> probe;
   if (stream_bytes) probe.emplace(*t.config, *stream_bytes);
+  if (counters) counters->begin_test();
   for (int i = 0; i < o.reps; ++i) {
+    if (counters) counters->resume();
     t.tokens_per_s.push_back(once());
+    if (counters) counters->pause();
     if (probe) t.stream_gbs.push_back(probe->gbs());
+  }
+  if (counters) {
+    t.counters = counters->end_test();
+    t.counter_events = counters->last_test_json();
   }
 }
 
 void run_tests(const EngineBenchOptions& o, const Model& model, std::vector<Setup>& setups,
-               ThroughputTests& tests, EngineBenchReport& report) {
+               ThroughputTests& tests, EngineBenchReport& report, BenchCounters* counters) {
   const std::optional<size_t> stream_bytes =
       o.stream ? std::optional<size_t>(model.decode_read_bytes()) : std::nullopt;
   for (auto& setup : setups) {
     if (o.prompt_tokens > 0) {
-      TestSamples pp{setup.name, &setup.prefill->config(), false, o.prompt_tokens, {}, {}};
+      TestSamples pp{setup.name, &setup.prefill->config(), false, o.prompt_tokens};
       const auto once = [&] { return tests.prefill(*setup.prefill); };
-      measure(pp, once, o, std::nullopt);
+      measure(pp, once, o, std::nullopt, counters);
       report.add(pp);
     }
-    if (o.gen_tokens > 0) {
-      TestSamples tg{setup.name, &setup.decode->config(), true, o.gen_tokens, {}, {}};
-      const auto once = [&] { return tests.decode(*setup.prefill, *setup.decode); };
-      measure(tg, once, o, stream_bytes);
+    if (o.gen_tokens == 0) continue;
+    for (int batch : decode_batches(o)) {
+      TestSamples tg{setup.name, &setup.decode->config(), true, o.gen_tokens};
+      tg.batch = batch;
+      const auto once = [&] { return tests.decode(*setup.prefill, *setup.decode, batch); };
+      measure(tg, once, o, stream_bytes, counters);
       report.add(tg);
     }
   }
@@ -150,6 +186,8 @@ ResolvedPlan engine_bench_pipeline_plan(const EngineBenchOptions& o) {
 
 void run_engine_bench(EngineBenchOptions o) {
   check_options(o);
+  const std::vector<int> batches = decode_batches(o);
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
   o.load.threads = o.plan.threads;
   o.load.require_tokenizer = false;
   const ResolvedPlan resolved = resolve(o);
@@ -160,6 +198,15 @@ void run_engine_bench(EngineBenchOptions o) {
   if (o.json_path) {
     json_out.emplace(*o.json_path);
     if (!*json_out) throw CliError("cannot write --json file " + *o.json_path);
+  }
+
+  // Before any thread or rank process of the run exists, so that each inherits the counters.
+  std::optional<BenchCounters> counters;
+  if (o.counters) {
+    counters.emplace();
+    if (!counters->unavailable().empty())
+      std::cerr << kProgram << ": counters: " << counters->unavailable().size()
+                << " unavailable here, each said after the results; the benchmark goes on\n";
   }
 
   auto model = load_model(o.load);
@@ -175,17 +222,18 @@ void run_engine_bench(EngineBenchOptions o) {
   else
     std::cerr << kProgram << ": " << applied.line << "\n";
 
-  // Room for the prefill test and, beside it, the generation test's context.
+  // Room for the prefill test and, beside it, each decode sequence's context.
   // A pipeline stage's cache holds its own layers.
   const LayerRange layers = model->layers();
-  KVCache kv(c,
-             KVCache::bytes_for_tokens(c, o.prompt_tokens, o.kv_dtype, layers) +
-                 KVCache::bytes_for_tokens(c, o.depth + o.gen_tokens, o.kv_dtype, layers),
-             o.kv_dtype, layers);
+  KVCache kv(
+      c,
+      KVCache::bytes_for_tokens(c, o.prompt_tokens, o.kv_dtype, layers) +
+          max_batch * KVCache::bytes_for_tokens(c, o.depth + o.gen_tokens, o.kv_dtype, layers),
+      o.kv_dtype, layers);
   std::cerr << kProgram << ": kv cache " << kv.describe() << "\n";
   ExecutorLimits limits;
-  limits.max_tokens = std::max({o.prompt_tokens, std::min(o.depth, 512), 1});
-  limits.max_entries = 1;
+  limits.max_tokens = std::max({o.prompt_tokens, std::min(o.depth, 512), max_batch});
+  limits.max_entries = max_batch;
   limits.batch_invariant = o.plan.batch_invariant;
   std::vector<Setup> setups;
   const ExecutorFactory make = o.executor_factory ? o.executor_factory : make_executor;
@@ -201,8 +249,9 @@ void run_engine_bench(EngineBenchOptions o) {
   ThroughputTests tests(*model, kv, o.prompt_tokens, o.gen_tokens, o.depth, limits.max_tokens);
   EngineBenchReport report(*model, o.kv_dtype, o.depth, o.reps);
   report.print_header();
-  run_tests(o, *model, setups, tests, report);
-  report.finish(applied, o.plan.batch_invariant, json_out ? &*json_out : nullptr);
+  run_tests(o, *model, setups, tests, report, counters ? &*counters : nullptr);
+  report.finish(applied, o.plan.batch_invariant, counters ? &*counters : nullptr,
+                json_out ? &*json_out : nullptr);
   if (json_out && !json_out->flush()) throw CliError("cannot write --json file " + *o.json_path);
 }
 

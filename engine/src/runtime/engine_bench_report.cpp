@@ -11,6 +11,17 @@ struct Stats {
   double median, min, max;
 };
 
+std::string figure(const std::optional<double>& v, const char* format) {
+  if (!v) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof text, format, *v);
+  return text;
+}
+
+nlohmann::json json_figure(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
 Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -32,6 +43,7 @@ void EngineBenchReport::add(const TestSamples& t) {
   const ModelConfig& c = model_.config;
   const Stats s = stats(t.tokens_per_s);
   std::string test = std::string(t.decode ? "tg" : "pp") + std::to_string(t.tokens);
+  if (t.decode && t.batch > 1) test += " b" + std::to_string(t.batch);
   if (t.decode && depth_ > 0) test += " @ d" + std::to_string(depth_);
   const topotree::ServiceConfig& sc = *t.config;
   std::printf("| %s | %s | %.2fB | %s | %s | %.2f | %.2f | %.2f |\n", c.name.c_str(),
@@ -48,10 +60,33 @@ void EngineBenchReport::add(const TestSamples& t) {
                       {"test", test},
                       {"tokens", t.tokens},
                       {"depth", t.decode ? depth_ : 0},
+                      {"batch", t.batch},
                       {"reps", reps_},
                       {"tokens_per_second", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
                       {"samples", t.tokens_per_s}});
   if (!t.stream_gbs.empty()) results_.back()["reads"] = reads;
+  if (t.counters) add_counters(t, test);
+}
+
+void EngineBenchReport::add_counters(const TestSamples& t, const std::string& test) {
+  const CounterFigures& f = *t.counters;
+  const std::optional<double> switches_per_s =
+      f.context_switches && f.wall_seconds > 0
+          ? std::optional<double>(*f.context_switches / f.wall_seconds)
+          : std::nullopt;
+  counter_rows_.push_back("| " + t.config->to_string() + " | " + test + " | " +
+                          figure(f.ipc, "%.2f") + " | " + figure(f.llc_mpki, "%.2f") + " | " +
+                          figure(f.bus_pki, "%.2f") + " | " + figure(f.running_fraction, "%.2f") +
+                          " | " + figure(f.cpus_busy, "%.2f") + " | " +
+                          figure(switches_per_s, "%.0f") + " |");
+  results_.back()["counters"] = {{"ipc", json_figure(f.ipc)},
+                                 {"llc_mpki", json_figure(f.llc_mpki)},
+                                 {"bus_pki", json_figure(f.bus_pki)},
+                                 {"running_fraction", f.running_fraction},
+                                 {"cpus_busy", json_figure(f.cpus_busy)},
+                                 {"context_switches", json_figure(f.context_switches)},
+                                 {"seconds", f.wall_seconds},
+                                 {"events", t.counter_events}};
 }
 
 // The bytes a decode step reads: the weights once, and the KV cache over the positions attended
@@ -84,9 +119,10 @@ nlohmann::json EngineBenchReport::stream_reads(const TestSamples& t, const std::
 }
 
 void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
-                               std::ostream* json) const {
+                               const BenchCounters* counters, std::ostream* json) const {
   if (!stream_lines_.empty()) std::printf("\n");
   for (const auto& line : stream_lines_) std::printf("%s\n", line.c_str());
+  if (counters) print_counters(*counters);
   const std::optional<std::string>& schedules = applied.table;
   const std::string tuned = schedules ? ", schedules " + *schedules + " (" +
                                             std::to_string(applied.schedule_ranges) + " ranges)"
@@ -105,8 +141,23 @@ void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
       {"kv_cache",
        {{"dtype", std::string(kv_cache_dtype_name(kv_dtype_))},
         {"bytes_per_token", KVCache::token_bytes(model_.config, kv_dtype_, model_.layers())}}},
+      {"counters", counters ? counters->describe() : nlohmann::json(nullptr)},
       {"results", results_}};
   *json << doc.dump(2) << "\n";
+}
+
+// Per kilo-instruction figures, over the measured repetitions; "counted" is the least time
+// running / enabled of the test's counters (below 1: the kernel multiplexed them and the counts
+// are scaled up).
+void EngineBenchReport::print_counters(const BenchCounters& counters) const {
+  std::printf("\nhardware counters (user space of every thread and rank process; bus: %s)\n",
+              counters.bus_source().c_str());
+  std::printf(
+      "| config | test | IPC | LLC MPKI | bus PKI | counted | CPUs busy | ctx-sw/s |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const auto& row : counter_rows_) std::printf("%s\n", row.c_str());
+  for (const auto& line : counters.unavailable()) std::printf("counter %s\n", line.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace sandwich::engine

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "engine/runtime/batch_entry.h"
 #include "engine/runtime/sampler.h"
@@ -23,8 +25,7 @@ ThroughputTests::ThroughputTests(const Model& model, KVCache& kv, int prompt_tok
       gen_tokens_(gen_tokens),
       depth_(depth),
       max_step_tokens_(max_step_tokens),
-      logits_(model.config.vocab_size),
-      context_filled_(depth == 0) {
+      logits_(model.config.vocab_size) {
   prompt_ = random_tokens(prompt_tokens);
 }
 
@@ -46,28 +47,36 @@ double ThroughputTests::prefill(Executor& executor) {
   return static_cast<double>(prompt_.size()) / s;
 }
 
-void ThroughputTests::fill_context(Executor& prefill) {
+void ThroughputTests::fill_context(Executor& prefill, std::vector<int32_t>& blocks) {
   const std::vector<int32_t> context = random_tokens(depth_);
   for (int i = 0; i < depth_; i += max_step_tokens_) {
     const int n = std::min(max_step_tokens_, depth_ - i);
-    BatchEntry e{std::span<const int32_t>(context.data() + i, n), i, decode_blocks_, true};
+    BatchEntry e{std::span<const int32_t>(context.data() + i, n), i, blocks, true};
     prefill.run({&e, 1}, logits_.data());
   }
-  context_filled_ = true;
 }
 
-double ThroughputTests::decode(Executor& prefill, Executor& decode) {
-  if (decode_blocks_.empty()) kv_.reserve(decode_blocks_, depth_ + gen_tokens_);
-  if (!context_filled_) fill_context(prefill);
-  int32_t tok = config_.bos_id >= 0 ? config_.bos_id : 1;
+double ThroughputTests::decode(Executor& prefill, Executor& decode, int batch) {
+  while (static_cast<int>(decode_blocks_.size()) < batch) {
+    std::vector<int32_t>& blocks = decode_blocks_.emplace_back();
+    if (!kv_.reserve(blocks, depth_ + gen_tokens_))
+      throw std::runtime_error("the KV cache has no room for decode sequence " +
+                               std::to_string(decode_blocks_.size()));
+    fill_context(prefill, blocks);
+  }
+  const size_t V = static_cast<size_t>(config_.vocab_size);
+  if (logits_.size() < V * batch) logits_.resize(V * batch);
+  std::vector<int32_t> tokens(batch, config_.bos_id >= 0 ? config_.bos_id : 1);
+  std::vector<BatchEntry> entries(batch);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < gen_tokens_; ++i) {
-    BatchEntry e{std::span<const int32_t>(&tok, 1), depth_ + i, decode_blocks_, true};
-    decode.run({&e, 1}, logits_.data());
-    tok = argmax(logits_.data(), config_.vocab_size);
+    for (int b = 0; b < batch; ++b)
+      entries[b] = {std::span<const int32_t>(&tokens[b], 1), depth_ + i, decode_blocks_[b], true};
+    decode.run(entries, logits_.data());
+    for (int b = 0; b < batch; ++b) tokens[b] = argmax(logits_.data() + V * b, config_.vocab_size);
   }
   const double s = seconds_since(t0);
-  return gen_tokens_ / s;
+  return static_cast<double>(gen_tokens_) * batch / s;
 }
 
 }  // namespace sandwich::engine

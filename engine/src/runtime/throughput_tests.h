@@ -1,8 +1,9 @@
 #pragma once
 // The engine benchmark's two tests, over one KV cache; each call is one repetition and returns
-// tokens/s. pp: a random prompt prefilled in one step. tg: single-token decode steps over a
-// context of `depth` random tokens, prefilled once (untimed, in steps of max_step_tokens) and
-// shared by every repetition and configuration, which rewrite the same later slots.
+// tokens/s. pp: a random prompt prefilled in one step. tg: decode steps of one token for each of
+// `batch` sequences, each over a context of `depth` random tokens, prefilled once (untimed, in
+// steps of max_step_tokens) and shared by every repetition, batch and configuration, which
+// rewrite the same later slots.
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -18,12 +19,13 @@ class ThroughputTests {
   ThroughputTests(const Model& model, KVCache& kv, int prompt_tokens, int gen_tokens, int depth,
                   int32_t max_step_tokens);
   double prefill(Executor& executor);
-  // The first call fills the context with `prefill`.
-  double decode(Executor& prefill, Executor& decode);
+  // Tokens/s of all `batch` sequences together. The first call for a sequence fills its context
+  // with `prefill`.
+  double decode(Executor& prefill, Executor& decode, int batch = 1);
 
  private:
   std::vector<int32_t> random_tokens(int n);
-  void fill_context(Executor& prefill);
+  void fill_context(Executor& prefill, std::vector<int32_t>& blocks);
 
   const ModelConfig& config_;
   KVCache& kv_;
@@ -33,8 +35,8 @@ class ThroughputTests {
   // Random ids stand in for a prompt: throughput does not depend on which tokens they are.
   std::mt19937 rng_{1234};
   std::vector<int32_t> prompt_;
-  std::vector<int32_t> decode_blocks_;
-  bool context_filled_;
+  // Each decode sequence's blocks, its context filled; as many as the largest batch so far.
+  std::vector<std::vector<int32_t>> decode_blocks_;
 };
 
 }  // namespace sandwich::engine

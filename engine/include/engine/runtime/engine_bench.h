@@ -24,6 +24,12 @@ struct EngineBenchOptions {
   int warmup = 1;           // unmeasured repetitions first
   // Also measure the DRAM read stream on the decode CPUs between the decode repetitions.
   bool stream = false;
+  // Sequences decoded together in the decode test, comma-separated ("1,4,16": a test each);
+  // unset: 1, or 1,4,16 with `counters`.
+  std::optional<std::string> decode_batches_text;
+  // Read hardware counters (perf_event_open) around each test: IPC, LLC misses and memory-bus
+  // accesses per kilo-instruction. Counters the machine does not give are reported, not fatal.
+  bool counters = false;
   std::optional<std::string> json_path;  // also write the results as JSON here
   // Configurations to compare, comma-separated, each RxT or PREFILL/DECODE (instead of the plan
   // options).
