@@ -123,8 +123,11 @@ void BenchCounters::open_bus_counters() {
   std::string proxy;
   for (size_t i = before; i < counters_.size(); ++i)
     proxy += (proxy.empty() ? "" : " + ") + counters_[i].event.spec().name;
-  bus_source_ = "proxy " + (proxy.empty() ? "cache-misses, as the LLC column" : proxy) +
-                " (no memory-controller counters" + (bus.empty() ? " in sysfs" : " allowed") + ")";
+  bus_source_ = "proxy, " +
+                (proxy.empty() ? "cache-misses as in the LLC column" : "LLC misses: " + proxy) +
+                "; " +
+                (bus.empty() ? "no memory-controller counters in sysfs"
+                             : "memory-controller counters not allowed (see below)");
 }
 
 void BenchCounters::begin_test() {

@@ -145,6 +145,7 @@ void run_tests(const EngineBenchOptions& o, const Model& model, std::vector<Setu
     for (int batch : decode_batches(o)) {
       TestSamples tg{setup.name, &setup.decode->config(), true, o.gen_tokens};
       tg.batch = batch;
+      tests.prepare_decode(*setup.prefill, batch);
       const auto once = [&] { return tests.decode(*setup.prefill, *setup.decode, batch); };
       measure(tg, once, o, stream_bytes, counters);
       report.add(tg);

@@ -150,8 +150,10 @@ void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
 // running / enabled of the test's counters (below 1: the kernel multiplexed them and the counts
 // are scaled up).
 void EngineBenchReport::print_counters(const BenchCounters& counters) const {
-  std::printf("\nhardware counters (user space of every thread and rank process; bus: %s)\n",
-              counters.bus_source().c_str());
+  std::printf(
+      "\nhardware counters over the measured repetitions (user space of every thread and rank "
+      "process)\nbus: %s\n",
+      counters.bus_source().c_str());
   std::printf(
       "| config | test | IPC | LLC MPKI | bus PKI | counted | CPUs busy | ctx-sw/s |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n");

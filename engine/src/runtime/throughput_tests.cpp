@@ -56,7 +56,7 @@ void ThroughputTests::fill_context(Executor& prefill, std::vector<int32_t>& bloc
   }
 }
 
-double ThroughputTests::decode(Executor& prefill, Executor& decode, int batch) {
+void ThroughputTests::prepare_decode(Executor& prefill, int batch) {
   while (static_cast<int>(decode_blocks_.size()) < batch) {
     std::vector<int32_t>& blocks = decode_blocks_.emplace_back();
     if (!kv_.reserve(blocks, depth_ + gen_tokens_))
@@ -64,6 +64,10 @@ double ThroughputTests::decode(Executor& prefill, Executor& decode, int batch) {
                                std::to_string(decode_blocks_.size()));
     fill_context(prefill, blocks);
   }
+}
+
+double ThroughputTests::decode(Executor& prefill, Executor& decode, int batch) {
+  prepare_decode(prefill, batch);
   const size_t V = static_cast<size_t>(config_.vocab_size);
   if (logits_.size() < V * batch) logits_.resize(V * batch);
   std::vector<int32_t> tokens(batch, config_.bos_id >= 0 ? config_.bos_id : 1);

@@ -19,8 +19,10 @@ class ThroughputTests {
   ThroughputTests(const Model& model, KVCache& kv, int prompt_tokens, int gen_tokens, int depth,
                   int32_t max_step_tokens);
   double prefill(Executor& executor);
-  // Tokens/s of all `batch` sequences together. The first call for a sequence fills its context
-  // with `prefill`.
+  // Reserves and fills (with `prefill`) the contexts of `batch` decode sequences, those not yet
+  // ready; decode does it too, but untimed work is better out of a counted repetition.
+  void prepare_decode(Executor& prefill, int batch);
+  // Tokens/s of all `batch` sequences together.
   double decode(Executor& prefill, Executor& decode, int batch = 1);
 
  private:
