@@ -86,7 +86,8 @@ TEST(BenchEngineCli, StreamReportsTheDecodeReadsAsAFractionOfTheStream) {
   const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
   const test::CommandResult r = test::run_command(
       (test::bin_dir() / "sandwich-bench").string() + " engine --model " + stories +
-      " -t 1 -p 0 -n 4 --depth 10 -r 2 --warmup 0 --stream --kv-cache-dtype f32 --json " +
+      " -t 1 -p 0 -n 4 --depth 10 -r 2 --warmup 0 --stream --kv-cache-dtype f32 --decode-batch "
+      "1,2 --json " +
       (dir / "r.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("tg4 @ d10: a step reads "), std::string::npos) << r.out;
@@ -109,6 +110,15 @@ TEST(BenchEngineCli, StreamReportsTheDecodeReadsAsAFractionOfTheStream) {
   const double tps = j["results"][0]["tokens_per_second"]["median"].get<double>();
   EXPECT_NEAR(reads["gb_per_s"].get<double>(), reads["bytes_per_token"].get<double>() * tps / 1e9,
               1e-6 * reads["gb_per_s"].get<double>());
+  // Two sequences a step: the weights once, each one's KV cache; per token, half the step.
+  const nlohmann::json& two = j["results"][1]["reads"];
+  EXPECT_EQ(j["results"][1]["test"], "tg4 b2 @ d10");
+  EXPECT_DOUBLE_EQ(two["bytes_per_step"].get<double>(),
+                   weights + 2 * reads["kv_bytes_per_token"].get<double>());
+  EXPECT_DOUBLE_EQ(two["bytes_per_token"].get<double>(), two["bytes_per_step"].get<double>() / 2);
+  const double tps2 = j["results"][1]["tokens_per_second"]["median"].get<double>();
+  EXPECT_NEAR(two["gb_per_s"].get<double>(), two["bytes_per_token"].get<double>() * tps2 / 1e9,
+              1e-6 * two["gb_per_s"].get<double>());
 }
 
 // --counters: prefill and decode at batch 1, 4 and 16, each with its counters' row; on a machine

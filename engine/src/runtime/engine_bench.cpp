@@ -109,14 +109,12 @@ struct Setup {
   std::unique_ptr<Executor> prefill, decode;
 };
 
-// One test: its warm-up, then its repetitions; with stream_bytes (a decode test with --stream),
-// the DRAM stream on the test's CPUs after each repetition, over at least that many bytes. The
-// counters count the repetitions only (not the warm-up, not the stream).
+// One test: its warm-up, then its repetitions; with a probe (a decode test with --stream), the
+// DRAM stream on the test's CPUs after each repetition. The counters count the repetitions only
+// (not the warm-up, not the stream).
 void measure(TestSamples& t, const std::function<double()>& once, const EngineBenchOptions& o,
-             std::optional<size_t> stream_bytes, BenchCounters* counters) {
+             DecodeStream* probe, BenchCounters* counters) {
   for (int i = 0; i < o.warmup; ++i) once();
-  std::optional<DecodeStream> probe;
-  if (stream_bytes) probe.emplace(*t.config, *stream_bytes);
   if (counters) counters->begin_test();
   for (int i = 0; i < o.reps; ++i) {
     if (counters) counters->resume();
@@ -132,22 +130,24 @@ void measure(TestSamples& t, const std::function<double()>& once, const EngineBe
 
 void run_tests(const EngineBenchOptions& o, const Model& model, std::vector<Setup>& setups,
                ThroughputTests& tests, EngineBenchReport& report, BenchCounters* counters) {
-  const std::optional<size_t> stream_bytes =
-      o.stream ? std::optional<size_t>(model.decode_read_bytes()) : std::nullopt;
   for (auto& setup : setups) {
     if (o.prompt_tokens > 0) {
       TestSamples pp{setup.name, &setup.prefill->config(), false, o.prompt_tokens};
       const auto once = [&] { return tests.prefill(*setup.prefill); };
-      measure(pp, once, o, std::nullopt, counters);
+      measure(pp, once, o, nullptr, counters);
       report.add(pp);
     }
     if (o.gen_tokens == 0) continue;
+    // One buffer for the decode tests of a configuration (its first touch takes a while): over
+    // at least the bytes a step reads.
+    std::optional<DecodeStream> probe;
+    if (o.stream) probe.emplace(setup.decode->config(), model.decode_read_bytes());
     for (int batch : decode_batches(o)) {
       TestSamples tg{setup.name, &setup.decode->config(), true, o.gen_tokens};
       tg.batch = batch;
       tests.prepare_decode(*setup.prefill, batch);
       const auto once = [&] { return tests.decode(*setup.prefill, *setup.decode, batch); };
-      measure(tg, once, o, stream_bytes, counters);
+      measure(tg, once, o, probe ? &*probe : nullptr, counters);
       report.add(tg);
     }
   }

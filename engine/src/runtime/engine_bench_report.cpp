@@ -89,8 +89,8 @@ void EngineBenchReport::add_counters(const TestSamples& t, const std::string& te
                                  {"events", t.counter_events}};
 }
 
-// The bytes a decode step reads: the weights once, and the KV cache over the positions attended
-// to on average.
+// The bytes a decode step reads: the weights once, and each sequence's KV cache over the
+// positions attended to on average; per token, a step's bytes over the batch's sequences.
 nlohmann::json EngineBenchReport::stream_reads(const TestSamples& t, const std::string& test,
                                                double median) {
   const topotree::ServiceConfig& sc = *t.config;
@@ -98,19 +98,21 @@ nlohmann::json EngineBenchReport::stream_reads(const TestSamples& t, const std::
   const double kv_bytes =
       static_cast<double>(KVCache::token_bytes(model_.config, kv_dtype_, model_.layers())) *
       (depth_ + (t.tokens + 1) / 2.0);
-  const double step = weights + kv_bytes;
+  const double step = weights + kv_bytes * t.batch;
   const double stream_gbs = stats(t.stream_gbs).median;
-  const double read_gbs = step * median / 1e9;
+  const double read_gbs = step / t.batch * median / 1e9;
   char line[512];
   std::snprintf(line, sizeof line,
                 "%s %s: a step reads %.3f GB (weights %.3f, KV cache %.3f): %.2f GB/s, %.2f "
                 "of the DRAM stream (%.2f GB/s on %d threads, median of %d between "
                 "repetitions)",
-                sc.to_string().c_str(), test.c_str(), step / 1e9, weights / 1e9, kv_bytes / 1e9,
-                read_gbs, read_gbs / stream_gbs, stream_gbs, sc.total_threads(), reps_);
+                sc.to_string().c_str(), test.c_str(), step / 1e9, weights / 1e9,
+                kv_bytes * t.batch / 1e9, read_gbs, read_gbs / stream_gbs, stream_gbs,
+                sc.total_threads(), reps_);
   stream_lines_.push_back(line);
-  return {{"bytes_per_token", step},
-          {"weight_bytes_per_token", weights},
+  return {{"bytes_per_token", step / t.batch},
+          {"bytes_per_step", step},
+          {"weight_bytes_per_token", weights / t.batch},
           {"kv_bytes_per_token", kv_bytes},
           {"gb_per_s", read_gbs},
           {"stream_gb_per_s", stream_gbs},
