@@ -123,7 +123,8 @@ std::vector<SysfsPmuEvent> find_memory_bus_events(const std::filesystem::path& d
   // is used only where no earlier one was found.
   const std::vector<BusEventNames> families = {
       {"uncore_imc_free_running", {"data_read", "data_write"}},
-      {"uncore_imc", {"cas_count_read", "cas_count_write"}},
+      // Servers' CAS counts; older client parts (Sandy Bridge to Skylake) name data_reads.
+      {"uncore_imc", {"cas_count_read", "cas_count_write", "data_reads", "data_writes"}},
       {"amd_df", {"dram_channel_data_controller_*"}},
   };
   std::error_code ec;

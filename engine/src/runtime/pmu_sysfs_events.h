@@ -32,9 +32,10 @@ struct SysfsPmuEvent {
 
 // The memory-bus traffic events sysfs names: Intel's integrated memory controllers
 // (uncore_imc*: cas_count_read and cas_count_write, each a 64-byte access; client parts'
-// uncore_imc_free_running*: data_read and data_write), AMD's data fabric where the kernel names
-// DRAM-channel events (amd_df). Empty where there are none (then LLC misses stand in for them).
-// `devices` is /sys/bus/event_source/devices; a PMU that cannot be read is skipped.
+// data_reads and data_writes there, or uncore_imc_free_running*: data_read and data_write), AMD's
+// data fabric where the kernel names DRAM-channel events (amd_df). Empty where there are none (then
+// LLC misses stand in for them). `devices` is /sys/bus/event_source/devices; a PMU that cannot be
+// read is skipped.
 std::vector<SysfsPmuEvent> find_memory_bus_events(
     const std::filesystem::path& devices = "/sys/bus/event_source/devices");
 
