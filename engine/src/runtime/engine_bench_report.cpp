@@ -153,8 +153,8 @@ void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
 // are scaled up).
 void EngineBenchReport::print_counters(const BenchCounters& counters) const {
   std::printf(
-      "\nhardware counters over the measured repetitions (user space of every thread and rank "
-      "process)\nbus: %s\n",
+      "\nhardware counters over the measured repetitions (user space of this process and every "
+      "thread and rank process it started)\nbus: %s\n",
       counters.bus_source().c_str());
   std::printf(
       "| config | test | IPC | LLC MPKI | bus PKI | counted | CPUs busy | ctx-sw/s |\n"
