@@ -37,6 +37,8 @@ int usable_cpus() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+constexpr int kPeakRounds = 40;
+
 struct Peak {
   double gflops = 0;
   std::string what;  // "BF16 (vdpbf16ps)" or "FP32 FMA"
@@ -54,8 +56,9 @@ Peak measure_peak(int threads) {
   }
   if (!loop.run) return {};
   ThreadTeam team(threads);
-  constexpr int64_t kIters = 1 << 20;
-  for (int round = 0; round < 5; ++round) {
+  // Many short rounds, the best: on a busy machine some round runs undisturbed.
+  constexpr int64_t kIters = 1 << 18;
+  for (int round = 0; round < kPeakRounds; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
     team.run([&](int, int) {
       volatile float sink = loop.run(kIters);
@@ -193,13 +196,13 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+int rounds(const SweepOptions& o) {
+  return o.quick ? 3 : 2;
+}
+
 void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
   const auto t0 = std::chrono::steady_clock::now();
-  tuner::ProfilerOptions po;
-  if (o.quick) {
-    po.min_reps = 2;
-    po.min_seconds = 0.002;
-  }
+  tuner::ProfilerOptions po;  // a median of 3 calls, at least 10 ms, per measurement
   // The tuner's search and the sweep each time on their own: the sweep times the tuner's
   // winner again beside the rest, so its rank carries no selection bias from the search.
   auto profiler = tuner::make_machine_profiler(po);
@@ -209,6 +212,8 @@ void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
   if (o.quick) to.finetune_kernels = 1;
   tuner::GemmTuner tuner(*profiler, to);
   const tuner::TunedPoint tuned = tuner.tune_at(key_of(s), s.m);
+  const double search_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<std::pair<int, int>> tiles;
   if (!o.all_tiles) tiles = {{cost.um, cost.un}, {tuned.schedule.um, tuned.schedule.un}};
@@ -216,15 +221,21 @@ void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
   const std::vector<Schedule> timed =
       sample(space, o.quick ? 60 : space.size(), {cost, tuned.schedule});
 
-  std::vector<Row> rows;
-  for (const Schedule& c : timed) {
-    Row r;
-    r.schedule = c;
-    r.seconds = profiler->seconds(s, c);
+  // Every scheme once a round, the rounds in alternating order; a scheme's time is its best
+  // round: a busy machine only ever adds time, and drift then hits every scheme alike.
+  std::vector<Row> rows(timed.size());
+  for (int round = 0; round < rounds(o); ++round)
+    for (size_t j = 0; j < timed.size(); ++j) {
+      const size_t i = round % 2 ? timed.size() - 1 - j : j;
+      const double t = profiler->seconds(s, timed[i]);
+      if (round == 0 || t < rows[i].seconds) rows[i].seconds = t;
+    }
+  for (size_t i = 0; i < timed.size(); ++i) {
+    Row& r = rows[i];
+    r.schedule = timed[i];
     r.gflops = 2.0 * s.m * s.n * s.k / r.seconds / 1e9;
-    r.cost_model = c == cost;
-    r.tuner = c == tuned.schedule;
-    rows.push_back(r);
+    r.cost_model = timed[i] == cost;
+    r.tuner = timed[i] == tuned.schedule;
   }
   std::vector<const Row*> order;
   std::vector<double> g;
@@ -242,7 +253,9 @@ void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
   std::printf("\n== GEMM M=%lld N=%lld K=%lld BF16, %d threads: %zu schemes timed", (long long)s.m,
               (long long)s.n, (long long)s.k, s.threads, rows.size());
   if (rows.size() < space.size()) std::printf(" (an even sample of the space's %zu)", space.size());
-  std::printf(", %.0f s ==\n", secs);
+  std::printf(", each its best of %d rounds, %.0f s ==\n", rounds(o), secs);
+  std::printf("the tuner's search at this M: %lld schedules measured in %.0f s (%s)\n",
+              static_cast<long long>(tuner.stats().profiled), search_s, tuned.how.c_str());
   std::printf("%4s %8s %7s  %s\n", "rank", "GFLOPS", "% peak", "schedule");
   auto line = [&](size_t rank, const Row& r) {
     std::printf("%4zu %8.1f %6.1f%%  %s%s\n", rank, r.gflops, frac(r.gflops),
@@ -294,8 +307,8 @@ int run_sweep(const SweepOptions& o) {
   const int threads = o.threads > 0 ? o.threads : usable_cpus();
   const Peak peak = measure_peak(threads);
   if (peak.gflops > 0)
-    std::printf("%s peak, %d threads: %.1f GFLOPS (the best of 5 rounds)\n", peak.what.c_str(),
-                threads, peak.gflops);
+    std::printf("%s peak, %d threads: %.1f GFLOPS (the best of %d rounds)\n", peak.what.c_str(),
+                threads, peak.gflops, kPeakRounds);
   else
     std::printf("no peak loop for this CPU: GFLOPS are shown without a fraction of peak\n");
   if (!o.out_dir.empty()) std::filesystem::create_directories(o.out_dir);

@@ -17,8 +17,9 @@ struct SweepOptions {
   // Only the micro-kernels of the cost model's and the tuner's schedules (the block x thread
   // schemes of the figure); all_tiles: every micro-kernel too (tens of thousands of schemes).
   bool all_tiles = false;
-  // At most ~60 schemes a shape (an even sample of the space, the two choices always kept),
-  // timed for less long: about a minute for both shapes on 2 cores.
+  // At most ~60 schemes a shape (an even sample of the space, the two choices always kept) and
+  // the tuner's search finetuning one micro-kernel: about a minute for both shapes on 2 cores.
+  // Each scheme's time is its best of 3 rounds here (2 in the full sweep).
   bool quick = false;
   std::string out_dir;  // CSV and pictures; "" writes none
 };
