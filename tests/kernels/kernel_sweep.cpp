@@ -200,7 +200,9 @@ int rounds(const SweepOptions& o) {
   return o.quick ? 3 : 2;
 }
 
-void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
+// `peak`: the highest measured so far in this run, raised by a measurement right after this
+// shape's timings (a busy machine lowers some of them; the highest is the nearest the limit).
+void sweep_shape(const GemmShape& s, const SweepOptions& o, Peak& peak) {
   const auto t0 = std::chrono::steady_clock::now();
   tuner::ProfilerOptions po;  // a median of 3 calls, at least 10 ms, per measurement
   // The tuner's search and the sweep each time on their own: the sweep times the tuner's
@@ -237,6 +239,7 @@ void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
     r.cost_model = timed[i] == cost;
     r.tuner = timed[i] == tuned.schedule;
   }
+  if (const Peak after = measure_peak(s.threads); after.gflops > peak.gflops) peak = after;
   std::vector<const Row*> order;
   std::vector<double> g;
   for (const Row& r : rows) order.push_back(&r), g.push_back(r.gflops);
@@ -254,6 +257,9 @@ void sweep_shape(const GemmShape& s, const SweepOptions& o, const Peak& peak) {
               (long long)s.n, (long long)s.k, s.threads, rows.size());
   if (rows.size() < space.size()) std::printf(" (an even sample of the space's %zu)", space.size());
   std::printf(", each its best of %d rounds, %.0f s ==\n", rounds(o), secs);
+  if (peak.gflops > 0)
+    std::printf("%s peak, %d threads: %.1f GFLOPS (the best of %d rounds before and after)\n",
+                peak.what.c_str(), s.threads, peak.gflops, kPeakRounds);
   std::printf("the tuner's search at this M: %lld schedules measured in %.0f s (%s)\n",
               static_cast<long long>(tuner.stats().profiled), search_s, tuned.how.c_str());
   std::printf("%4s %8s %7s  %s\n", "rank", "GFLOPS", "% peak", "schedule");
@@ -305,11 +311,8 @@ int run_sweep(const SweepOptions& o) {
   std::vector<std::array<int64_t, 3>> shapes = o.shapes;
   if (shapes.empty()) shapes = {{128, 1152, 2304}, {512, 768, 1024}};
   const int threads = o.threads > 0 ? o.threads : usable_cpus();
-  const Peak peak = measure_peak(threads);
-  if (peak.gflops > 0)
-    std::printf("%s peak, %d threads: %.1f GFLOPS (the best of %d rounds)\n", peak.what.c_str(),
-                threads, peak.gflops, kPeakRounds);
-  else
+  Peak peak = measure_peak(threads);
+  if (peak.gflops <= 0)
     std::printf("no peak loop for this CPU: GFLOPS are shown without a fraction of peak\n");
   if (!o.out_dir.empty()) std::filesystem::create_directories(o.out_dir);
   for (const auto& [m, n, k] : shapes) sweep_shape({m, n, k, DType::BF16, threads}, o, peak);
