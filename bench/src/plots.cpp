@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -156,17 +158,21 @@ double tic_step(double span) {
   return 10 * mag;
 }
 
-// The x range of a CDF: its data (from 0 unless the data sit far from it), widened to take in
-// the SLO line when it lies close; an SLO far off the data is named at the edge instead, so the
-// data keep the picture.
-std::string cdf_range(const std::vector<double>& values, double slo_ms) {
-  if (values.empty())
-    return "set xrange [0:" + num(slo_ms * 1.1) + "]\n" + vline(slo_ms, "SLO " + ms_label(slo_ms));
+// The x span of a CDF's data: from 0 unless the data sit far from it, with a margin.
+std::pair<double, double> data_span(const std::vector<double>& values) {
   const auto [min_it, max_it] = std::minmax_element(values.begin(), values.end());
   const double lo_data = *min_it, hi_data = *max_it;
   const double span = std::max(hi_data - lo_data, std::max(hi_data, 1e-3) * 0.02);
-  double lo = lo_data <= 0.6 * hi_data ? 0 : std::max(0.0, lo_data - 0.05 * span);
-  double hi = hi_data + 0.05 * span;
+  return {lo_data <= 0.6 * hi_data ? 0 : std::max(0.0, lo_data - 0.05 * span),
+          hi_data + 0.05 * span};
+}
+
+// The x range of a CDF: its data, widened to take in the SLO line when it lies close; an SLO
+// far off the data is named at the edge instead, so the data keep the picture.
+std::string cdf_range(const std::vector<double>& values, double slo_ms) {
+  if (values.empty())
+    return "set xrange [0:" + num(slo_ms * 1.1) + "]\n" + vline(slo_ms, "SLO " + ms_label(slo_ms));
+  auto [lo, hi] = data_span(values);
   const double width = hi - lo;
   std::string marks;
   const std::string label = "SLO " + ms_label(slo_ms);
@@ -186,9 +192,15 @@ std::string cdf_range(const std::vector<double>& values, double slo_ms) {
   return "set xrange [" + num(lo) + ":" + num(hi) + "]\n" + marks;
 }
 
-// Attainment per rate; runs sent all at once get their own marker right of the finite rates,
-// past a dashed separator, under a tic of their own.
-Plot attainment_vs_rate(const ServeReport& r, const std::string& slo_text, double target) {
+// The request-rate axis of the *_vs_rate pictures: finite rates on a numbered axis; runs sent
+// all at once get their own place (x_inf) right of them, past a dashed separator, under a tic
+// of their own.
+struct RateAxis {
+  double x_inf = 0;
+  std::string commands;
+  double x(double rate) const { return std::isinf(rate) ? x_inf : rate; }
+};
+RateAxis rate_axis(const ServeReport& r) {
   double max_finite = 0;
   bool any_inf = false;
   for (const auto& run : r.runs) {
@@ -197,23 +209,24 @@ Plot attainment_vs_rate(const ServeReport& r, const std::string& slo_text, doubl
     else
       max_finite = std::max(max_finite, run.rate);
   }
-  const double step = tic_step(max_finite), x_inf = max_finite * 1.25;
-  std::string extra = "set yrange [0:105]\n" + hline(target, "target");
-  extra += "set xtics 0, " + num(step) + ", " + num(max_finite) + "\n";
+  const double step = tic_step(max_finite);
+  RateAxis a{max_finite * 1.25, {}};
+  a.commands = "set xtics 0, " + num(step) + ", " + num(max_finite) + "\n";
   if (any_inf) {
-    extra += "set xrange [0:" + num(max_finite * 1.35) + "]\n";
-    extra += "set xtics add ('all at once' " + num(x_inf) + ")\n";
-    extra += "set arrow from first " + num(max_finite * 1.125) + ", graph 0 to first " +
-             num(max_finite * 1.125) + ", graph 1 nohead dashtype 3 linecolor rgb 'gray60'\n";
+    a.commands += "set xrange [0:" + num(max_finite * 1.35) + "]\n";
+    a.commands += "set xtics add ('all at once' " + num(a.x_inf) + ")\n";
+    a.commands += "set arrow from first " + num(max_finite * 1.125) + ", graph 0 to first " +
+                  num(max_finite * 1.125) + ", graph 1 nohead dashtype 3 linecolor rgb 'gray60'\n";
   } else {
-    extra += "set xrange [0:" + num(max_finite * 1.05) + "]\n";
+    a.commands += "set xrange [0:" + num(max_finite * 1.05) + "]\n";
   }
-  Plot p{"attainment_vs_rate",
-         "SLO attainment (per request) vs request rate (" + slo_text + ")",
-         "request rate (req/s)",
-         "SLO attainment (%)",
-         {},
-         extra};
+  return a;
+}
+
+// One line per endpoint over the finite rates, and its run sent all at once as a marker of the
+// same colour.
+void add_rate_series(Plot& p, const ServeReport& r, const RateAxis& axis,
+                     const std::function<std::optional<double>(const RunReport&)>& value) {
   int color = 0;
   for (const auto& e : r.endpoints) {
     ++color;
@@ -222,13 +235,57 @@ Plot attainment_vs_rate(const ServeReport& r, const std::string& slo_text, doubl
     Series all{e.label + ", all at once", {}, "points pointtype 9 pointsize 1.6" + lc};
     for (const auto& run : r.runs) {
       if (run.label != e.label) continue;
-      (std::isinf(run.rate) ? all : s)
-          .points.push_back(
-              {std::isinf(run.rate) ? x_inf : run.rate, 100 * run.summary.attainment});
+      if (const auto v = value(run))
+        (std::isinf(run.rate) ? all : s).points.push_back({axis.x(run.rate), *v});
     }
     std::sort(s.points.begin(), s.points.end());
     p.series.push_back(std::move(s));
     p.series.push_back(std::move(all));
+  }
+}
+
+// Attainment per rate.
+Plot attainment_vs_rate(const ServeReport& r, const std::string& slo_text, double target) {
+  const RateAxis axis = rate_axis(r);
+  Plot p{"attainment_vs_rate",
+         "SLO attainment (per request) vs request rate (" + slo_text + ")",
+         "request rate (req/s)",
+         "SLO attainment (%)",
+         {},
+         "set yrange [0:105]\n" + hline(target, "target") + axis.commands};
+  add_rate_series(p, r, axis, [](const RunReport& run) -> std::optional<double> {
+    return 100 * run.summary.attainment;
+  });
+  return p;
+}
+
+// P90 of a latency (over the completed requests, as the Results table gives it) per rate, the
+// SLO as a horizontal line, or named at the top when it lies far above the data.
+Plot p90_vs_rate(const ServeReport& r, const std::string& what, const std::string& ylabel,
+                 Distribution Summary::*field, double slo_ms) {
+  const RateAxis axis = rate_axis(r);
+  Plot p{"p90_" + stem_part(what) + "_vs_rate",
+         "P90 " + what + " vs request rate",
+         "request rate (req/s)",
+         "P90 " + ylabel + " (ms)",
+         {},
+         axis.commands};
+  add_rate_series(p, r, axis, [&](const RunReport& run) -> std::optional<double> {
+    const Distribution& d = run.summary.*field;
+    if (d.count == 0) return std::nullopt;
+    return d.p90;
+  });
+  double top = 0;
+  for (const auto& s : p.series)
+    for (const auto& pt : s.points) top = std::max(top, pt.second);
+  if (slo_ms > 0 && slo_ms <= 2 * top) {
+    p.extra += "set yrange [0:" + num(std::max(top, slo_ms) * 1.1) + "]\n" +
+               hline(slo_ms, "SLO " + ms_label(slo_ms));
+  } else {
+    p.extra += "set yrange [0:" + num(top > 0 ? top * 1.1 : 1) + "]\n";
+    if (slo_ms > 0)
+      p.extra += "set label " + gp_quote("SLO " + ms_label(slo_ms) + " (above)") +
+                 " at graph 0.99, graph 0.95 right" + kGrey + "\n";
   }
   return p;
 }
@@ -246,8 +303,16 @@ std::vector<PlotScript> plot_scripts(const ServeReport& r) {
     if (std::find(rates.begin(), rates.end(), run.rate) == rates.end()) rates.push_back(run.rate);
   std::vector<Plot> plots;
   const bool slo = o.slo.given();  // without one: the CDFs only
-  if (slo && std::any_of(rates.begin(), rates.end(), [](double x) { return !std::isinf(x); }))
-    plots.push_back(attainment_vs_rate(r, slo_text, target));
+  const bool any_finite =
+      std::any_of(rates.begin(), rates.end(), [](double x) { return !std::isinf(x); });
+  if (slo && any_finite) plots.push_back(attainment_vs_rate(r, slo_text, target));
+  // The paper's latency pictures: P90 TTFT and TPOT against the rate, the SLO drawn.
+  if (any_finite) {
+    plots.push_back(
+        p90_vs_rate(r, "TTFT", "time to first token", &Summary::ttft_ms, slo ? ttft_slo : 0));
+    plots.push_back(
+        p90_vs_rate(r, "TPOT", "time per output token", &Summary::tpot_ms, slo ? tpot_slo : 0));
+  }
 
   // One picture per rate for the per-run views, so that each compares endpoints at one load.
   const bool many_rates = rates.size() > 1;
@@ -266,23 +331,36 @@ std::vector<PlotScript> plot_scripts(const ServeReport& r) {
     Plot tpot{
         "tpot_cdf" + suffix,   "TPOT CDF" + at, "time per output token (ms)", "requests (%)", {},
         "set yrange [0:100]\n"};
-    std::vector<double> all_ttft, all_tpot;
+    Plot e2el{"e2el_cdf" + suffix,
+              "E2E latency CDF" + at,
+              "end-to-end latency (ms)",
+              "requests (%)",
+              {},
+              "set yrange [0:100]\n"};
+    std::vector<double> all_ttft, all_tpot, all_e2el;
     for (const auto& run : r.runs) {
       if (run.rate != rate) continue;
       Series sc{run.label, {}, kLineStyle};
       for (const auto& [s, a] : run.scale_curve) sc.points.push_back({s, 100 * a});
       scale.series.push_back(std::move(sc));
-      std::vector<double> t1, t2;
+      std::vector<double> t1, t2, t3;
       for (const auto& rec : run.records) {
         if (!rec.ok) continue;
         const RequestMetrics m = request_metrics(rec);
         t1.push_back(m.ttft_s * 1000);
         if (m.tpot_s) t2.push_back(*m.tpot_s * 1000);
+        t3.push_back(m.e2el_s * 1000);
       }
       all_ttft.insert(all_ttft.end(), t1.begin(), t1.end());
       all_tpot.insert(all_tpot.end(), t2.begin(), t2.end());
+      all_e2el.insert(all_e2el.end(), t3.begin(), t3.end());
       ttft.series.push_back({run.label, cdf(t1), kStepStyle});
       tpot.series.push_back({run.label, cdf(t2), kStepStyle});
+      e2el.series.push_back({run.label, cdf(t3), kStepStyle});
+    }
+    if (!all_e2el.empty()) {
+      const auto [lo, hi] = data_span(all_e2el);
+      e2el.extra += "set xrange [" + num(lo) + ":" + num(hi) + "]\n";
     }
     if (slo) {
       ttft.extra += cdf_range(all_ttft, ttft_slo);
@@ -291,6 +369,7 @@ std::vector<PlotScript> plot_scripts(const ServeReport& r) {
     }
     plots.push_back(std::move(ttft));
     plots.push_back(std::move(tpot));
+    plots.push_back(std::move(e2el));
   }
   std::vector<PlotScript> out;
   for (const auto& p : plots)
@@ -303,6 +382,25 @@ std::string find_gnuplot() {
   const std::string cmd = env && *env ? env : "gnuplot";
   const std::string probe = shell_quote(cmd) + " --version > /dev/null 2>&1";
   return std::system(probe.c_str()) == 0 ? shell_quote(cmd) : std::string();
+}
+
+std::string draw_plot(const PlotScript& p, const std::string& out_dir, std::ostream& log) {
+  const fs::path dir(out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    log << "warning: cannot create " << dir.string() << ": " << ec.message() << "\n";
+    return {};
+  }
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty()) {
+    std::ofstream(dir / (p.name + ".dat")) << p.data;
+    std::ofstream(dir / (p.name + ".gp")) << p.script;
+    log << "warning: gnuplot not found (install gnuplot-nox, or set SANDWICH_GNUPLOT); "
+        << (dir / (p.name + ".gp")).string() << " draws the picture later\n";
+    return {};
+  }
+  return draw(p, dir, gnuplot, log);
 }
 
 std::vector<std::string> write_plots(const ServeReport& r, const std::string& out_dir,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace sandwich::bench {
 
@@ -139,6 +140,40 @@ void write_file(const fs::path& p, const std::string& text) {
   std::ofstream out(p);
   out << text;
   if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+// An endpoint's runs in increasing rate (all at once last), each rate once: the last run at it
+// (a goodput search may probe a rate again).
+std::vector<const RunReport*> runs_by_rate(const ServeReport& r, const std::string& label) {
+  std::vector<const RunReport*> out;
+  for (const auto& run : r.runs) {
+    if (run.label != label) continue;
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const RunReport* x) { return x->rate == run.rate; });
+    if (same != out.end())
+      *same = &run;
+    else
+      out.push_back(&run);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RunReport* a, const RunReport* b) { return a->rate < b->rate; });
+  return out;
+}
+
+// What the P90-vs-rate pictures plot: per rate, the P90s over completed requests (null where
+// none completed).
+json p90_vs_rate_json(const ServeReport& r, const std::string& label) {
+  json a = json::array();
+  for (const RunReport* run : runs_by_rate(r, label)) {
+    const Summary& s = run->summary;
+    auto p90 = [&](const Distribution& d) { return d.count ? json(d.p90) : json(nullptr); };
+    a.push_back({{"request_rate", rate_json(run->rate)},
+                 {"completed", s.completed},
+                 {"ttft_ms", p90(s.ttft_ms)},
+                 {"tpot_ms", p90(s.tpot_ms)},
+                 {"e2el_ms", p90(s.e2el_ms)}});
+  }
+  return a;
 }
 
 }  // namespace
@@ -291,6 +326,27 @@ std::string markdown_report(const ServeReport& r) {
     for (const auto& e : r.endpoints) m << "| " << e.label << " | " << goodput_text(e, o) << " |\n";
   }
 
+  // The data of the P90-vs-rate pictures, one endpoint after another, when runs span rates.
+  std::vector<double> rates;
+  for (const auto& run : r.runs)
+    if (std::find(rates.begin(), rates.end(), run.rate) == rates.end()) rates.push_back(run.rate);
+  if (rates.size() > 1) {
+    m << "\n## P90 latency vs request rate\n\nOver completed requests, in ms (the P90 TTFT and P90 "
+         "TPOT pictures)"
+      << (slo ? "; SLO TTFT <= " + ms_label(o.slo.ttft_ms * o.slo_scale) +
+                    ", TPOT <= " + ms_label(o.slo.tpot_ms * o.slo_scale)
+              : std::string())
+      << ".\n\n| endpoint | rate (req/s) | ok / sent | P90 TTFT | P90 TPOT | P90 E2E |\n"
+         "|---|---|---|---|---|---|\n";
+    for (const auto& e : r.endpoints)
+      for (const RunReport* run : runs_by_rate(r, e.label)) {
+        const Summary& s = run->summary;
+        m << "| " << e.label << " | " << rate_label(run->rate) << " | " << s.completed << " / "
+          << s.requests << " | " << fmt(s.ttft_ms.p90, 1) << " | " << fmt(s.tpot_ms.p90, 1) << " | "
+          << fmt(s.e2el_ms.p90, 1) << " |\n";
+      }
+  }
+
   if (slo) {
     m << "\n## SLO attainment vs SLO scale\n\n| endpoint | rate (req/s) |";
     for (double s : r.scales) m << " x" << rate_label(s) << " |";
@@ -411,6 +467,7 @@ std::string summary_json(const ServeReport& r) {
                    {"goodput_rate", optional_rate_json(e.goodput_rate)},
                    {"goodput_miss_rate", optional_rate_json(e.goodput_miss_rate)},
                    {"notes", e.notes},
+                   {"p90_vs_rate", p90_vs_rate_json(r, e.label)},
                    {"runs", std::move(runs)}});
   }
   json j = {{"config", cfg}, {"endpoints", std::move(eps)}, {"notes", r.notes}};

@@ -99,6 +99,35 @@ TEST(BenchReportMarkdown, GoodputSearchStatesItsBracketAndResolution) {
   EXPECT_TRUE(has(markdown_report(r), "| ep | >= 8 |")) << markdown_report(r);
 }
 
+// The data of the P90-vs-rate pictures: a Markdown table per endpoint and rate, and the same
+// figures in summary.json, in increasing rate with all at once last.
+TEST(BenchReportP90, PerRateInMarkdownAndJson) {
+  const ServeReport r = test::hand_made_report();
+  const std::string md = markdown_report(r);
+  EXPECT_TRUE(has(md, "## P90 latency vs request rate")) << md;
+  EXPECT_TRUE(has(md, "SLO TTFT <= 200 ms, TPOT <= 100 ms")) << md;
+  // TTFT 2 and 5 ms, TPOT 1 and 2 ms, E2E 5 and 11 ms.
+  EXPECT_TRUE(has(md, "| ep | 1 | 2 / 2 | 4.7 | 1.9 | 10.4 |")) << md;
+  EXPECT_TRUE(has(md, "| ep | all at once | 2 / 2 | 4.7 | 1.9 | 10.4 |")) << md;
+  const json s = json::parse(summary_json(r));
+  const json& p = s["endpoints"][0]["p90_vs_rate"];
+  ASSERT_EQ(p.size(), 3u) << p;
+  EXPECT_EQ(p[0]["request_rate"], 1.0);
+  EXPECT_EQ(p[2]["request_rate"], "inf");
+  EXPECT_NEAR(p[1]["ttft_ms"].get<double>(), 4.7, 1e-9);
+  EXPECT_NEAR(p[1]["tpot_ms"].get<double>(), 1.9, 1e-9);
+  EXPECT_NEAR(p[1]["e2el_ms"].get<double>(), 10.4, 1e-9);
+
+  // A run where nothing completed has no P90s (null), and one rate alone has no such section.
+  ServeReport one = r;
+  RequestRecord failed;
+  failed.error_kind = "connect";
+  one.runs = {test::run_at(1, {failed}, r.options)};
+  EXPECT_FALSE(has(markdown_report(one), "## P90 latency vs request rate"));
+  const json j = json::parse(summary_json(one));
+  EXPECT_TRUE(j["endpoints"][0]["p90_vs_rate"][0]["ttft_ms"].is_null());
+}
+
 TEST(BenchReportJson, RenamedKeysAndBothSloForms) {
   ServeReport r = test::hand_made_report();
   r.endpoints[0].goodput_miss_rate = kInf;

@@ -121,8 +121,9 @@ TEST(BenchServe, ComparesEndpointsOverASweepWithFilesAndPlots) {
   EXPECT_NE(md.find("| slow | < 20 |"), std::string::npos) << md;
   EXPECT_NE(md.find("model unknown"), std::string::npos);
   if (!find_gnuplot().empty()) {
-    for (const char* png : {"attainment_vs_rate", "attainment_vs_slo_scale_rate-20",
-                            "ttft_cdf_rate-40", "tpot_cdf_rate-20"}) {
+    for (const char* png :
+         {"attainment_vs_rate", "attainment_vs_slo_scale_rate-20", "ttft_cdf_rate-40",
+          "tpot_cdf_rate-20", "p90_TTFT_vs_rate", "p90_TPOT_vs_rate", "e2el_cdf_rate-40"}) {
       const fs::path p = dir / "plots" / (std::string(png) + ".png");
       EXPECT_TRUE(fs::exists(p)) << p << "\n" << log.str();
       if (fs::exists(p)) {

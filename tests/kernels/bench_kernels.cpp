@@ -7,6 +7,10 @@
 //   build/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build/bin/bench_kernels --benchmark_filter='/M:1/|dram|peak'      (a subset)
 //   build/bin/bench_kernels --schedules=table.json                     (tuned vs cost model)
+//   build/bin/bench_kernels --sweep [M,N,K] [--sweep-out DIR] [--sweep-quick]  (Figure 2)
+//
+// --sweep (kernel_sweep.h) runs instead of the benchmarks: GFLOPS of every block x thread scheme
+// of one shape, the cost model's and the tuner's marked; --sweep-threads N, --sweep-all-tiles.
 //
 // --schedules=FILE (a `sandwich-tune kernels` table) replaces the shapes by the table's GEMMs at
 // M = 1, 2, 4, ..., 128, 512, 2048: each with the cost model's schedule, the table's and oneDNN
@@ -17,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -33,6 +38,7 @@
 #include "common/huge_page_buffer.h"
 #include "common/uniform_fill.h"
 #include "engine/plans/checked_schedule_table.h"
+#include "kernel_sweep.h"
 #include "kernels/gemm.h"
 #include "kernels/microkernel.h"
 #include "kernels/peak_probes.h"
@@ -764,17 +770,62 @@ int main(int argc, char** argv) {
     setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
     execv("/proc/self/exe", argv);
   }
-  // --schedules=FILE is ours; Google Benchmark sees the rest.
+  // --schedules=FILE and --sweep* are ours; Google Benchmark sees the rest.
   std::string schedules;
+  bool sweep = false;
+  sk::SweepOptions so;
   int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.rfind("--schedules=", 0) == 0)
-      schedules = a.substr(12);
-    else
-      argv[kept++] = argv[i];
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      // The value of --NAME=V or --NAME V.
+      auto value = [&](const std::string& name) {
+        if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
+        if (i + 1 >= argc) throw std::invalid_argument(name + " needs a value");
+        return std::string(argv[++i]);
+      };
+      auto is = [&](const std::string& name) { return a == name || a.rfind(name + "=", 0) == 0; };
+      if (a.rfind("--schedules=", 0) == 0) {
+        schedules = a.substr(12);
+      } else if (a == "--sweep") {
+        sweep = true;
+        // An optional M,N,K after it.
+        if (i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
+          so.shapes.push_back(sk::parse_sweep_shape(argv[++i]));
+      } else if (a.rfind("--sweep=", 0) == 0) {
+        sweep = true;
+        so.shapes.push_back(sk::parse_sweep_shape(a.substr(8)));
+      } else if (is("--sweep-out")) {
+        so.out_dir = value("--sweep-out");
+      } else if (is("--sweep-threads")) {
+        so.threads = std::stoi(value("--sweep-threads"));
+        if (so.threads < 1) throw std::invalid_argument("--sweep-threads must be at least 1");
+      } else if (a == "--sweep-quick") {
+        so.quick = true;
+      } else if (a == "--sweep-all-tiles") {
+        so.all_tiles = true;
+      } else {
+        argv[kept++] = argv[i];
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_kernels: %s\n", e.what());
+    return 2;
   }
   argc = kept;
+  if (sweep || so.quick || !so.out_dir.empty() || so.all_tiles || so.threads) {
+    if (kept > 1) {
+      std::fprintf(stderr, "bench_kernels: --sweep runs alone; %s is a Google Benchmark flag\n",
+                   argv[1]);
+      return 2;
+    }
+    try {
+      return sk::run_sweep(so);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_kernels --sweep: %s\n", e.what());
+      return 1;
+    }
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!schedules.empty()) {

@@ -142,6 +142,46 @@ struct Kernel {
   auto operator<=>(const Kernel&) const = default;
 };
 
+// The micro-kernels the tuner tries for a key on this CPU: the table's tiles for its float
+// weights whose tail kernels exist, or the integer kernels' tile heights for quantized ones
+// (validate_quant_schedule knows them). Not the unpacking path.
+std::vector<Kernel> kernels_of(const GemmKey& key) {
+  std::vector<Kernel> out;
+  const GemmShape probe = kernels::shape_at(key, 1);
+  if (key.qtype) {
+    for (int um = 1; um <= 64; ++um) {
+      Schedule c = kernels::default_schedule(probe);
+      c.um = um;
+      c.bm = um;
+      try {
+        kernels::validate_schedule(probe, c);
+      } catch (const std::invalid_argument&) {
+        continue;
+      }
+      out.push_back({um, c.un, false});
+    }
+    return out;
+  }
+  for (const kernels::MicroKernel& k : kernels::microkernel_table()) {
+    if (k.isa != kernels::gemm_isa(key.weights) || k.weights != key.weights ||
+        !kernels::cpu_has(k.isa))
+      continue;
+    Schedule c;
+    c.isa = k.isa;
+    c.um = k.um;
+    c.un = k.un;
+    c.tn = key.threads;
+    c.bm = k.um;
+    try {
+      kernels::validate_schedule(probe, c);  // its tail kernels exist
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    out.push_back({k.um, k.un, false});
+  }
+  return out;
+}
+
 // What reuse fixes and derivation scales: the kernel, the slice (bm relative to a thread's
 // rows), the split and the prefetch flag (and the quantized GEMM's path).
 struct Shape {
@@ -159,6 +199,53 @@ Shape shape_of(const GemmShape& s, const Schedule& c) {
 }
 
 }  // namespace
+
+std::vector<Schedule> search_space(const GemmShape& s,
+                                   const std::vector<std::pair<int, int>>& tiles) {
+  if (s.qtype)
+    throw std::invalid_argument("the schedule space is listed for float weights only, not " +
+                                kernels::key_of(s).to_string());
+  const GemmKey key = kernels::key_of(s);
+  const Grain grain{panel_of(key), line_elements(key)};
+  // A doubling chain from `lo` that ends at the cap, as resize() grows a slice.
+  auto chain = [](int64_t lo, int64_t cap) {
+    std::vector<int64_t> v;
+    for (int64_t x = std::min(lo, cap); x < cap; x *= 2) v.push_back(x);
+    v.push_back(cap);
+    return v;
+  };
+  std::vector<Schedule> out;
+  for (const Kernel& k : kernels_of(key)) {
+    if (k.um > s.m) continue;
+    if (!tiles.empty() &&
+        std::find(tiles.begin(), tiles.end(), std::pair{k.um, k.un}) == tiles.end())
+      continue;
+    for (const auto& split : polymerizations(s, k.um, grain))
+      for (bool prefetch : {true, false}) {
+        if (!prefetch && s.m > 2) continue;
+        Schedule c;
+        c.isa = isa_of(key);
+        c.um = k.um;
+        c.un = k.un;
+        c.tm = split[0];
+        c.tn = split[1];
+        c.tk = split[2];
+        c.prefetch = prefetch;
+        const Caps cap = caps_of(s, c, grain);
+        for (int64_t bm : chain(k.um, cap.bm))
+          for (int64_t bn : chain(grain.panel, cap.bn))
+            for (int64_t bk : chain(4 * grain.line, cap.bk)) {
+              c.bm = bm;
+              c.bn = bn;
+              c.bk = bk;
+              out.push_back(clip(c, cap, grain));
+            }
+      }
+  }
+  const Schedule d = kernels::default_schedule(s);
+  if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  return out;
+}
 
 double tuning_work(const GemmKey& key, const GemmTunerOptions& o, int64_t m_lo, int64_t m_hi) {
   const double mats = key.pair ? 2 : 1;
@@ -193,6 +280,16 @@ struct GemmTuner::Impl {
   Impl(GemmProfiler& p, GemmTunerOptions opts) : profiler(p), o(opts) {}
 
   GemmShape shape(int64_t m) const { return kernels::shape_at(key, m); }
+
+  // Starts a group: its key, grain and micro-kernels.
+  void begin_group(const GemmKey& k) {
+    key = k;
+    grain = {panel_of(k), line_elements(k)};
+    best_gflops = 0;
+    all_kernels = kernels_of(k);
+    if (all_kernels.empty())
+      throw std::runtime_error("no micro-kernel for " + k.to_string() + " on this CPU");
+  }
 
   // The BF16-unpacking path is a candidate for quantized weights at prefill M: below, widening
   // every weight per call costs more than the integer kernels' whole GEMM.
@@ -573,52 +670,24 @@ const TunerStats& GemmTuner::stats() const {
   return impl_->stats;
 }
 
+TunedPoint GemmTuner::tune_at(const GemmKey& key, int64_t m) {
+  if (m < 1) throw std::invalid_argument("tune_at: M must be at least 1");
+  Impl& I = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  I.begin_group(key);
+  I.stop = nullptr;
+  TunedPoint pt = I.run_point(Impl::State{}, Impl::Plan::Full, m);
+  I.stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return pt;
+}
+
 GemmGroupResult GemmTuner::tune(const GemmKey& key, const GemmGroupResult* resume_from,
                                 const std::function<bool()>& stop,
                                 const std::function<void(const TunerProgress&)>& progress) {
   Impl& I = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  I.key = key;
-  I.grain = {panel_of(key), line_elements(key)};
+  I.begin_group(key);
   I.stop = &stop;
-  I.best_gflops = 0;
-  I.all_kernels.clear();
-  if (key.qtype) {
-    // The integer kernels' tile heights this CPU runs (validate_quant_schedule knows them).
-    const GemmShape probe = I.shape(1);
-    for (int um = 1; um <= 64; ++um) {
-      Schedule c = kernels::default_schedule(probe);
-      c.um = um;
-      c.bm = um;
-      try {
-        kernels::validate_schedule(probe, c);
-      } catch (const std::invalid_argument&) {
-        continue;
-      }
-      I.all_kernels.push_back({um, c.un, false});
-    }
-  } else {
-    const GemmShape probe = I.shape(1);
-    for (const kernels::MicroKernel& k : kernels::microkernel_table()) {
-      if (k.isa != kernels::gemm_isa(key.weights) || k.weights != key.weights ||
-          !kernels::cpu_has(k.isa))
-        continue;
-      Schedule c;
-      c.isa = k.isa;
-      c.um = k.um;
-      c.un = k.un;
-      c.tn = key.threads;
-      c.bm = k.um;
-      try {
-        kernels::validate_schedule(probe, c);  // its tail kernels exist
-      } catch (const std::invalid_argument&) {
-        continue;
-      }
-      I.all_kernels.push_back({k.um, k.un, false});
-    }
-  }
-  if (I.all_kernels.empty())
-    throw std::runtime_error("no micro-kernel for " + key.to_string() + " on this CPU");
 
   GemmGroupResult r;
   r.key = key;

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/schedule.h"
@@ -112,10 +113,23 @@ struct TunerProgress {
 double tuning_work(const kernels::GemmKey& key, const GemmTunerOptions& o, int64_t m_lo,
                    int64_t m_hi);
 
+// The schedules the tuner's search moves through for one float-weight shape, all of them (the
+// kernel schedule sweep times them): each micro-kernel the tuner tries (those of `tiles`, um x
+// un, when given), each thread polymerization the shape can use, and each slice fast start and
+// finetune can reach (bm, bn, bk doubling from one tile, one panel, four cache lines of
+// activations up to what the split leaves a thread); prefetch on and off at M <= 2; then the
+// cost model's schedule (its slices are sized by rule, off that grid) when it is not among
+// them. Throws std::invalid_argument for quantized weights.
+std::vector<kernels::Schedule> search_space(const kernels::GemmShape& s,
+                                            const std::vector<std::pair<int, int>>& tiles = {});
+
 class GemmTuner {
  public:
   GemmTuner(GemmProfiler& profiler, GemmTunerOptions o);
   ~GemmTuner();
+  // The search of one M alone, as tune() searches its first M values: every micro-kernel's
+  // fast start, finetune of the best, then confirmed against the cost model's schedule.
+  TunedPoint tune_at(const kernels::GemmKey& key, int64_t m);
   // Tunes one group (all M for the key). `resume_from` continues a group stopped at that M
   // with its earlier points; `stop` is polled between measurements (Ctrl-C): when it returns
   // true the result so far is returned (points up to the last finished M).
