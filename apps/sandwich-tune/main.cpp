@@ -99,14 +99,22 @@ int cmd_survey(int argc, char** argv, int first) {
               "Search every shipped topology; print the search statistics.");
   p.add("--model", &r.model, "preset or config.json (default llama3-8b)", "M");
   p.add("--patience", &r.patience, "early-stopping patience (default 8)");
+  p.add("--decode-batch", &r.decode_batch, "sequences per decode step (default 1)");
+  p.add("--hash", &r.hash,
+        "structure (default), placement or both: the TopoTree hash of each row's search, "
+        "to compare their sizes and times",
+        "H");
   p.add_flag("--json", &r.json, "print JSON");
   if (!p.parse(argc, argv, first)) return 0;
+  if (r.hash != "structure" && r.hash != "placement" && r.hash != "both")
+    throw CliError("--hash must be structure, placement or both, got '" + r.hash + "'");
+  if (r.decode_batch < 1) throw CliError("--decode-batch must be at least 1");
   std::cout << survey_report(r);
   return 0;
 }
 
 const Subcommand kSurveyCommand{
-    "survey", "[--model M] [--json]",
+    "survey", "[--model M] [--hash structure|placement|both] [--json]",
     "search every shipped topology and print the search statistics as a table", cmd_survey};
 
 int cmd_compare(int argc, char** argv, int first) {

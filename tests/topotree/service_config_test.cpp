@@ -109,6 +109,20 @@ TEST(ServiceConfigParse, OutOfRangeNumbersAreClearErrors) {
   EXPECT_EQ(config_error(R"({"ranks":[{"numa":0,"cpus":[0]}]})"), "(no error)");
 }
 
+TEST(ServiceConfig, CanonicalFormOrdersCpusAndRanks) {
+  ServiceConfig a;
+  a.ranks = {{.numa = 0, .numa_nodes = {0}, .cpus = {5, 7, 4, 6}},
+             {.numa = 0, .numa_nodes = {0}, .cpus = {2, 0, 3, 1}}};
+  ServiceConfig b;
+  b.ranks = {{.numa = 0, .numa_nodes = {0}, .cpus = {0, 1, 2, 3}},
+             {.numa = 0, .numa_nodes = {0}, .cpus = {4, 5, 6, 7}}};
+  EXPECT_FALSE(a == b);
+  EXPECT_TRUE(a.canonical() == b);
+  EXPECT_EQ(a.canonical().key(), b.key());
+  a.canonicalize();
+  EXPECT_TRUE(a == b);
+}
+
 TEST(ServiceConfigParse, CutsAndParsedConfigsAgree) {
   const LoadedTopology& m = two_nodes();
   const ServiceConfig per_package = cut(m.tree, 1);

@@ -55,6 +55,30 @@ TEST(TransformTree, PlacementHashKeepsStridedGroupings) {
   EXPECT_GT(st.group_trees, 4);
 }
 
+TEST(TransformTree, BoundsStopTheExplorationAndSaySo) {
+  int visits = 0;
+  auto count = [&](const TopoTree&, const VisitInfo&) {
+    ++visits;
+    return 1.0;
+  };
+  ExploreOptions o;
+  o.hash = HashMode::Placement;
+  o.max_trees = 5;
+  ExploreStats st = explore("pack:1 core:8 pu:1", o, count);
+  EXPECT_TRUE(st.truncated);
+  EXPECT_LE(st.explored(), 5);
+  // Out of time: nothing more is generated, and the removes still queued are not visited.
+  o.max_trees = 1000000;
+  o.max_seconds = 1e-9;
+  visits = 0;
+  st = explore("pack:1 core:8 pu:1", o, count);
+  EXPECT_TRUE(st.truncated);
+  EXPECT_EQ(st.remove_trees, 0);
+  EXPECT_EQ(visits, st.explored());
+  o.max_seconds = 0;  // no limit
+  EXPECT_FALSE(explore("pack:1 core:8 pu:1", o, count).truncated);
+}
+
 TEST(TransformTree, RemovesAreVisitedAfterEveryTreeTheyComeFrom) {
   std::vector<int64_t> leaves;
   const ExploreStats st =

@@ -83,7 +83,9 @@ TEST(LatencySimulator, TwoCoreMachineRanking) {
 
 TEST(LatencySimulator, ContentionMakesFewerCoresBetterForDecodeOnly) {
   const MachineDescription m = load_machine("kunpeng920-4s");
-  LatencySimulator sim(m.tree, *m.params, engine::load_preset("llama3-8b"), small_trace());
+  MachineParams p = *m.params;
+  p.latent_group = {};  // the die's memory alone (its clusters: latent_group_contention_test)
+  LatencySimulator sim(m.tree, p, engine::load_preset("llama3-8b"), small_trace());
   const auto all = topotree::cut(m.tree, 2);  // 8 x 24
   const auto half =
       topotree::cut(topotree::apply_remove(m.tree, {.n = 12, .depth = 3}), 2);  // 8 x 12

@@ -19,10 +19,18 @@ namespace {
 
 using test::small_trace;
 
-// The Kunpeng 920 without its clusters in the tree, and its published figures, with a
-// calibrated latent group as the probe would report it: 4 consecutive cores sharing 20 GB/s.
-MachineParams with_latent_group(double bw_gbs) {
+// The Kunpeng 920 without its clusters in the tree, and its published figures without the
+// latent group its descriptor ships.
+MachineParams without_latent_group() {
   MachineParams p = *load_machine("kunpeng920-4s").params;
+  p.latent_group = {};
+  return p;
+}
+
+// With a calibrated latent group as the probe would report it: 4 consecutive cores sharing
+// bw_gbs.
+MachineParams with_latent_group(double bw_gbs) {
+  MachineParams p = without_latent_group();
   p.latent_group = {.cores = 4, .stride = 1, .bw_gbs = bw_gbs};
   return p;
 }
@@ -62,8 +70,8 @@ TEST(LatentGroupContention, SpreadingOverLatentGroupsBeatsPackingThem) {
 
 TEST(LatentGroupContention, NeutralWithoutALatentGroup) {
   const Kunpeng k;
-  LatencySimulator sim(k.tree, *load_machine("kunpeng920-4s").params,
-                       engine::load_preset("llama3-8b"), small_trace());
+  LatencySimulator sim(k.tree, without_latent_group(), engine::load_preset("llama3-8b"),
+                       small_trace());
   EXPECT_DOUBLE_EQ(sim.evaluate(k.spread, Phase::Decode).ms,
                    sim.evaluate(k.packed, Phase::Decode).ms);
   EXPECT_EQ(sim.busiest_latent_group(k.packed), 0);
@@ -83,7 +91,7 @@ std::vector<std::pair<topotree::ServiceConfig, double>> ranking(const MachinePar
 
 TEST(LatentGroupContention, TheSearchFindsTheSpreadConfiguration) {
   const Kunpeng k;
-  const auto before = ranking(*load_machine("kunpeng920-4s").params, Phase::Decode);
+  const auto before = ranking(without_latent_group(), Phase::Decode);
   const auto after = ranking(with_latent_group(20), Phase::Decode);
   LatencySimulator sim(k.tree, with_latent_group(20), engine::load_preset("llama3-8b"),
                        small_trace());
@@ -99,7 +107,7 @@ TEST(LatentGroupContention, TheSearchFindsTheSpreadConfiguration) {
 
 TEST(LatentGroupContention, AGroupThatNeverBindsChangesNoRanking) {
   for (Phase ph : {Phase::Prefill, Phase::Decode}) {
-    const auto before = ranking(*load_machine("kunpeng920-4s").params, ph);
+    const auto before = ranking(without_latent_group(), ph);
     const auto after = ranking(with_latent_group(1e6), ph);
     ASSERT_EQ(before.size(), after.size());
     for (size_t i = 0; i < before.size(); ++i) {

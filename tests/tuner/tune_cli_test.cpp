@@ -82,9 +82,23 @@ TEST(TuneCli, ConfigsTextShowsTheLatentGroupTerm) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("(busiest latent group: 2 of 4 cores)"), std::string::npos) << r.out;
-  const CommandResult neutral = tune(args);
+  // With a latent group the search also runs the placement hash, and says so; --placement-hash
+  // then notes that the default already does.
+  EXPECT_NE(r.out.find("decode search: placement hash for the latent groups of 4 cores"),
+            std::string::npos)
+      << r.out;
+  const CommandResult asked =
+      tune(args + " --placement-hash --params " + (dir / "p.json").string());
+  ASSERT_EQ(asked.code, 0) << asked.err;
+  EXPECT_NE(asked.out.find("has the search use the placement hash by default"), std::string::npos)
+      << asked.out;
+  nlohmann::json none = params;
+  none.erase("latent_group");
+  std::ofstream(dir / "none.json") << none.dump();
+  const CommandResult neutral = tune(args + " --params " + (dir / "none.json").string());
   ASSERT_EQ(neutral.code, 0) << neutral.err;
   EXPECT_EQ(neutral.out.find("latent"), std::string::npos) << neutral.out;
+  EXPECT_EQ(neutral.out.find("placement hash"), std::string::npos) << neutral.out;
   params["latent_group"]["cores"] = 5;
   std::ofstream(dir / "p.json") << params.dump();
   expect_tune_error(tune(args + " --params " + (dir / "p.json").string()),

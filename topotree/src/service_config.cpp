@@ -1,6 +1,7 @@
 // sandwich-config: cutting a TopoTree horizontally into ranks.
 #include "topotree/service_config.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -34,6 +35,18 @@ uint64_t ServiceConfig::key() const {
     for (int c : r.cpus) add(static_cast<uint64_t>(c));
   }
   return h;
+}
+
+ServiceConfig ServiceConfig::canonical() const {
+  ServiceConfig c = *this;
+  c.canonicalize();
+  return c;
+}
+
+void ServiceConfig::canonicalize() {
+  for (Rank& r : ranks) std::sort(r.cpus.begin(), r.cpus.end());
+  std::sort(ranks.begin(), ranks.end(),
+            [](const Rank& a, const Rank& b) { return a.cpus < b.cpus; });
 }
 
 std::string ServiceConfig::placement() const {

@@ -1,6 +1,7 @@
 // The transformation tree: group closure first, then removes in topological order with pruning.
 #include "topotree/transform_tree.h"
 
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <queue>
@@ -48,12 +49,16 @@ ExploreStats explore_transforms(const TopoTree& fundamental, const ExploreOption
   std::deque<Entry> entries;  // stable references while growing
   Seen seen(options.hash);
   int64_t order = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto out_of_time = [&] {
+    return options.max_seconds > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+               options.max_seconds;
+  };
   auto full = [&] {
-    if (static_cast<int64_t>(entries.size()) >= options.max_trees) {
+    if (static_cast<int64_t>(entries.size()) >= options.max_trees || out_of_time())
       st.truncated = true;
-      return true;
-    }
-    return false;
+    return st.truncated;
   };
 
   // Group closure, breadth first: each group adds a level, so parents come before children.
@@ -107,6 +112,11 @@ ExploreStats explore_transforms(const TopoTree& fundamental, const ExploreOption
   };
   for (size_t i = 0; i < n_group_trees; ++i) expand(i);
   while (!queue.empty()) {
+    // Past the time limit the trees still queued are left unvisited too.
+    if (options.max_seconds > 0 && out_of_time()) {
+      st.truncated = true;
+      break;
+    }
     const size_t i = queue.top();
     queue.pop();
     Entry& e = entries[i];

@@ -37,6 +37,11 @@ class Search {
     for (int d = 0; d <= tree.leaf_depth(); ++d) {
       topotree::ServiceConfig c = topotree::cut(tree, d);
       ++stats_.configs_cut;
+      // The placement hash keeps apart trees that list the same PUs in another order (a
+      // strided group of all the cores it groups); their cuts are one configuration to any
+      // evaluator, and evaluating each again would only fill the ranking and spend early
+      // stopping's patience.
+      if (options_.hash == topotree::HashMode::Placement) c.canonicalize();
       const uint64_t key = c.key();
       if (const Record* r = find(c, key)) {
         ++stats_.configs_deduplicated;
@@ -162,6 +167,7 @@ SearchResult search_configs(const topotree::TopoTree& machine, const engine::Mod
   eo.removes = options.phase == Phase::Decode;
   eo.max_group_levels = options.max_group_levels;
   eo.max_trees = options.max_trees;
+  eo.max_seconds = options.max_seconds;
   const topotree::ExploreStats trees = topotree::explore_transforms(
       machine, eo,
       [&](const topotree::TopoTree& t, const topotree::VisitInfo&) { return search.visit(t); });

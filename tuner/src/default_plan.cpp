@@ -18,9 +18,15 @@
 namespace sandwich::tuner {
 namespace {
 
-// The lengths `sandwich-tune configs` ranks with by default: the ShareGPT trace where the
-// shared data is installed, else fixed requests.
-RequestTrace default_trace(const engine::ModelConfig& model) {
+// The search's configuration as this machine's parser reads it: CPUs and nodes checked.
+topotree::ServiceConfig checked(const topotree::ServiceConfig& c) {
+  return topotree::service_config_from_json(c.to_json());
+}
+
+}  // namespace
+
+// The lengths `sandwich-tune configs` ranks with by default.
+RequestTrace startup_trace(const engine::ModelConfig& model) {
   const std::filesystem::path table = default_length_trace();
   std::error_code ec;
   if (std::filesystem::exists(table, ec)) {
@@ -38,12 +44,25 @@ RequestTrace default_trace(const engine::ModelConfig& model) {
   return t;
 }
 
-// The search's configuration as this machine's parser reads it: CPUs and nodes checked.
-topotree::ServiceConfig checked(const topotree::ServiceConfig& c) {
-  return topotree::service_config_from_json(c.to_json());
+StartupConfigs startup_configs(const topotree::TopoTree& machine, const MachineParams& params,
+                               const engine::ModelConfig& model, const RequestTrace& trace,
+                               const WorkloadOptions& workload,
+                               const std::function<bool(int)>& ranks_fit,
+                               const PlacementBound& bound) {
+  LatencySimulator sim(machine, params, model, trace, workload);
+  SearchOptions so;
+  so.top_k = 1;
+  so.ranks_fit = ranks_fit;
+  StartupConfigs out;
+  for (Phase ph : {Phase::Prefill, Phase::Decode}) {
+    so.phase = ph;
+    PlacementAwareResult r =
+        search_configs_placement_aware(machine, model, sim, so, params.latent_group, bound);
+    (ph == Phase::Prefill ? out.prefill : out.decode) = r.result.ranked.at(0).config;
+    if (!r.note.empty()) out.search_note += (out.search_note.empty() ? "" : "; ") + r.note;
+  }
+  return out;
 }
-
-}  // namespace
 
 engine::Plan default_plan(const engine::ModelConfig& model, engine::WeightDType weights,
                           std::string* how, engine::KVCacheDType kv, double bytes_per_weight,
@@ -62,14 +81,11 @@ engine::Plan default_plan(const engine::ModelConfig& model, engine::WeightDType 
                      : weights == engine::WeightDType::F32 ? 4
                                                            : 2;
     w.kv_bytes = static_cast<double>(engine::kv_cache_dtype_size(kv));
-    LatencySimulator sim(local.tree, params, model, default_trace(model), w);
-    SearchOptions so;
-    so.top_k = 1;
-    so.ranks_fit = ranks_fit;
-    so.phase = Phase::Prefill;
-    plan.prefill = checked(search_configs(local.tree, model, sim, so).ranked.at(0).config);
-    so.phase = Phase::Decode;
-    plan.decode = checked(search_configs(local.tree, model, sim, so).ranked.at(0).config);
+    const StartupConfigs c =
+        startup_configs(local.tree, params, model, startup_trace(model), w, ranks_fit);
+    plan.prefill = checked(c.prefill);
+    plan.decode = checked(c.decode);
+    if (!c.search_note.empty()) params_note += "; " + c.search_note;
   } catch (const std::exception& e) {
     plan.prefill = plan.decode = engine::single_rank_config(0);
     if (how)

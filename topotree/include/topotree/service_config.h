@@ -39,6 +39,10 @@ struct ServiceConfig {
   // Same ranks on the same CPUs and nodes (how it was made is not compared).
   bool operator==(const ServiceConfig& o) const { return ranks == o.ranks; }
   uint64_t key() const;  // hash of the ranks' CPU lists, for deduplication
+  // The same ranks with each one's CPUs ascending and the ranks in order of their CPUs: what a
+  // model of the machine sees (cuts of trees that list the same PUs in another order).
+  ServiceConfig canonical() const;
+  void canonicalize();  // in place
 
   // How ranks sit on NUMA nodes, e.g. "8 ranks: 1 on each of NUMA 0-7"; configs with the same
   // rank count and placement differ only in how many cores each rank uses.

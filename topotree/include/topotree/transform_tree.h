@@ -24,6 +24,7 @@ struct ExploreOptions {
   bool removes = true;         // false: group transforms only (all-core trees, for prefill)
   int max_group_levels = 6;    // group transforms applied in sequence at most
   int64_t max_trees = 200000;  // stop (and say so) past this many distinct trees
+  double max_seconds = 0;      // stop (and say so) past this much wall time; 0: no limit
 };
 
 struct ExploreStats {
@@ -32,7 +33,7 @@ struct ExploreStats {
   int64_t transforms = 0;    // transforms applied (candidate children generated)
   int64_t deduplicated = 0;  // children that hashed to a tree already seen
   int64_t pruned = 0;        // trees not expanded because they did not improve
-  bool truncated = false;    // max_trees reached
+  bool truncated = false;    // max_trees or max_seconds reached
   int64_t explored() const { return group_trees + remove_trees; }
 };
 

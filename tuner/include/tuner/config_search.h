@@ -36,6 +36,7 @@ struct SearchOptions {
   topotree::HashMode hash = topotree::HashMode::Structure;
   int max_group_levels = 6;
   int64_t max_trees = 200000;
+  double max_seconds = 0;  // the tree exploration's wall time at most; 0: no limit
 };
 
 struct RankedConfig {

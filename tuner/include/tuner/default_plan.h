@@ -8,8 +8,31 @@
 #include "engine/formats/model.h"
 #include "engine/plans/plan.h"
 #include "engine/runtime/kv_cache.h"
+#include "topotree/topo_tree.h"
+#include "tuner/latency_simulator.h"
+#include "tuner/machine_params.h"
+#include "tuner/placement_aware_search.h"
 
 namespace sandwich::tuner {
+
+struct StartupConfigs {
+  topotree::ServiceConfig prefill, decode;
+  std::string search_note;  // the placement-aware search's, for the start-up line ("" if none)
+};
+
+// The search default_plan runs, on any machine: each phase's best configuration by the latency
+// simulator with `params`, the placement hash searched too where they have a latent group
+// (placement_aware_search.h, within `bound`). Throws std::invalid_argument where no
+// configuration fits.
+StartupConfigs startup_configs(const topotree::TopoTree& machine, const MachineParams& params,
+                               const engine::ModelConfig& model, const RequestTrace& trace,
+                               const WorkloadOptions& workload,
+                               const std::function<bool(int)>& ranks_fit = {},
+                               const PlacementBound& bound = kStartupPlacementBound);
+
+// The trace it ranks with: ShareGPT's lengths where the shared data is installed, else fixed
+// requests.
+RequestTrace startup_trace(const engine::ModelConfig& model);
 
 // The prefill and decode configurations the latency simulator ranks best on this machine for
 // `model` stored as `weights` with a KV cache of `kv`, with the cost model's schedules (no

@@ -10,6 +10,7 @@
 #include "engine/plans/plan.h"
 #include "engine/runtime/executor.h"
 #include "tuner/measured_evaluator.h"
+#include "tuner/placement_aware_search.h"
 #include "tuner/plan_machine.h"
 #include "tuner/search_report.h"
 #include "tuner/time_text.h"
@@ -105,14 +106,24 @@ void run_configs(const ConfigsRequest& r, std::ostream& out, std::ostream& err) 
     so.ranks_fit = [&](int n) { return measured->ranks_fit(n); };
   else if (weights)
     so.ranks_fit = [&](int n) { return engine::rank_count_fits(*weights, n); };
+  // A latent group's placements matter to the simulator alone; measured steps see the machine.
+  const LatentGroupParams latent = measured ? LatentGroupParams{} : s.params.latent_group;
+  std::vector<std::string> notes = s.notes;
+  if (r.placement_hash && latent.active())
+    notes.push_back(
+        "this machine's latent group has the search use the placement hash by default (within a "
+        "bound, merged with the structure hash); --placement-hash searches it alone, unbounded");
   std::vector<SearchResult> results;
   for (Phase ph : phases) {
     so.phase = ph;
-    results.push_back(search_configs(s.machine.tree, s.model, ev, so));
+    PlacementAwareResult pr = search_configs_placement_aware(s.machine.tree, s.model, ev, so,
+                                                             latent, kTunerPlacementBound);
+    if (!pr.note.empty()) notes.push_back(pr.note);
+    results.push_back(std::move(pr.result));
   }
   ReportContext ctx{&s.machine,       &s.model,
                     ev.name(),        measured ? "none (measured)" : s.params.source,
-                    trace_line(s, w), s.notes};
+                    trace_line(s, w), notes};
   if (!measured) ctx.contention = sim.latent_group_summary();
   if (r.json) {
     out << report_json(ctx, results, s.params.to_json()).dump(2) << "\n";

@@ -3,6 +3,7 @@
 
 #include "planner/pair_choice.h"
 #include "tuner/config_search.h"
+#include "tuner/placement_aware_search.h"
 #include "tuner/planner/plan_stages.h"
 
 namespace sandwich::tuner {
@@ -24,7 +25,10 @@ void plan_search(PlanRun& run) {
       so.top_k = run.request.top_k;
       if (!run.model.rank_counts.empty())
         so.ranks_fit = [&](int r) { return run.model.rank_counts.count(r) != 0; };
-      const SearchResult r = search_configs(run.machine.tree, model, sim, so);
+      const PlacementAwareResult pr = search_configs_placement_aware(
+          run.machine.tree, model, sim, so, params.latent_group, kTunerPlacementBound);
+      if (!pr.note.empty()) run.search_notes.push_back(pr.note);
+      const SearchResult& r = pr.result;
       for (const RankedConfig& rc : r.ranked) {
         PlanCandidate c{rc.config, rc.prediction.ms};
         if (ph == Phase::Decode) c.simulated_decode_1_ms = sim1.evaluate(rc.config, ph).ms;
@@ -40,6 +44,9 @@ void plan_search(PlanRun& run) {
                       std::to_string(st.decode.size()) + " decode candidates");
     run.save();
   }
+  // A dry run's report carries them.
+  if (!run.request.dry_run)
+    for (const auto& n : run.search_notes) run.progress.note("note: " + n);
   for (const auto& n : run.notes) run.progress.note("note: " + n);
 }
 
@@ -60,6 +67,7 @@ std::string dry_run_report(const PlanRun& run) {
      << "; machine parameters: " << st.params_source << "\n";
   if (run.search_params && run.search_params->latent_group.active())
     os << "contention latent " << run.search_params->latent_group.describe() << "\n";
+  for (const auto& n : run.search_notes) os << "search     " << n << "\n";
   os << "model      " << model.config.name << " ("
      << (model.file_quantized ? "quantized" : model.dtype);
   if (model.bytes_per_weight > 0) os << ", " << model.bytes_per_weight << " bytes per weight";

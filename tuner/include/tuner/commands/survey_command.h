@@ -8,6 +8,8 @@ namespace sandwich::tuner {
 struct SurveyRequest {
   std::string model = "llama3-8b";  // a preset or a config.json
   int patience = 8;
+  int decode_batch = 1;            // sequences per decode step the simulator ranks with
+  std::string hash = "structure";  // structure, placement or both: the rows' hash modes
   bool json = false;
 };
 

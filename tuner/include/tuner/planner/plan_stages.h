@@ -76,6 +76,9 @@ struct PlanRun : PlanSetup {
   std::function<bool()> stop;
   WorkloadOptions workload;
   std::vector<std::string> notes;
+  // How the search ran where that is worth a line: the placement hash on a machine with a
+  // latent group (placement_aware_search.h). Not kept in the state.
+  std::vector<std::string> search_notes;
   std::optional<MachineParams> search_params;
   std::optional<RequestTrace> search_trace;
 
