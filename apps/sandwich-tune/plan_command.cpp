@@ -49,8 +49,15 @@ int cmd_plan(int argc, char** argv, int first) {
              "run only the simulator's part and print the configurations it would measure");
   p.add("--params", &a.params_file, "machine parameters for the simulator (JSON)", "FILE");
   p.add("--prefill-chunk", &a.prefill_chunk, "prompt tokens per prefill step (default 512)");
-  p.add("--decode-batch", &a.decode_batch,
-        "sequences of the decode step measured beside one (default 16)");
+  p.option("--decode-batch", "N",
+           "sequences of the decode step measured beside one (default 16; 1 under a "
+           "single-sequence SLO)",
+           [&](const std::string& v) {
+             const int64_t n = ArgParser::parse_int("--decode-batch", v);
+             if (n < 1 || n > 1 << 20) throw CliError("--decode-batch must be 1 to 1048576");
+             a.decode_batch = static_cast<int>(n);
+             a.decode_batch_given = true;
+           });
   p.add("--max-num-seqs", &a.max_num_seqs,
         "sequences decoding together at most: the decode kernels' M range (default 64)");
   p.add("--max-m", &a.max_m, "tune the kernels for M up to this only (default: no limit)");

@@ -268,13 +268,24 @@ step table2 3600 scripts/paper/table2_topk.sh "${table_args[@]}" -o "$out/table2
 # --- Table 3: the settings of this run (models, SLOs, machine) are written by the report -----
 # --- Table 4: TopoTree search statistics and times on the paper's machines -------------------
 table4() {
-  "$bin/sandwich-tune" survey --model "$big" >"$out/table4/survey.txt"
+  # Both dedup hashes (structure, placement), decode at batch 16 and at batch 1.
+  "$bin/sandwich-tune" survey --model llama-1.3b --hash both --decode-batch 16 \
+    >"$out/table4/survey.txt" &&
+    "$bin/sandwich-tune" survey --model llama-1.3b --hash both --decode-batch 1 \
+      >"$out/table4/survey-batch1.txt"
 }
 step table4 600 table4
 
 # --- Kunpeng 920: the latent 4-core clusters, found without --placement-hash -----------------
-step kunpeng 300 "$bin/sandwich-tune" plan --model "$big" --load-format dummy \
-  --topology kunpeng920-4s --dry-run
+# Single-sequence serving decodes at batch 1, where the step is memory-bound; at the batched
+# preset's batch 16 Kunpeng's FP32-rate cores make decode compute-bound (all cores win).
+kunpeng() {
+  "$bin/sandwich-tune" plan --model llama-1.3b --load-format dummy --topology kunpeng920-4s \
+    --dry-run --slo single-1.3b >"$out/kunpeng/single-sequence.txt" &&
+    "$bin/sandwich-tune" plan --model llama-1.3b --load-format dummy --topology kunpeng920-4s \
+      --dry-run --slo batched-1.3b >"$out/kunpeng/batched.txt"
+}
+step kunpeng 300 kunpeng
 
 python3 scripts/paper/write_report.py "$out" --quick "$quick" --reference "$reference" ||
   die "the report could not be written"

@@ -434,8 +434,11 @@ def table4(r):
           "descriptions of the same machines (hwloc synthetic topologies).", "")
     if not r.status("table4", "Table 4 (TopoTree search)"):
         return
-    txt = read_text(r.path("table4", "survey.txt")) or ""
-    r.add("```", txt.strip(), "```", "")
+    for f, what in (("survey.txt", "decode at batch 16"), ("survey-batch1.txt",
+                                                            "decode at batch 1")):
+        txt = read_text(r.path("table4", f))
+        if txt:
+            r.add(f"Search statistics, both hashes, {what}:", "", "```", txt.strip(), "```", "")
     for f in sorted(os.listdir(r.path("table4"))):
         if f.endswith(".md"):
             r.add(read_text(r.path("table4", f)).strip(), "")
@@ -447,9 +450,16 @@ def kunpeng(r):
           "spreading decode's cores over them (every other core) beats packing them.", "")
     if not r.status("kunpeng", "Kunpeng placement"):
         return
-    txt = read_text(r.path("kunpeng", "log.txt")) or ""
-    keep = [l for l in txt.splitlines() if not l.startswith("[")]
-    r.add("```", "\n".join(keep).strip(), "```", "")
+    for f, what in (("single-sequence.txt", "single-sequence SLO (decode at batch 1)"),
+                    ("batched.txt", "batched SLO (decode at batch 16)")):
+        txt = read_text(r.path("kunpeng", f))
+        if not txt:
+            continue
+        keep = [l for l in txt.splitlines() if not l.startswith("[")]
+        chosen = [l for l in keep if l.startswith("by the simulator alone")]
+        r.add(f"**{what}**: " + (chosen[0] if chosen else "no choice printed"), "",
+              "<details><summary>the dry run</summary>", "", "```", "\n".join(keep).strip(),
+              "```", "</details>", "")
 
 
 def main():

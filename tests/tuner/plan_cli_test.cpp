@@ -115,11 +115,34 @@ TEST(PlanCli, DryRunOnShippedTopologiesPrintsTheCandidates) {
     ASSERT_EQ(r.code, 0) << machine << ": " << r.err;
     EXPECT_NE(r.out.find("topology   " + std::string(machine)), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("prefill (simulated mean ms per request"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("decode (simulated ms per step at batch 16"), std::string::npos) << r.out;
+    // llama3-8b's own SLO preset is single-sequence: decode is measured at batch 1.
+    EXPECT_NE(r.out.find("decode (simulated ms per step at batch 1 "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("  3  "), std::string::npos) << r.out;  // three of each
     EXPECT_EQ(r.out.find("  4  "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("by the simulator alone: prefill "), std::string::npos) << r.out;
   }
+}
+
+// Kunpeng 920's latent 4-core clusters: a single-sequence SLO decodes one sequence, where the
+// step is memory-bound and spreading each rank over every other core beats packing whole
+// clusters; found by default, without --placement-hash. At batch 16 the FP32-rate cores make
+// decode compute-bound there, so all cores win.
+TEST(PlanCli, KunpengSingleSequenceDecodeSpreadsOverTheLatentClusters) {
+  const CommandResult r = tune(
+      "plan --model llama-1.3b --load-format dummy --topology kunpeng920-4s --dry-run "
+      "--slo single-1.3b --top-k 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("decode (simulated ms per step at batch 1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decode 8x12 [0,2,4,6,8,10,12,14,16,18,20,22] [24,26,"), std::string::npos)
+      << r.out;
+  const CommandResult batched = tune(
+      "plan --model llama-1.3b --load-format dummy --topology kunpeng920-4s --dry-run "
+      "--slo single-1.3b --decode-batch 16 --top-k 2");
+  ASSERT_EQ(batched.code, 0) << batched.err;
+  EXPECT_NE(batched.out.find("at batch 16 / at batch 1"), std::string::npos) << batched.out;
+  expect_tune_error(tune("plan --model llama-1.3b --topology kunpeng920-4s --dry-run "
+                         "--decode-batch 0"),
+                    "--decode-batch");
 }
 
 TEST(PlanCli, BadInputIsOneLine) {

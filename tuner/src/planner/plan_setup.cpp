@@ -98,7 +98,8 @@ nlohmann::json resume_options_json(const PlanRequest& r) {
   return j;
 }
 
-PlanSetup prepare_plan(const PlanRequest& request) {
+PlanSetup prepare_plan(const PlanRequest& given) {
+  PlanRequest request = given;
   double budget_s = 0;
   try {
     budget_s = parse_duration(request.budget_text);
@@ -111,6 +112,7 @@ PlanSetup prepare_plan(const PlanRequest& request) {
   check_what_to_write(request, machine);
   PlanModel model = describe_plan_model(request.load, request.dry_run);
   SloPreset slo = scaled_slo(request, model.config);
+  if (!request.decode_batch_given && slo.mode == "single-sequence") request.decode_batch = 1;
   const fs::path out = request.out;
   const fs::path table_file =
       request.dry_run ? fs::path() : out.parent_path() / (out.stem().string() + ".schedules.json");

@@ -18,6 +18,9 @@ struct PlanRequest {
   double min_seconds = 0.002, slo_scale = 1;
   uint64_t seed = 0;
   bool resume = false, dry_run = false, no_attention = false, quiet = false;
+  // Without --decode-batch a single-sequence SLO measures decode at batch 1: that is the only
+  // batch such a server runs (and where memory-bound placements differ).
+  bool decode_batch_given = false;
   std::string command_line;  // recorded in the plan
 };
 
