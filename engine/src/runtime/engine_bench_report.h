@@ -10,6 +10,7 @@
 
 #include "engine/formats/model.h"
 #include "engine/plans/plan_check.h"
+#include "engine/plans/tool_options.h"
 #include "engine/runtime/kv_cache.h"
 #include "topotree/service_config.h"
 
@@ -30,8 +31,9 @@ class EngineBenchReport {
   EngineBenchReport(const Model& model, KVCacheDType kv_dtype, int depth, int reps);
   void print_header() const;
   void add(const TestSamples& t);
-  // The stream lines (stdout), the load line (stderr) and the JSON document to `json`, if given.
-  void finish(const AppliedPlan& applied, bool batch_invariant, std::ostream* json) const;
+  // The stream lines (stdout), the load line (stderr) and the JSON document to `json`, if given;
+  // both say how the run's switches were set (batch-invariant, the ablations).
+  void finish(const AppliedPlan& applied, const PlanOptions& switches, std::ostream* json) const;
 
  private:
   nlohmann::json stream_reads(const TestSamples& t, const std::string& test, double median);
