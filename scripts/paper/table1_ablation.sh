@@ -5,7 +5,8 @@
 # as a ratio to the full run. The phases run the configuration pair --configs gives (prefill on
 # one rank of all cores, decode on tensor-parallel ranks of one core by default), so that the
 # decode all-reduce and the two plans are in play; the all-reduce is also compared with both
-# phases on one-core ranks (RxT with T = 1), where prefill's all-reduces count too.
+# phases on one-core ranks (RxT with T = 1), where prefill's all-reduces count too. The full
+# run is repeated last, so that the table shows the machine's drift (the noise band).
 #
 # Usage: scripts/paper/table1_ablation.sh [--quick] [-o DIR] [options]
 #   --quick          llama-160m, 128-token prompt, 32 decode steps, 2 repetitions (about
@@ -62,6 +63,7 @@ variants=(
   "all_off|$configs|--allreduce naive --no-split-k --same-config"
   "full_tp|$tp|"
   "naive_allreduce_tp|$tp|--allreduce naive"
+  "full_again|$configs|"
 )
 start=$(date +%s)
 for round in $(seq 1 "$rounds"); do
@@ -102,25 +104,23 @@ rows = [  # name, label, configs, reference
     ("all_off", "w/o all three", configs, "full"),
     ("full_tp", "Sandwich, both phases " + tp, tp, "full_tp"),
     ("naive_allreduce_tp", "w/o rank-shifted all-reduce, both phases " + tp, tp, "full_tp"),
+    ("full_again", "Sandwich (full) again, last: the noise band", configs, "full"),
 ]
 fig = {name: figures(name) for name, *_ in rows}
-print("Table 1 (ablation): %s (dummy BF16 weights), pp%s and tg%s, median of %s repetitions%s; "
-      "%s s in all." % (model, pp, tg, reps, "" if rounds == 1 else " and of %d rounds" % rounds,
-                        secs))
+print("Table 1 (ablation): %s (dummy BF16 weights) on %d cores, pp%s and tg%s, median of %s "
+      "repetitions%s; %s s in all." % (model, os.cpu_count(), pp, tg, reps,
+                                       "" if rounds == 1 else " and of %d rounds" % rounds, secs))
 print()
-print("| variant | switches | configs (prefill/decode) | prefill t/s | vs ref | decode t/s | vs ref |")
+print("| variant | switches | configs (prefill/decode) | prefill t/s | ratio | decode t/s | ratio |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 for name, label, cfg, ref in rows:
     p, d, sw = fig[name]
     rp, rd, _ = fig[ref]
-    shown = cfg
-    if name in ("same_config", "all_off"):
-        shown = cfg.split("/")[0] + " (both)"
-    refname = "" if ref == name else (" (ref: %s)" % dict((r[0], r[1]) for r in rows)[ref]
-                                       if ref != "full" else "")
-    print("| %s%s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (
-        label, refname, sw, shown, p, p / rp, d, d / rd))
+    shown = cfg.split("/")[0] + " (both)" if name in ("same_config", "all_off") else cfg
+    print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (label, sw, shown, p, p / rp, d, d / rd))
 print()
-print("Ratios below 1 are what the part is worth (the full run's speed over the ablated one's is "
-      "1 / ratio); the last row is against the row above it.")
+print("Ratios are to the first full run's tokens/s (the %s row's to the row above it); below 1 "
+      "is what the part is worth. The full run repeated last shows the machine's drift between "
+      "the first and the last run: a lower bound on the noise (--rounds N narrows it)."
+      % ("w/o ... both phases " + tp))
 PY
