@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
     go.threads = o.plan.threads;
     go.kind = o.reference ? ForwardKind::Reference : ForwardKind::Fast;
     go.batch_invariant = o.plan.batch_invariant;
+    go.ablation = o.plan.ablation;
     const ResolvedPlan configs = resolve_plan(o.plan);
     go.prefill = configs.plan.prefill;
     go.decode = configs.plan.decode;

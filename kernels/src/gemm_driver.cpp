@@ -245,10 +245,7 @@ void run(const PackedWeight& w, const PackedWeight* up, const GemmArgs& args, Th
     j.s = planned_schedule(shape);
   }
   // The fused epilogue needs whole sums, and a batch-invariant sum one order: no split-k.
-  if ((up || args.batch_invariant) && j.s.tk > 1) {
-    j.s.tn *= j.s.tk;
-    j.s.tk = 1;
-  }
+  if (up || args.batch_invariant || args.no_split_k) j.s = without_split_k(j.s, args.m, j.ncols);
   j.one_set = args.batch_invariant;
   for (int h = 1; h <= j.s.um; ++h) j.tiles[h] = find_microkernel(j.s.isa, w.dtype, h, j.s.un);
   j.a_es = dtype_size(activation_type(j.s.isa, w.dtype));

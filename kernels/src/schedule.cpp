@@ -65,6 +65,17 @@ QuantShape quant_shape_of(const GemmShape& s) {
   return QuantShape{s.m, s.n, s.k, *s.qtype, s.threads, s.pair};
 }
 
+Schedule without_split_k(Schedule s, int64_t m, int64_t n) {
+  if (s.tk <= 1) return s;
+  const int64_t panels = (n + kPanel - 1) / kPanel, m_tiles = (m + s.um - 1) / s.um;
+  if (int64_t{s.tn} * s.tk > panels && int64_t{s.tm} * s.tk <= m_tiles)
+    s.tm *= s.tk;
+  else
+    s.tn *= s.tk;
+  s.tk = 1;
+  return s;
+}
+
 void validate_schedule(const GemmShape& s, const Schedule& c) {
   if (s.qtype) return validate_quant_schedule(quant_shape_of(s), c);
   auto bad = [&](const std::string& why) {

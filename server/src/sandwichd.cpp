@@ -52,6 +52,7 @@ void Sandwichd::start() {
   set_stop_phase("reading the plan");
   configs_ = engine::resolve_plan(o_.plan);
   o_.scheduler.batch_invariant = o_.plan.batch_invariant;
+  o_.scheduler.ablation = o_.plan.ablation;
   o_.load.threads = o_.plan.threads;
   start_http();
   logf(LogLevel::Info, "sandwichd", "loading %s", o_.load.model.c_str());
@@ -67,10 +68,11 @@ void Sandwichd::start() {
   const engine::SchedulerOptions& sched = o_.scheduler;
   logf(LogLevel::Info, "sandwichd",
        "ready: %s, weights %s loaded in %.1f s, max model len %d, "
-       "prefill %s, decode %s",
+       "prefill %s, decode %s; %s",
        model_->source.c_str(), model_->weight_types.c_str(), model_->load_seconds,
        scheduler_->max_model_len(), sched.prefill_config->to_string().c_str(),
-       sched.decode_config.value_or(*sched.prefill_config).to_string().c_str());
+       sched.decode_config.value_or(*sched.prefill_config).to_string().c_str(),
+       engine::describe_switches(o_.plan).c_str());
   serving_ = true;
 }
 
@@ -145,7 +147,8 @@ void Sandwichd::choose_default_plan() {
     return;
   const engine::Plan chosen = search_(*model_, o_.scheduler.kv_cache_dtype, &configs_.chosen_by);
   if (configs_.prefill_default) configs_.plan.prefill = chosen.prefill;
-  if (configs_.decode_default) configs_.plan.decode = chosen.decode;
+  if (configs_.decode_default)
+    configs_.plan.decode = configs_.same_config ? configs_.plan.prefill : chosen.decode;
 }
 
 int Sandwichd::serve() {

@@ -45,6 +45,9 @@ TEST(BenchEngineCli, BadInputFailsBeforeTheModelLoads) {
   EXPECT_NE(error_of("--decode-batch 4x").find("got '4x'"), std::string::npos);
   EXPECT_NE(error_of("--decode-batch 1,,4 --counters").find("got '1,,4'"), std::string::npos);
   EXPECT_NE(
+      error_of("--allreduce ring").find("--allreduce must be rank-shifted or naive, got 'ring'"),
+      std::string::npos);
+  EXPECT_NE(
       error_of("--json /nonexistent/x.json").find("cannot write --json file /nonexistent/x.json"),
       std::string::npos);
   EXPECT_NE(error_of("").find("/nonexistent/m.gguf"), std::string::npos);  // and then the model
@@ -183,6 +186,45 @@ TEST(BenchEngineCli, JsonSaysWhetherATunedScheduleTableWasUsed) {
   j = run("");
   EXPECT_TRUE(j["schedules"].is_null());
   EXPECT_EQ(j["schedule_ranges"], 0);
+}
+
+// The ablation switches are recorded in the JSON (defaults included, so that a report can tell
+// every run apart), and --same-config runs each --configs pair's prefill side for decode too.
+TEST(BenchEngineCli, JsonRecordsTheAblationSwitches) {
+  SANDWICH_REQUIRE_DATA();
+  test::TempDir dir;
+  const std::string stories = (test::data_dir() / "models/stories260K/stories260K.bin").string();
+  const std::string json = (dir / "r.json").string();
+  const std::string bench = (test::bin_dir() / "sandwich-bench").string() + " engine --model " +
+                            stories + " --prompt-tokens 8 --gen-tokens 4 -r 1 --warmup 0 --json " +
+                            json + " --configs 2x1/1x2";
+  const auto run = [&](const std::string& extra) {
+    const test::CommandResult r = test::run_command(bench + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::ifstream in(json);
+    return std::pair{nlohmann::json::parse(in), r.err};
+  };
+  auto [j, err] = run("");
+  EXPECT_EQ(j["allreduce"], "rank-shifted");
+  EXPECT_EQ(j["no_split_k"], false);
+  EXPECT_EQ(j["same_config"], false);
+  EXPECT_EQ(j["results"][1]["config"]["ranks"].size(), 1u) << j.dump();  // decode: 1x2
+  EXPECT_NE(err.find("; all-reduce rank-shifted, split-k, a configuration per phase\n"),
+            std::string::npos)
+      << err;
+  std::tie(j, err) = run(" --allreduce naive --no-split-k --same-config");
+  EXPECT_EQ(j["allreduce"], "naive");
+  EXPECT_EQ(j["no_split_k"], true);
+  EXPECT_EQ(j["same_config"], true);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["test"], "tg4");
+  EXPECT_EQ(j["results"][1]["config"]["ranks"].size(), 2u) << j.dump();  // decode: 2x1 too
+  EXPECT_NE(err.find("configs 2x1/1x2 (--same-config: decode runs each prefill configuration)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("; all-reduce naive, no split-k, one configuration for both phases\n"),
+            std::string::npos)
+      << err;
 }
 
 }  // namespace

@@ -187,7 +187,8 @@ std::vector<float> run_ranks(const Model& m, const std::vector<const ModelWeight
       test::ThreadCollective coll(exchange, r);
       // Batch-invariant GEMMs sum in K order whatever the blocking: a shard held alone sums as
       // the same columns of the whole matrix do.
-      ForwardPass fp(m, kv, team, RankView{r, R}, &coll, true, views[r]);
+      ForwardPass fp(m, kv, team, RankView{r, R}, &coll, GemmModes{.batch_invariant = true},
+                     views[r]);
       BatchEntry e{prompt, 0, blocks, true};
       fp.run({&e, 1}, got[r].data());
     });

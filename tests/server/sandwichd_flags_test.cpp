@@ -60,6 +60,8 @@ TEST(SandwichdFlags, MistakesAreOneLine) {
   expect_one_line_error(run_command(sandwichd() + " --model m --kv-cache-dtype fp16"),
                         "sandwichd: error: --kv-cache-dtype must be auto, bfloat16, bf16, float32, "
                         "f32 or fp32, got 'fp16'");
+  expect_one_line_error(run_command(sandwichd() + " --model m --allreduce ring"),
+                        "sandwichd: error: --allreduce must be rank-shifted or naive, got 'ring'");
 }
 
 // vLLM's --kv-cache-dtype: BF16 by default; the same --kv-cache-memory holds twice the blocks of

@@ -69,7 +69,9 @@ TEST_F(SandwichdPlan, ServesWithThePlansConfigurationsAndTableAndLogsThem) {
                          path("plan.schedules.json") + " ("),
             std::string::npos)
       << d.log();
-  EXPECT_NE(d.log().find("prefill 1x2 [0-1], decode 2x1 [0] [1]\n"), std::string::npos)
+  EXPECT_NE(d.log().find("prefill 1x2 [0-1], decode 2x1 [0] [1]; all-reduce rank-shifted, "
+                         "split-k, a configuration per phase\n"),
+            std::string::npos)
       << d.log();  // the ready line
   EXPECT_EQ(d.log().find("sandwich: schedules:"), std::string::npos) << d.log();
   EXPECT_EQ(d.log().find("warning"), std::string::npos) << d.log();
@@ -95,6 +97,25 @@ TEST_F(SandwichdPlan, WithoutAPlanTheSimulatorChoosesAndTheLogSaysSo) {
                          "schedules\n"),
             std::string::npos)
       << t.log();
+}
+
+// The ablation switches (the paper's Table 1): decode runs prefill's two ranks, which sum over
+// the naive all-reduce, with no split-k; the start-up lines say so and greedy text is unchanged.
+TEST_F(SandwichdPlan, AblationSwitchesServeTheSameTextAndTheLogSaysWhichAreOn) {
+  Daemon d(stories_daemon_args() +
+           " --prefill-config 2x1 --decode-config 1x2 --same-config --allreduce naive "
+           "--no-split-k");
+  ASSERT_NE(d.port(), 0);
+  const std::string prompt = "Once upon a time, there was a big dog";
+  EXPECT_EQ(completion_text(d, prompt, 40), generate_text(prompt, 40));
+  EXPECT_NE(d.log().find("sandwichd: no plan: prefill 2x1 [0] [1], decode 2x1 [0] [1] "
+                         "(--same-config); cost-model schedules\n"),
+            std::string::npos)
+      << d.log();
+  EXPECT_NE(d.log().find("prefill 2x1 [0] [1], decode 2x1 [0] [1]; all-reduce naive, no "
+                         "split-k, one configuration for both phases\n"),
+            std::string::npos)
+      << d.log();  // the ready line
 }
 
 // One error line after the loading line, a non-zero exit, never "listening".

@@ -166,6 +166,8 @@ void Pipeline::Impl::start_workers(const KVCache& kv, const ExecutorLimits& limi
              limits.max_logit_rows,
              limits.max_hidden_rows,
              limits.batch_invariant ? 1 : 0,
+             static_cast<int32_t>(limits.ablation.allreduce),
+             limits.ablation.no_split_k ? 1 : 0,
              limits.step_timeout_seconds};
   link->send(1, pipeline::kTagChain, pipeline::encode(m));
   std::vector<std::string> answers(link->size());

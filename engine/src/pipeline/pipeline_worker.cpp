@@ -53,6 +53,8 @@ int Pipeline::serve(const Model& model, const PipelineNodeOptions& o) {
         limits.max_logit_rows = s.max_logit_rows;
         limits.max_hidden_rows = s.max_hidden_rows;
         limits.batch_invariant = s.batch_invariant != 0;
+        limits.ablation.allreduce = static_cast<AllReduceAlgorithm>(s.allreduce);
+        limits.ablation.no_split_k = s.no_split_k != 0;
         limits.step_timeout_seconds = s.step_timeout_seconds;
         const topotree::ServiceConfig pc = o.prefill_config.value_or(single_rank_config(0));
         const topotree::ServiceConfig dc = o.decode_config.value_or(pc);

@@ -24,6 +24,7 @@ struct StartInfo {
   int32_t kv_dtype = 0;  // KVCacheDType
   int32_t max_tokens = 0, max_entries = 0, max_logit_rows = 0, max_hidden_rows = 0;
   int32_t batch_invariant = 0;
+  int32_t allreduce = 0, no_split_k = 0;  // ExecutorLimits::ablation (AllReduceAlgorithm)
   double step_timeout_seconds = 0;
 };
 

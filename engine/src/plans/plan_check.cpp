@@ -97,6 +97,7 @@ AppliedPlan apply_plan(const ResolvedPlan& r, const Model& model, const std::str
   }
   a.line = (name.empty() ? std::string("no plan") : "plan " + name) + ": prefill " +
            p.prefill.to_string() + ", decode " + p.decode.to_string() +
+           (r.same_config ? " (--same-config)" : "") +
            (r.chosen_by.empty() ? "" : " " + r.chosen_by) + "; " + schedules;
   return a;
 }

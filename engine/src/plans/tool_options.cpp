@@ -72,6 +72,22 @@ void add_plan_options(ArgParser& p, PlanOptions& o) {
   p.add_flag("--batch-invariant", &o.batch_invariant,
              "sum in an order independent of the batch: a request's greedy output and logprobs "
              "do not depend on what runs beside it (slower; see the README)");
+  p.option("--allreduce", "A",
+           "all-reduce of tensor-parallel ranks: rank-shifted (default) or naive (the ablation's "
+           "baseline: the ranks add into one shared buffer in turn)",
+           [&o](const std::string& v) {
+             const auto a = value_named(v, kAllReduceAlgorithmNames);
+             if (!a)
+               throw CliError("--allreduce must be " + names_of(kAllReduceAlgorithmNames) +
+                              ", got '" + v + "'");
+             o.ablation.allreduce = *a;
+           });
+  p.add_flag("--no-split-k", &o.ablation.no_split_k,
+             "GEMMs never split K across threads: a schedule's K threads go to N or M instead "
+             "(ablation)");
+  p.add_flag("--same-config", &o.same_config,
+             "one service configuration for both phases: decode runs the prefill one (of a plan, "
+             "--prefill-config or the default; ablation)");
   p.option("--schedules", "F",
            "tuned GEMM schedules (sandwich-tune kernels); the cost model's for what it lacks",
            [&o](const std::string& v) {
@@ -105,12 +121,22 @@ ResolvedPlan resolve_plan(const PlanOptions& o) {
   p.decode = o.decode_config ? topotree::parse_service_config(*o.decode_config)
              : plan_decode   ? p.decode
                              : p.prefill;
+  if (o.same_config) {
+    p.decode = p.prefill;
+    r.decode_default = r.prefill_default;
+    r.same_config = true;
+  }
   r.table_from_plan = !o.schedules && (p.schedules || p.inline_schedules);
   if (o.schedules) {
     p.schedules = o.schedules;
     p.inline_schedules.reset();
   }
   return r;
+}
+
+std::string describe_switches(const PlanOptions& o) {
+  return o.ablation.describe() +
+         (o.same_config ? ", one configuration for both phases" : ", a configuration per phase");
 }
 
 }  // namespace sandwich::engine

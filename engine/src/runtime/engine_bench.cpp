@@ -166,6 +166,8 @@ std::vector<NamedConfigs> configs_to_run(const EngineBenchOptions& o, const Reso
                                          bool one_pair) {
   std::vector<NamedConfigs> configs =
       o.configs_text ? parse_configs(*o.configs_text) : configs_of(r.plan);
+  if (o.plan.same_config)
+    for (NamedConfigs& nc : configs) nc.decode = nc.prefill;
   if (one_pair && configs.size() > 1)
     throw CliError(
         "--configs: under --pipeline-parallel the nodes run one configuration pair, "
@@ -219,7 +221,10 @@ void run_engine_bench(EngineBenchOptions o) {
   // Before any executor: rank processes inherit the installed table.
   const AppliedPlan applied = apply_plan(resolved, *model, o.load.model, kProgram, std::cerr);
   if (o.configs_text)
-    std::cerr << kProgram << ": configs " << *o.configs_text << "; " << applied.schedules << "\n";
+    std::cerr << kProgram << ": configs " << *o.configs_text
+              << (o.plan.same_config ? " (--same-config: decode runs each prefill configuration)"
+                                     : "")
+              << "; " << applied.schedules << "\n";
   else
     std::cerr << kProgram << ": " << applied.line << "\n";
 
@@ -236,6 +241,7 @@ void run_engine_bench(EngineBenchOptions o) {
   limits.max_tokens = std::max({o.prompt_tokens, std::min(o.depth, 512), max_batch});
   limits.max_entries = max_batch;
   limits.batch_invariant = o.plan.batch_invariant;
+  limits.ablation = o.plan.ablation;
   std::vector<Setup> setups;
   const ExecutorFactory make = o.executor_factory ? o.executor_factory : make_executor;
   for (const NamedConfigs& nc : configs) {
@@ -251,8 +257,7 @@ void run_engine_bench(EngineBenchOptions o) {
   EngineBenchReport report(*model, o.kv_dtype, o.depth, o.reps);
   report.print_header();
   run_tests(o, *model, setups, tests, report, counters ? &*counters : nullptr);
-  report.finish(applied, o.plan.batch_invariant, counters ? &*counters : nullptr,
-                json_out ? &*json_out : nullptr);
+  report.finish(applied, o.plan, counters ? &*counters : nullptr, json_out ? &*json_out : nullptr);
   if (json_out && !json_out->flush()) throw CliError("cannot write --json file " + *o.json_path);
 }
 

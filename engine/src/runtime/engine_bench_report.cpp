@@ -120,8 +120,9 @@ nlohmann::json EngineBenchReport::stream_reads(const TestSamples& t, const std::
           {"fraction_of_stream", read_gbs / stream_gbs}};
 }
 
-void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
+void EngineBenchReport::finish(const AppliedPlan& applied, const PlanOptions& switches,
                                const BenchCounters* counters, std::ostream* json) const {
+  const bool batch_invariant = switches.batch_invariant;
   if (!stream_lines_.empty()) std::printf("\n");
   for (const auto& line : stream_lines_) std::printf("%s\n", line.c_str());
   if (counters) print_counters(*counters);
@@ -131,13 +132,17 @@ void EngineBenchReport::finish(const AppliedPlan& applied, bool batch_invariant,
                                       : "";
   // A pipeline stage says which share it holds.
   const std::string share = model_.whole() ? "" : " (" + model_.layers_text() + ")";
-  std::fprintf(stderr, "\nload: %.2f s, weights %s%s%s%s\n", model_.load_seconds,
+  std::fprintf(stderr, "\nload: %.2f s, weights %s%s%s%s; %s\n", model_.load_seconds,
                model_.weight_types.c_str(), share.c_str(),
-               batch_invariant ? ", batch-invariant" : "", tuned.c_str());
+               batch_invariant ? ", batch-invariant" : "", tuned.c_str(),
+               describe_switches(switches).c_str());
   if (!json) return;
   const nlohmann::json doc = {
       {"load_seconds", model_.load_seconds},
       {"batch_invariant", batch_invariant},
+      {"allreduce", std::string(name_of(switches.ablation.allreduce, kAllReduceAlgorithmNames))},
+      {"no_split_k", switches.ablation.no_split_k},
+      {"same_config", switches.same_config},
       {"schedules", schedules ? nlohmann::json(*schedules) : nlohmann::json(nullptr)},
       {"schedule_ranges", applied.schedule_ranges},
       {"kv_cache",

@@ -12,6 +12,7 @@
 
 #include "engine/formats/model.h"
 #include "engine/plans/plan_check.h"
+#include "engine/plans/tool_options.h"
 #include "engine/runtime/kv_cache.h"
 #include "runtime/bench_counters.h"
 #include "topotree/service_config.h"
@@ -38,9 +39,10 @@ class EngineBenchReport {
   void print_header() const;
   void add(const TestSamples& t);
   // The stream lines and the counters' table (stdout), the load line (stderr) and the JSON
-  // document to `json`, if given.
-  void finish(const AppliedPlan& applied, bool batch_invariant, const BenchCounters* counters,
-              std::ostream* json) const;
+  // document to `json`, if given; both say how the run's switches were set (batch-invariant,
+  // the ablations).
+  void finish(const AppliedPlan& applied, const PlanOptions& switches,
+              const BenchCounters* counters, std::ostream* json) const;
 
  private:
   nlohmann::json stream_reads(const TestSamples& t, const std::string& test, double median);

@@ -18,10 +18,13 @@
 
 namespace sandwich::engine {
 
+// The forward pass's GEMM flags that the limits ask for.
+GemmModes gemm_modes(const ExecutorLimits& limits);
+
 class LocalExecutor : public Executor {
  public:
   LocalExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
-                bool batch_invariant);
+                GemmModes gemm);
   using Executor::run;
   void run(std::span<const BatchEntry> batch, float* logits, float* hidden) override;
   void run_stage(std::span<const BatchEntry> batch, const StageIO& io, float* logits,

@@ -6,10 +6,10 @@
 namespace sandwich::engine {
 
 LocalExecutor::LocalExecutor(const Model& model, KVCache& kv, const topotree::ServiceConfig& config,
-                             bool batch_invariant)
+                             GemmModes gemm)
     : config_(config),
       team_(static_cast<int>(config.ranks.at(0).cpus.size()), config.ranks[0].cpus),
-      fp_(model, kv, team_, {}, nullptr, batch_invariant) {}
+      fp_(model, kv, team_, {}, nullptr, gemm) {}
 
 void LocalExecutor::run(std::span<const BatchEntry> batch, float* logits, float* hidden) {
   fp_.run(batch, logits, hidden);
@@ -31,7 +31,7 @@ std::unique_ptr<Executor> make_executor(const Model& model, KVCache& kv,
                                         const ExecutorLimits& limits) {
   if (config.ranks.empty()) throw std::invalid_argument("the service configuration has no ranks");
   if (config.rank_count() == 1)
-    return std::make_unique<LocalExecutor>(model, kv, config, limits.batch_invariant);
+    return std::make_unique<LocalExecutor>(model, kv, config, gemm_modes(limits));
   return std::make_unique<RankGroupExecutor>(model, kv, config, limits);
 }
 

@@ -59,8 +59,14 @@ long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ti
 // The all-reduce and logits gather of ForwardPass, over the group's shared segment.
 class ShmCollective : public Collective {
  public:
-  explicit ShmCollective(kernels::ShmAllReduce& ar) : ar_(ar) {}
-  void all_reduce_sum(float* data, size_t n) override { ar_.all_reduce(data, n); }
+  ShmCollective(kernels::ShmAllReduce& ar, AllReduceAlgorithm algorithm)
+      : ar_(ar), naive_(algorithm == AllReduceAlgorithm::Naive) {}
+  void all_reduce_sum(float* data, size_t n) override {
+    if (naive_)
+      ar_.all_reduce_naive(data, n);
+    else
+      ar_.all_reduce(data, n);
+  }
   // The logits buffer is shared: each rank writes its vocabulary columns, then all meet.
   void all_gather_columns(const float* local, int64_t rows, int64_t n_local, int64_t offset,
                           float* full, int64_t n_total) override {
@@ -74,6 +80,7 @@ class ShmCollective : public Collective {
 
  private:
   kernels::ShmAllReduce& ar_;
+  bool naive_;  // the ablation's baseline (AllReduceAlgorithm::Naive)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -694,8 +701,8 @@ void RankGroupExecutor::rank_main(int rank) {
     kernels::ShmAllReduce ar(
         reduce_region_.data(), R, rank,
         static_cast<size_t>(limits_.max_tokens) * model_.config.dim * sizeof(float));
-    ShmCollective coll(ar);
-    ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll, limits_.batch_invariant,
+    ShmCollective coll(ar, limits_.ablation.allreduce);
+    ForwardPass fp(model_, kv_, team, RankView{rank, R}, &coll, gemm_modes(limits_),
                    rank_weights_[rank]);
     std::vector<BatchEntry> batch;
     ctl_->ready.fetch_add(1, std::memory_order_acq_rel);

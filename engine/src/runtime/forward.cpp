@@ -22,7 +22,7 @@ namespace {
 // The GEMM of a column-parallel projection: y = x W[cols]^T, the output columns `cols` of W (a
 // rank's heads, FFN or vocabulary columns) for the m rows of x.
 kernels::GemmArgs column_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
-                                  IndexRange cols, bool batch_invariant) {
+                                  IndexRange cols, GemmModes modes) {
   return {.x = x,
           .ldx = ldx,
           .m = m,
@@ -30,14 +30,15 @@ kernels::GemmArgs column_parallel(const float* x, int64_t ldx, int64_t m, float*
           .ldy = ldy,
           .n0 = cols.begin,
           .n1 = cols.end,
-          .batch_invariant = batch_invariant};
+          .batch_invariant = modes.batch_invariant,
+          .no_split_k = modes.no_split_k};
 }
 
 // The GEMM of a row-parallel projection: y (+)= x W[:, k]^T, where x holds only the input columns
 // `k` of W (the rank's share of the previous column-parallel output); the ranks' partial sums
 // meet in the all-reduce.
 kernels::GemmArgs row_parallel(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
-                               IndexRange k, kernels::Epilogue epilogue, bool batch_invariant) {
+                               IndexRange k, kernels::Epilogue epilogue, GemmModes modes) {
   return {.x = x,
           .ldx = ldx,
           .m = m,
@@ -46,7 +47,8 @@ kernels::GemmArgs row_parallel(const float* x, int64_t ldx, int64_t m, float* y,
           .k0 = k.begin,
           .k1 = k.end,
           .epilogue = epilogue,
-          .batch_invariant = batch_invariant};
+          .batch_invariant = modes.batch_invariant,
+          .no_split_k = modes.no_split_k};
 }
 
 // Row-parallel projections add into the residual stream on the lead rank only; the others' partial
@@ -188,14 +190,14 @@ struct ForwardPass::Step {
 };
 
 ForwardPass::ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view,
-                         Collective* collective, bool batch_invariant, const ModelWeights* weights)
+                         Collective* collective, GemmModes gemm, const ModelWeights* weights)
     : model_(model),
       w_(weights ? *weights : model.weights()),
       kv_(kv),
       team_(team),
       view_(view),
       collective_(collective),
-      batch_invariant_(batch_invariant) {
+      gemm_(gemm) {
   const ModelConfig& c = model.config;
   const int R = view.n_ranks;
   if (R > 1 && !collective)
@@ -350,23 +352,22 @@ void ForwardPass::attention_block(const LayerWeights& L, const kernels::PagedKV&
   const float* xb = xb_.data();
   gemm_columns(L.wq,
                column_parallel(xb, dim, T, q_.data(), q_cols_.size(),
-                               local_cols(L.wq, c.q_dim(), q_cols_), batch_invariant_),
+                               local_cols(L.wq, c.q_dim(), q_cols_), gemm_),
                team_, shard_scratch_);
   gemm_columns(L.wk,
                column_parallel(xb, dim, T, k_.data(), kv_cols_.size(),
-                               local_cols(L.wk, c.kv_dim(), kv_cols_), batch_invariant_),
+                               local_cols(L.wk, c.kv_dim(), kv_cols_), gemm_),
                team_, shard_scratch_);
   gemm_columns(L.wv,
                column_parallel(xb, dim, T, v_.data(), kv_cols_.size(),
-                               local_cols(L.wv, c.kv_dim(), kv_cols_), batch_invariant_),
+                               local_cols(L.wv, c.kv_dim(), kv_cols_), gemm_),
                team_, shard_scratch_);
   rope_and_store_kv(kv, s);
   attend(kv, s);
-  kernels::gemm(
-      L.wo,
-      row_parallel(att_.data(), q_cols_.size(), T, s.x, dim, local_k(L.wo, c.q_dim(), q_cols_),
-                   residual_epilogue(view_), batch_invariant_),
-      team_);
+  kernels::gemm(L.wo,
+                row_parallel(att_.data(), q_cols_.size(), T, s.x, dim,
+                             local_k(L.wo, c.q_dim(), q_cols_), residual_epilogue(view_), gemm_),
+                team_);
   all_reduce(s);
 }
 
@@ -374,9 +375,8 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
   const ModelConfig& c = model_.config;
   const int64_t dim = c.dim, T = s.tokens;
   norm(s, L.ffn_norm);
-  const kernels::GemmArgs a =
-      column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(),
-                      local_cols(L.w_gate, c.ffn_dim, ffn_cols_), batch_invariant_);
+  const kernels::GemmArgs a = column_parallel(xb_.data(), dim, T, h_.data(), ffn_cols_.size(),
+                                              local_cols(L.w_gate, c.ffn_dim, ffn_cols_), gemm_);
   if (L.w_gate.qtype == L.w_up.qtype && L.w_gate.dtype == L.w_up.dtype) {
     kernels::gemm_silu_mul(L.w_gate, L.w_up, a, team_);
   } else {
@@ -392,11 +392,11 @@ void ForwardPass::ffn_block(const LayerWeights& L, const Step& s) {
     team_.parallel_for(
         T * n, [&](int64_t b, int64_t e, int) { kernels::silu_mul(h + b, up + b, h + b, e - b); });
   }
-  kernels::gemm(L.w_down,
-                row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim,
-                             local_k(L.w_down, c.ffn_dim, ffn_cols_), residual_epilogue(view_),
-                             batch_invariant_),
-                team_);
+  kernels::gemm(
+      L.w_down,
+      row_parallel(h_.data(), ffn_cols_.size(), T, s.x, dim,
+                   local_k(L.w_down, c.ffn_dim, ffn_cols_), residual_epilogue(view_), gemm_),
+      team_);
   all_reduce(s);
 }
 
@@ -415,17 +415,17 @@ void ForwardPass::final_logits(const Step& s, float* logits) {
       kernels::rmsnorm(s.x + r * dim, W.final_norm, last_.data() + k * dim, dim, c.norm_eps);
   }
   if (view_.n_ranks == 1) {
-    kernels::gemm(W.output,
-                  column_parallel(last_.data(), dim, s.n_logits, logits, c.vocab_size, vocab_cols_,
-                                  batch_invariant_),
-                  team_);
+    kernels::gemm(
+        W.output,
+        column_parallel(last_.data(), dim, s.n_logits, logits, c.vocab_size, vocab_cols_, gemm_),
+        team_);
     return;
   }
   logits_local_.resize(static_cast<size_t>(s.n_logits * vocab_cols_.size()));
   kernels::gemm(
       W.output,
       column_parallel(last_.data(), dim, s.n_logits, logits_local_.data(), vocab_cols_.size(),
-                      local_cols(W.output, c.vocab_size, vocab_cols_), batch_invariant_),
+                      local_cols(W.output, c.vocab_size, vocab_cols_), gemm_),
       team_);
   collective_->all_gather_columns(logits_local_.data(), s.n_logits, vocab_cols_.size(),
                                   vocab_cols_.begin, logits, c.vocab_size);

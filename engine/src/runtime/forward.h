@@ -50,14 +50,20 @@ RankShards rank_shards(const Model& model, int rank, int n_ranks);
 // block size and the rank count, and suggests rank counts that work.
 void check_tensor_parallel(const Model& model, int n_ranks);
 
+// How every GEMM of a forward pass runs (the kernels::GemmArgs flags of the same names).
+struct GemmModes {
+  // Sums in an order independent of the batch, so a token's logits do not depend on what else
+  // runs (ExecutorLimits::batch_invariant).
+  bool batch_invariant = false;
+  bool no_split_k = false;  // AblationSwitches::no_split_k
+};
+
 class ForwardPass {
  public:
-  // batch_invariant: every GEMM sums in an order independent of the batch
-  // (kernels::GemmArgs::batch_invariant), so a token's logits do not depend on what else runs.
   // weights: the rank's own (placed_weights.h), which may hold only its part of the split
   // matrices; the model's by default.
   ForwardPass(const Model& model, KVCache& kv, kernels::ThreadTeam& team, RankView view = {},
-              Collective* collective = nullptr, bool batch_invariant = false,
+              Collective* collective = nullptr, GemmModes gemm = {},
               const ModelWeights* weights = nullptr);
 
   // Runs the batch and writes vocab_size logits per row of each entry's logit_rows() (the last
@@ -99,7 +105,7 @@ class ForwardPass {
   kernels::ThreadTeam& team_;
   RankView view_;
   Collective* collective_;
-  bool batch_invariant_;
+  GemmModes gemm_;
   // This rank's share: KV heads, their query and KV columns, FFN and vocabulary columns.
   IndexRange kv_heads_, q_cols_, kv_cols_, ffn_cols_, vocab_cols_;
   std::map<std::string, int64_t> attention_key_;  // kernels::attention_key of this rank

@@ -45,6 +45,7 @@ Generator::Generator(const Model& model, const GeneratorOptions& o)
   limits.max_tokens = kPrefillChunk;
   limits.max_entries = 1;
   limits.batch_invariant = o.batch_invariant;
+  limits.ablation = o.ablation;
   const ExecutorFactory make = o.executor_factory ? o.executor_factory : make_executor;
   // Named, so that a pipeline's nodes run a step under its phase's configuration.
   limits.role = pc == dc ? "prefill and decode" : "prefill";

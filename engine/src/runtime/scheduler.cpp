@@ -172,6 +172,7 @@ Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
   limits.max_logit_rows = limits.max_entries + std::min(limits.max_tokens, kPromptLogprobRows);
   I.max_logit_rows = limits.max_logit_rows;
   limits.batch_invariant = I.opt.batch_invariant;
+  limits.ablation = I.opt.ablation;
   limits.step_timeout_seconds = I.opt.rank_step_timeout_seconds;
   const ExecutorFactory make = I.opt.executor_factory ? I.opt.executor_factory : make_executor;
   limits.role = dc == pc ? "prefill and decode" : "prefill";

@@ -52,6 +52,7 @@ ChunkScorer::ChunkScorer(const Model& model, const ScorerOptions& o) {
   limits.max_entries = 1;
   limits.max_logit_rows = step;
   limits.batch_invariant = o.batch_invariant;
+  limits.ablation = o.ablation;
   limits.role = "prefill";
   impl_->executor = (o.executor_factory ? o.executor_factory : make_executor)(model, *impl_->kv,
                                                                               o.config, limits);

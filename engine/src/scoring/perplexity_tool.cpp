@@ -140,6 +140,7 @@ void run_perplexity_tool(const PerplexityToolOptions& o) {
   so.config = configs.plan.prefill;
   so.kv_cache_dtype = o.kv_cache_dtype;
   so.batch_invariant = o.plan.batch_invariant;
+  so.ablation = o.plan.ablation;
   so.executor_factory = o.executor_factory;
   ChunkScorer scorer(*model, so);
   print_run(o, *model, applied, in);

@@ -123,10 +123,14 @@ struct GemmArgs {
   // scalar too). With this flag set, a schedule asking for the BF16-unpacking path is replaced
   // by the integer path's default, so that no M changes the bits.
   bool batch_invariant = false;
+  // No split-k (the paper's "w/o split-k" ablation): a schedule's K-splitting threads go to N
+  // or M instead (without_split_k), whether it came from a tuned table or the cost model; its
+  // micro-kernel and slice stay as chosen. The sums keep their usual kernels.
+  bool no_split_k = false;
 };
 
 // y = x W^T over the team's threads, under `schedule` or the cost model's default. A
-// batch-invariant call runs a given schedule with its split-k threads moved to N.
+// batch-invariant or no_split_k call runs it without split-k (without_split_k).
 void gemm(const PackedWeight& w, const GemmArgs& a, ThreadTeam& team,
           const Schedule* schedule = nullptr);
 

@@ -40,6 +40,12 @@ struct Schedule {
 // Parses Schedule::to_string()'s format; throws std::invalid_argument naming the bad part.
 Schedule parse_schedule(const std::string& text);
 
+// `s` with its split-k threads (tk) given to N instead, or to M where N has too few panels for
+// them and an M of m rows has the tiles: each output element then sums all of its K on one
+// thread. Micro-kernel and slice stay as chosen. What a GEMM runs when it must not split K
+// (GemmArgs::batch_invariant, GemmArgs::no_split_k, the fused SiLU*mul epilogue); n: columns.
+Schedule without_split_k(Schedule s, int64_t m, int64_t n);
+
 struct GemmShape {
   int64_t m, n, k;
   DType weights;

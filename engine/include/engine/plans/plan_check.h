@@ -31,6 +31,9 @@ struct ResolvedPlan {
   // The table came through the plan file: checked strictly. (--schedules FILE alone only warns
   // about what it skips, as the cost model's schedules run in its place.)
   bool table_from_plan = false;
+  // --same-config: decode runs prefill's configuration; a tool that replaces the defaults keeps
+  // them equal.
+  bool same_config = false;
   std::vector<std::string> warnings;  // what of the plan does not fit here (warn mode)
   std::string chosen_by;              // how a tool chose default configurations, for the log
 };

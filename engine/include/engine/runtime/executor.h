@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "common/enum_names.h"
 #include "engine/formats/model.h"
 #include "engine/runtime/batch_entry.h"
 #include "engine/runtime/kv_cache.h"
@@ -49,6 +50,21 @@ class Executor {
   virtual ExecutorHealth health() const { return {}; }
 };
 
+// The paper's ablations of what Sandwich adds to a plain tensor-parallel engine (its Table 1),
+// one switch each; the defaults are Sandwich.
+enum class AllReduceAlgorithm {
+  RankShifted,  // kernels::ShmAllReduce::all_reduce: reduce-scatter with rank-shifted chunks
+  Naive,        // all_reduce_naive: one shared buffer the ranks add into one after another
+};
+inline constexpr EnumName<AllReduceAlgorithm> kAllReduceAlgorithmNames[] = {
+    {AllReduceAlgorithm::RankShifted, "rank-shifted"}, {AllReduceAlgorithm::Naive, "naive"}};
+struct AblationSwitches {
+  AllReduceAlgorithm allreduce = AllReduceAlgorithm::RankShifted;
+  bool no_split_k = false;  // kernels::GemmArgs::no_split_k in every GEMM
+  // "all-reduce naive, no split-k" (the defaults named too), for start-up lines and reports.
+  std::string describe() const;
+};
+
 struct ExecutorLimits {
   int32_t max_tokens = 512;        // tokens of one step
   int32_t max_entries = 64;        // sequences of one step
@@ -62,6 +78,7 @@ struct ExecutorLimits {
   // Sum every reduction in an order independent of the batch, so that a sequence's logits are
   // bitwise the same whatever runs beside it (kernels::GemmArgs::batch_invariant); slower.
   bool batch_invariant = false;
+  AblationSwitches ablation;
   // A step that a rank has not finished by then counts as a hung rank: the group is re-formed.
   double step_timeout_seconds = 300;
   std::string role;  // what the group runs, for the log: "decode" names "the decode rank group"

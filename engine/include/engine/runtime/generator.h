@@ -48,6 +48,7 @@ struct GeneratorOptions {
   // Makes the executors (a pipeline's head: PipelineTool::executor_factory); null =
   // make_executor.
   ExecutorFactory executor_factory;
+  AblationSwitches ablation;  // ExecutorLimits::ablation
 };
 
 class Generator {

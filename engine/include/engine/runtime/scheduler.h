@@ -39,6 +39,7 @@ struct SchedulerOptions {
   std::optional<topotree::ServiceConfig> prefill_config, decode_config;
   // Greedy outputs and logprobs independent of the batch (ExecutorLimits::batch_invariant).
   bool batch_invariant = false;
+  AblationSwitches ablation;  // ExecutorLimits::ablation
   // Automatic prefix caching: full KV blocks are reused by requests whose tokens start the same
   // (prefix_cache.h).
   bool enable_prefix_caching = true;

@@ -37,6 +37,7 @@ struct ScorerOptions {
   topotree::ServiceConfig config;  // runs the chunks (a prefill phase: whole chunks at a time)
   KVCacheDType kv_cache_dtype = kDefaultKVCacheDType;
   bool batch_invariant = false;
+  AblationSwitches ablation;         // ExecutorLimits::ablation
   ExecutorFactory executor_factory;  // null = make_executor
 };
 
