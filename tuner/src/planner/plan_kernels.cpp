@@ -15,14 +15,16 @@ namespace sandwich::tuner {
 namespace {
 
 // The budget's share used by the end of the remeasure stage; the kernel tuner stops earlier, by
-// the time the measure stage took (the remeasure runs the same steps again).
+// the time the measure stage's engine steps took (the remeasure runs them again on the model
+// the measure stage loaded; a resumed run loads it again).
 constexpr double kKernelShare = 0.95;
 
 // The seconds the kernels may use up to, counted as the budget counts (from its start).
 double kernel_deadline(const PlanRun& run) {
   const auto it = run.state.seconds.find("measure");
-  const double remeasure = it == run.state.seconds.end() ? 0 : it->second;
-  return kKernelShare * run.budget.total() - remeasure;
+  const double measure = it == run.state.seconds.end() ? 0 : it->second;
+  const double load = run.evaluator ? run.state.load_seconds : 0;
+  return kKernelShare * run.budget.total() - std::max(0.0, measure - load);
 }
 
 // The candidates whose kernels are tuned: the measured ones, in candidate_order.

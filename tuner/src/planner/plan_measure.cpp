@@ -18,8 +18,8 @@
 namespace sandwich::tuner {
 namespace {
 
-// The measurements' share of the budget: they stop at this fraction of it. The same time again
-// is kept for measuring the tuned candidates after the kernels stage.
+// The measurements' share of the budget: they stop at this fraction of it. The same time again,
+// less the model's loading, is kept for measuring the tuned candidates after the kernels stage.
 constexpr double kMeasureShare = 0.3;
 // Measuring the tuned candidates stops once this much of the budget is used.
 constexpr double kRemeasureShare = 0.98;
@@ -97,18 +97,26 @@ std::vector<std::string> measure_candidates(PlanRun& run, Pass pass, double shar
   for (const CandidateRef& r : candidate_order(st))
     if (wanted(r) && !has_figures(candidate_at(st, r), r.prefill, pass)) order.push_back(r);
   if (order.empty()) return {};
-  RequestTrace trace;
-  trace.requests = st.trace;
-  trace.source = st.trace_source;
-  MeasureOptions mo;
-  mo.max_prefill_requests = st.prefill_samples;
-  // Quantized blocks are what runs, and no dummy weights hold them: the file's own.
-  mo.real_weights = run.model.quantized;
-  run.progress.step(
-      0, 1,
-      "loading " + run.model.config.name +
-          (run.model.quantized ? " (" + run.model.storage_name + ")" : " (dummy weights)"));
-  MeasuredEvaluator ev(run.request.load.model, trace, run.workload, mo);
+  if (!run.evaluator) {
+    RequestTrace trace;
+    trace.requests = st.trace;
+    trace.source = st.trace_source;
+    MeasureOptions mo;
+    mo.max_prefill_requests = st.prefill_samples;
+    // Quantized blocks are what runs, and no dummy weights hold them: the file's own.
+    mo.real_weights = run.model.quantized;
+    run.progress.step(
+        0, 1,
+        "loading " + run.model.config.name +
+            (run.model.quantized ? " (" + run.model.storage_name + ")" : " (dummy weights)"));
+    const auto t0 = std::chrono::steady_clock::now();
+    run.evaluator =
+        std::make_shared<MeasuredEvaluator>(run.request.load.model, trace, run.workload, mo);
+    if (pass == Pass::CostModel)
+      st.load_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  MeasuredEvaluator& ev = *run.evaluator;
   run.check_stop();
   std::vector<std::string> skipped;
   int n = 0;
@@ -209,6 +217,7 @@ void plan_remeasure(PlanRun& run) {
         joined(skipped));
   add_seconds(st, "remeasure", t0);
   st.done.push_back("remeasure");
+  run.evaluator.reset();  // the model's memory, no longer needed
   int n = 0;
   for (const CandidateRef& r : candidate_order(st)) n += candidate_at(st, r).tuned_ms ? 1 : 0;
   run.progress.done(std::to_string(n) + (n == 1 ? " candidate" : " candidates") +

@@ -56,6 +56,7 @@ json PlanState::to_json() const {
           {"options", options},
           {"done", done},
           {"seconds", seconds},
+          {"load_seconds", load_seconds},
           {"prefill", p},
           {"decode", d},
           {"trace", t},
@@ -77,6 +78,7 @@ PlanState PlanState::from_json(const json& j) {
   s.options = j.at("options");
   s.done = j.at("done").get<std::vector<std::string>>();
   s.seconds = j.at("seconds").get<std::map<std::string, double>>();
+  s.load_seconds = j.at("load_seconds").get<double>();
   for (const auto& c : j.at("prefill")) s.prefill.push_back(PlanCandidate::from_json(c));
   for (const auto& c : j.at("decode")) s.decode.push_back(PlanCandidate::from_json(c));
   for (const auto& r : j.at("trace")) s.trace.push_back({r.at(0).get<int>(), r.at(1).get<int>()});

@@ -9,6 +9,7 @@
 // PlanInterrupted after saving what it measured (run_plan saves the state and says so).
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -67,6 +68,8 @@ PlanSetup prepare_plan(const PlanRequest& request);
 
 struct PlanInterrupted {};
 
+class MeasuredEvaluator;
+
 struct PlanRun : PlanSetup {
   // Reads the search's inputs (machine parameters, trace) unless the state is past the search,
   // so that bad input is refused before any stage starts. `stop` is polled between
@@ -80,6 +83,9 @@ struct PlanRun : PlanSetup {
   std::vector<std::string> notes;
   std::optional<MachineParams> search_params;
   std::optional<RequestTrace> search_trace;
+  // The model the measure stage loaded, kept for the remeasure (loading a dummy 1.3B model takes
+  // as long as measuring a candidate).
+  std::shared_ptr<MeasuredEvaluator> evaluator;
 
   void save() const;        // the state beside the plan (a dry run writes nothing)
   void check_stop() const;  // throws PlanInterrupted once `stop` says so

@@ -42,6 +42,7 @@ struct PlanState {
   nlohmann::json options;         // resume_options_json of the run that made it
   std::vector<std::string> done;  // finished stages
   std::map<std::string, double> seconds;
+  double load_seconds = 0;  // of the measure stage's, loading the model
   std::vector<PlanCandidate> prefill, decode;
   std::vector<LengthPair> trace;
   std::string trace_source, params_source;
