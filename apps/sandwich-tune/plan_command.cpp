@@ -12,10 +12,12 @@ int cmd_plan(int argc, char** argv, int first) {
   PlanRequest a;
   ArgParser p("sandwich-tune plan",
               "From a model and this machine to a plan file: search the service configurations "
-              "with the simulator, measure the best of each phase with engine steps, choose the "
-              "pair with the best estimated goodput at an SLO, tune the kernels of the pair, and "
-              "write the plan (serve it with sandwichd --plan FILE). Progress goes to stderr: a "
-              "live line on a terminal, else a line per stage (and one a minute).");
+              "with the simulator, measure the best of each phase with engine steps, tune the "
+              "kernels of every one measured (equal per-rank shapes once), measure them again "
+              "with their tuned kernels, choose the pair with the best estimated goodput at an "
+              "SLO (the pair the cost model's schedules would have chosen is reported beside "
+              "it), and write the plan (serve it with sandwichd --plan FILE). Progress goes to "
+              "stderr: a live line on a terminal, else a line per stage (and one a minute).");
   engine::add_model_options(p, a.load);
   p.add("--trace", &a.trace,
         "request lengths: sharegpt (default), lmsys (a model of LMSYS-Chat-1M's) or a CSV file",
@@ -32,10 +34,11 @@ int cmd_plan(int argc, char** argv, int first) {
         "PRESET");
   p.add("--slo-scale", &a.slo_scale,
         "multiply the SLO's limits (the presets are the paper's, for larger machines; default 1)");
-  p.add("--top-k", &a.top_k, "candidates of each phase measured (default 4)", "K");
+  p.add("--top-k", &a.top_k,
+        "candidates of each phase measured and tuned before the choice (default 4)", "K");
   p.add("--budget", &a.budget_text,
         "wall time for the whole run, e.g. 30m (default), 900s, 1h; shorter budgets measure "
-        "less and tune fewer M",
+        "less, tune fewer M and leave the worst candidates untuned",
         "T");
   p.add("-o,--output", &a.out, "the plan to write; its kernel table goes beside it", "FILE");
   p.add_flag("--resume", &a.resume, "continue an interrupted run (its state is in FILE.state)");

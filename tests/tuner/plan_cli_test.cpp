@@ -2,8 +2,10 @@
 // simulator-only dry run on shipped machines, Ctrl-C and --resume, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +47,14 @@ void expect_complete_plan(const std::filesystem::path& file) {
   const auto details = nlohmann::json::parse(plan.details_json);
   EXPECT_GE(details["candidates"]["prefill"].size(), 1u);
   EXPECT_TRUE(details["stage_seconds"].contains("kernels")) << details.dump();
+  EXPECT_TRUE(details["stage_seconds"].contains("remeasure")) << details.dump();
+  // Both choices, and what the kernels stage made of every measured candidate.
+  EXPECT_TRUE(details["choice_changed"].is_boolean()) << details.dump();
+  EXPECT_TRUE(details["cost_model_choice"].contains("prefill")) << details.dump();
+  EXPECT_GE(details["kernels"]["keys_asked"].get<int>(),
+            details["kernels"]["keys_distinct"].get<int>());
+  for (const auto& c : details["candidates"]["prefill"])
+    if (c.contains("measured_ms")) EXPECT_TRUE(c.contains("kernels")) << c.dump();
   EXPECT_EQ(details["slo"]["name"], "batched-1.3b");
   ASSERT_TRUE(plan.schedules);
   EXPECT_EQ(plan.schedules->filename(), file.stem().string() + ".schedules.json");
@@ -75,11 +85,11 @@ TEST(PlanCli, AMiniaturePipelineWritesAPlanThatLoads) {
       tune("plan --model " + stories() + " --budget 8s --top-k 2 --max-m 4 --min-seconds 0 -o " +
            file.string());
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* s :
-       {"prefill ", "decode ", "goodput ", "objective ", "stages ", "budget ", "sandwichd --model"})
+  for (const char* s : {"prefill ", "decode ", "goodput ", "objective ", "choice ", "tuning ",
+                        "kernels ", "stages ", "budget ", "sandwichd --model"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
-  for (const char* s :
-       {"[1/5 search]", "[2/5 measure]", "[3/5 choose]", "[4/5 kernels]", "[5/5 write] done"})
+  for (const char* s : {"[1/6 search]", "[2/6 measure]", "[3/6 kernels]", "[4/6 remeasure]",
+                        "[5/6 choose]", "[6/6 write] done"})
     EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
   expect_complete_plan(file);
 }
@@ -91,20 +101,43 @@ TEST(PlanCli, ResumesAfterAnInterrupt) {
   const std::string args = "plan --model " + stories() +
                            " --top-k 2 --max-m 64 --min-seconds 0.001 --no-attention -o " +
                            file.string();
+  // Four seconds: into the kernels stage, past its first GEMM (about 1 s before it starts).
   const CommandResult cut =
-      test::run_command("timeout --preserve-status -s INT 2 " +
+      test::run_command("timeout --preserve-status -s INT 4 " +
                         (test::bin_dir() / "sandwich-tune").string() + " " + args);
   if (cut.code == 0) GTEST_SKIP() << "the plan was made before the interrupt: " << cut.err;
   ASSERT_EQ(cut.code, 130) << cut.err;
   EXPECT_NE(cut.err.find("--resume"), std::string::npos) << cut.err;
   ASSERT_TRUE(std::filesystem::exists(file.string() + ".state"));
+  // The schedules tuned before the interrupt, if it came in the kernels stage.
+  const auto table_file = dir / "p.schedules.json";
+  std::vector<engine::TunedGemm> before;
+  if (std::filesystem::exists(table_file)) before = engine::read_schedule_table(table_file).gemms;
   expect_tune_error(tune(args + " --top-k 3 --resume"), "other options");
   // The finished stages are not run again; a budget (which may change) ends the kernel tuning.
   const CommandResult resumed = tune(args + " --resume --budget 8s");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
-  EXPECT_EQ(resumed.err.find("[1/5 search]"), std::string::npos) << resumed.err;
-  EXPECT_NE(resumed.err.find("[4/5 kernels]"), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.err.find("[1/6 search]"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("[3/6 kernels]"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("[4/6 remeasure]"), std::string::npos) << resumed.err;
   expect_complete_plan(file);
+  // What was tuned before is kept as it was (its measured GFLOPS too), not tuned again.
+  const engine::ScheduleTable after = engine::read_schedule_table(table_file);
+  for (const engine::TunedGemm& g : before) {
+    const auto same_key = [&](const engine::TunedGemm& x) {
+      return x.n == g.n && x.k == g.k && x.dtype == g.dtype && x.threads == g.threads &&
+             x.pair == g.pair;
+    };
+    const auto it = std::find_if(after.gemms.begin(), after.gemms.end(), same_key);
+    ASSERT_NE(it, after.gemms.end()) << g.n << "x" << g.k;
+    for (const engine::TunedGemmRange& r : g.ranges) {
+      const auto kept = std::find_if(it->ranges.begin(), it->ranges.end(), [&](const auto& x) {
+        return x.m_lo == r.m_lo && x.m_hi >= r.m_hi && x.schedule == r.schedule &&
+               x.gflops == r.gflops;
+      });
+      EXPECT_NE(kept, it->ranges.end()) << g.n << "x" << g.k << " M " << r.m_lo << ".." << r.m_hi;
+    }
+  }
   expect_tune_error(tune(args + " --resume"), "does not exist");
 }
 

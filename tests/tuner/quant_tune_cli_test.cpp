@@ -83,7 +83,7 @@ TEST(QuantTuneCli, APlanOfAQuantizedFileRunsOnItAndIsRefusedForAnotherPreset) {
                                file.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("model      tiny-quant (q4_k_m, "), std::string::npos) << r.out;
-  for (const char* s : {"[2/5 measure]", "[4/5 kernels]", "[5/5 write] done"})
+  for (const char* s : {"[2/6 measure]", "[3/6 kernels]", "[4/6 remeasure]", "[6/6 write] done"})
     EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
   const engine::Plan plan = engine::load_plan(file);
   ASSERT_TRUE(plan.model);

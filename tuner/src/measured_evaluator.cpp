@@ -53,7 +53,8 @@ MeasuredEvaluator::MeasuredEvaluator(const std::string& model, RequestTrace trac
     lo.load_format = engine::LoadFormat::Auto;
   } else {
     lo.load_format = engine::LoadFormat::Dummy;
-    lo.dtype = workload_.weight_bytes == 4 ? engine::WeightDType::F32 : engine::WeightDType::BF16;
+    // A loaded F32 model's packed bytes per weight run a little over 4 (padded panels).
+    lo.dtype = workload_.weight_bytes >= 4 ? engine::WeightDType::F32 : engine::WeightDType::BF16;
   }
   lo.require_tokenizer = false;
   model_ = engine::load_model(lo);

@@ -18,7 +18,8 @@ void PlanProgress::stage(int index, const std::string& name, const std::string& 
   name_ = name;
   stage_start_ = Clock::now();
   last_plain_ = stage_start_;
-  if (!quiet_) std::cerr << "[" << index << "/5 " << name << "] " << what << "\n";
+  if (!quiet_)
+    std::cerr << "[" << index << "/" << kPlanStages << " " << name << "] " << what << "\n";
 }
 
 void PlanProgress::step(int n, int total, const std::string& what, double remaining) {
@@ -27,8 +28,8 @@ void PlanProgress::step(int n, int total, const std::string& what, double remain
   const double elapsed = std::chrono::duration<double>(now - stage_start_).count();
   if (remaining < 0 && n > 0) remaining = elapsed / n * (total - n);
   std::ostringstream os;
-  os << "[" << index_ << "/5 " << name_ << "] step " << n << " of " << total << ": " << what
-     << "  elapsed " << clock_text(elapsed) << "  remaining ~"
+  os << "[" << index_ << "/" << kPlanStages << " " << name_ << "] step " << n << " of " << total
+     << ": " << what << "  elapsed " << clock_text(elapsed) << "  remaining ~"
      << (remaining >= 0 ? clock_text(remaining) : std::string("?"));
   if (tty_) {
     std::cerr << "\r\033[K" << os.str() << std::flush;
@@ -42,7 +43,7 @@ void PlanProgress::step(int n, int total, const std::string& what, double remain
 void PlanProgress::done(const std::string& what) {
   end_line();
   if (!quiet_)
-    std::cerr << "[" << index_ << "/5 " << name_ << "] done in " << std::fixed
+    std::cerr << "[" << index_ << "/" << kPlanStages << " " << name_ << "] done in " << std::fixed
               << std::setprecision(1) << seconds() << " s" << (what.empty() ? "" : ": ") << what
               << "\n";
 }

@@ -18,6 +18,9 @@ json PlanCandidate::to_json() const {
   if (simulated_decode_1_ms > 0) j["simulated_decode_1_ms"] = simulated_decode_1_ms;
   if (measured_ms) j["measured_ms"] = *measured_ms;
   if (measured_decode_1_ms) j["measured_decode_1_ms"] = *measured_decode_1_ms;
+  if (!kernels.empty()) j["kernels"] = kernels;
+  if (tuned_ms) j["tuned_ms"] = *tuned_ms;
+  if (tuned_decode_1_ms) j["tuned_decode_1_ms"] = *tuned_decode_1_ms;
   return j;
 }
 
@@ -28,6 +31,9 @@ PlanCandidate PlanCandidate::from_json(const json& j) {
   if (j.contains("measured_ms")) c.measured_ms = j["measured_ms"].get<double>();
   if (j.contains("measured_decode_1_ms"))
     c.measured_decode_1_ms = j["measured_decode_1_ms"].get<double>();
+  c.kernels = j.value("kernels", "");
+  if (j.contains("tuned_ms")) c.tuned_ms = j["tuned_ms"].get<double>();
+  if (j.contains("tuned_decode_1_ms")) c.tuned_decode_1_ms = j["tuned_decode_1_ms"].get<double>();
   return c;
 }
 
@@ -50,6 +56,7 @@ json PlanState::to_json() const {
           {"options", options},
           {"done", done},
           {"seconds", seconds},
+          {"load_seconds", load_seconds},
           {"prefill", p},
           {"decode", d},
           {"trace", t},
@@ -58,6 +65,8 @@ json PlanState::to_json() const {
           {"prefill_samples", prefill_samples},
           {"cuts", cuts},
           {"choice", choice},
+          {"cost_model_choice", cost_model_choice},
+          {"kernel_report", kernel_report},
           {"kernels_started", kernels_started},
           {"kernel_cap", kernel_cap}};
 }
@@ -69,6 +78,7 @@ PlanState PlanState::from_json(const json& j) {
   s.options = j.at("options");
   s.done = j.at("done").get<std::vector<std::string>>();
   s.seconds = j.at("seconds").get<std::map<std::string, double>>();
+  s.load_seconds = j.at("load_seconds").get<double>();
   for (const auto& c : j.at("prefill")) s.prefill.push_back(PlanCandidate::from_json(c));
   for (const auto& c : j.at("decode")) s.decode.push_back(PlanCandidate::from_json(c));
   for (const auto& r : j.at("trace")) s.trace.push_back({r.at(0).get<int>(), r.at(1).get<int>()});
@@ -77,6 +87,8 @@ PlanState PlanState::from_json(const json& j) {
   s.prefill_samples = j.at("prefill_samples").get<int>();
   s.cuts = j.at("cuts").get<std::vector<std::string>>();
   s.choice = j.at("choice");
+  s.cost_model_choice = j.at("cost_model_choice");
+  s.kernel_report = j.at("kernel_report");
   s.kernels_started = j.at("kernels_started").get<bool>();
   s.kernel_cap = j.at("kernel_cap").get<int64_t>();
   return s;

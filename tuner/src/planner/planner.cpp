@@ -27,8 +27,9 @@ int run_plan(const PlanRequest& request) {
       return 0;
     }
     plan_measure(run);
-    plan_choose(run);
     plan_kernels(run);
+    plan_remeasure(run);
+    plan_choose(run);
     const engine::Plan plan = plan_write(run);
     std::cout << plan_summary(run, plan);
     if (run.machine.cluster) std::cout << pipeline_report(run);

@@ -7,6 +7,9 @@
 
 namespace sandwich::tuner {
 
+// search, measure, kernels, remeasure, choose, write.
+constexpr int kPlanStages = 6;
+
 class PlanProgress {
  public:
   explicit PlanProgress(bool quiet);

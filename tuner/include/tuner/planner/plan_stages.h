@@ -1,12 +1,15 @@
 #pragma once
 // The stages of `sandwich-tune plan`, a function each, over the run they share: prepare_plan
 // checks the request and loads the machine, the model and an interrupted run's state; then
-// search (the simulator's best configurations), measure (their engine steps), choose (the pair
-// with the best goodput at the SLO), kernels (the pair's schedule table) and write (the plan).
+// search (the simulator's best configurations), measure (their engine steps with the cost
+// model's schedules), kernels (one schedule table for every measured candidate), remeasure (the
+// tuned candidates' engine steps with their tuned kernels), choose (the pair with the best
+// goodput at the SLO, by the tuned figures; the cost model's choice kept beside it) and write.
 // A stage that a resumed state records as done is skipped; one stopped by Ctrl-C throws
 // PlanInterrupted after saving what it measured (run_plan saves the state and says so).
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -65,6 +68,8 @@ PlanSetup prepare_plan(const PlanRequest& request);
 
 struct PlanInterrupted {};
 
+class MeasuredEvaluator;
+
 struct PlanRun : PlanSetup {
   // Reads the search's inputs (machine parameters, trace) unless the state is past the search,
   // so that bad input is refused before any stage starts. `stop` is polled between
@@ -81,6 +86,9 @@ struct PlanRun : PlanSetup {
   std::vector<std::string> search_notes;
   std::optional<MachineParams> search_params;
   std::optional<RequestTrace> search_trace;
+  // The model the measure stage loaded, kept for the remeasure (loading a dummy 1.3B model takes
+  // as long as measuring a candidate).
+  std::shared_ptr<MeasuredEvaluator> evaluator;
 
   void save() const;        // the state beside the plan (a dry run writes nothing)
   void check_stop() const;  // throws PlanInterrupted once `stop` says so
@@ -93,13 +101,21 @@ std::string dry_run_report(const PlanRun& run);
 // For a cluster (machine.cluster): every pipeline depth P = 1..nodes under the search's
 // candidates, its layer split, memory per node and predicted figures, and the P it would choose.
 std::string pipeline_report(const PlanRun& run);
-// 2. Engine steps of the candidates, cut to fit the measurements' share of the budget.
+// 2. Engine steps of the candidates with the cost model's schedules, cut to fit the
+// measurements' share of the budget.
 void plan_measure(PlanRun& run);
-// 3. The measured pair with the highest estimated goodput at the SLO.
-void plan_choose(PlanRun& run);
-// 4. The chosen pair's GEMM schedules (and attention blocks) into the table beside the plan.
+// 3. The GEMM schedules (and attention blocks) of every measured candidate into the one table
+// beside the plan, best simulated first; a key of equal per-rank shapes and threads is tuned
+// once. Stops early enough to leave the remeasure the time the measure stage took; records each
+// candidate as tuned, partly tuned or untuned.
 void plan_kernels(PlanRun& run);
-// 5. Writes the plan and removes the state; returns the plan written.
+// 4. Engine steps of the (partly) tuned candidates again, with the table installed.
+void plan_remeasure(PlanRun& run);
+// 5. The measured pair with the highest estimated goodput at the SLO, by the tuned figures
+// (the cost model's where a candidate was not measured again); the pair the cost model's
+// figures choose is kept beside it.
+void plan_choose(PlanRun& run);
+// 6. Writes the plan and removes the state; returns the plan written.
 engine::Plan plan_write(PlanRun& run);
 // What the run printed at the end: the plan, its figures, the budget and how to serve it.
 std::string plan_summary(const PlanRun& run, const engine::Plan& plan);
