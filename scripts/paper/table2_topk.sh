@@ -9,7 +9,7 @@
 # DIR/topk-K.json (the plan; its "details" hold every figure), topk-K.schedules.json, topk-K.txt
 # (the plan's summary and progress) and bench-K.json (bench-none.json, bench-none2.json: no plan).
 # --quick: two requests of a short trace (20-48-token prompts), decode batch 2, kernels tuned for
-# M <= 2, budgets 60/90/120 s; about 3 minutes on an idle 2-core machine. The full run: the
+# M <= 2, budgets 40/60/80 s; about 3 minutes on an idle 2-core machine. The full run: the
 # ShareGPT trace, decode batch 16, budgets 4/6/10 minutes; about 25 minutes. A loaded machine
 # makes the budgets cut more (each plan's "budget cut:" lines say what), and its figures noise.
 # --table-only writes the table again from an earlier run's DIR.
@@ -48,7 +48,7 @@ if [ "$quick" = 1 ]; then
     >"$trace"
   plan_args=(--trace "$trace" --trace-samples 2 --decode-batch 2 --max-num-seqs 4
              --prefill-chunk 64 --max-m 2)
-  budgets=(60s 90s 120s)
+  budgets=(40s 60s 80s)
   bench_args=(-p 32 -n 8 -r 2)
 else
   plan_args=()
