@@ -91,6 +91,11 @@ std::string percentile_slo_text(const Summary& s) {
   return o.str();
 }
 
+// A P90 over no completed request is no figure at all (the JSON says null).
+std::string p90_text(const Distribution& d) {
+  return d.count == 0 ? std::string("n/a") : fmt(d.p90, 1);
+}
+
 std::string ms_or_never(double ms) {
   return std::isinf(ms) ? std::string("inf (failures)") : fmt(ms);
 }
@@ -342,8 +347,8 @@ std::string markdown_report(const ServeReport& r) {
       for (const RunReport* run : runs_by_rate(r, e.label)) {
         const Summary& s = run->summary;
         m << "| " << e.label << " | " << rate_label(run->rate) << " | " << s.completed << " / "
-          << s.requests << " | " << fmt(s.ttft_ms.p90, 1) << " | " << fmt(s.tpot_ms.p90, 1) << " | "
-          << fmt(s.e2el_ms.p90, 1) << " |\n";
+          << s.requests << " | " << p90_text(s.ttft_ms) << " | " << p90_text(s.tpot_ms) << " | "
+          << p90_text(s.e2el_ms) << " |\n";
       }
   }
 

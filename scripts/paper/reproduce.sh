@@ -61,7 +61,7 @@ cores=$(nproc)
 
 # The sizes of a run: --quick keeps every step to a minute or two on 2 cores.
 if [ $quick -eq 1 ]; then
-  small=llama-160m big=llama-160m reps=1 single_prompts=10 batched_prompts=16 rate_mults="1,3,9"
+  small=llama-160m big=llama-160m reps=1 single_prompts=10 batched_prompts=16 rate_mults="1,3,9,27"
   max_len=256 sweep=(--sweep-quick) table_args=(--quick) kernels_max_m=4
 else
   small=llama-160m big=llama-1.3b reps=3 single_prompts=90 batched_prompts=200
@@ -73,6 +73,11 @@ export bin out cores reference ref_file small big reps kernels_max_m quick token
   llama_server single_prompts batched_prompts rate_mults max_len
 
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+skip() {  # skip NAME WHY: a step this build cannot run, recorded for the report
+  want "$1" || return 0
+  echo "reproduce: [$1] skipped: $2" >&2
+  printf '%s\tskipped: %s\t0\t-\n' "$1" "$2" >>"$steps_file"
+}
 
 failed=0
 # step NAME TIMEOUT_S CMD...: runs CMD with its output in $out/NAME/log.txt, timed.
@@ -83,14 +88,19 @@ step() {
   echo "reproduce: [$name] $*" >&2
   local t0 rc
   t0=$(date +%s.%N)
-  # timeout signals its whole process group, so servers a step started go with it.
+  # timeout signals its whole process group, so servers a step started go with it; it runs in
+  # a group of its own, so Ctrl-C reaches it through the trap.
+  local cmd=("$@")
   if [ "$(type -t "$1")" = function ]; then
     export -f "$1"
-    timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >"$out/$name/log.txt" 2>&1
-  else
-    timeout --kill-after=10 "$limit" "$@" >"$out/$name/log.txt" 2>&1
+    cmd=(bash -c '"$@"' "$name" "$@")
   fi
+  timeout --kill-after=10 "$limit" "${cmd[@]}" >"$out/$name/log.txt" 2>&1 &
+  local tpid=$!
+  trap 'kill -TERM "$tpid" 2>/dev/null; wait "$tpid"; echo "reproduce: interrupted" >&2; exit 130' INT TERM
+  wait "$tpid"
   rc=$?
+  trap - INT TERM
   local secs
   secs=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)")
   local status=ok
@@ -105,10 +115,12 @@ step() {
 machine() {
   "$bin/sandwich-tune" calibrate --recalibrate --json >"$out/machine/calibration.json" &&
     "$bin/sandwich-tune" topology --topology "$reference" >"$out/machine/reference.txt" &&
-    { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; nproc;
-      grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
-        grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16|amx_tile)$' | tr '\n' ' '; echo; } \
-      >"$out/machine/cpu.txt"
+    { name=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+      echo "${name:-$(uname -m)}"; nproc
+      flags=$(grep -m1 -E '^(flags|Features)' /proc/cpuinfo | cut -d: -f2- | tr ' ' '\n' |
+        grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16|amx_tile|asimd|asimddp|bf16|i8mm|sve)$' |
+        tr '\n' ' ')
+      echo "${flags:-unknown}"; } >"$out/machine/cpu.txt"
 }
 step machine 300 machine
 
@@ -119,7 +131,9 @@ step fig1 600 "$bin/sandwich-bench" engine --model "$small" --load-format dummy 
   -r "$([ $quick -eq 1 ] && echo 2 || echo 3)" --json "$out/fig1/engine.json"
 
 # --- Figure 2: GFLOPS of every block x thread scheme of the paper's two GEMM shapes ---------
-if [ -x "$bin/bench_kernels" ]; then
+if [ ! -x "$bin/bench_kernels" ]; then
+  skip fig2 "no bench_kernels (built only where Google Benchmark is found)"
+else
   step fig2 900 "$bin/bench_kernels" --sweep "${sweep[@]}" --sweep-out "$out/fig2"
 fi
 
@@ -154,8 +168,11 @@ fig8() {
 step fig8 1200 fig8
 
 # --- GEMM kernels against the vendor libraries (oneDNN, OpenBLAS) on the paper's shapes ------
-if [ -x "$bin/bench_kernels" ]; then
-  filter='(gemm/.*/M:(128/N:1152/K:2304|512/N:768/K:1024|1/N:4096/K:4096|16/N:4096/K:4096)/threads:'"$cores"'/)|peak|dram_read/before_N:4096_K:4096'
+if [ ! -x "$bin/bench_kernels" ]; then
+  skip kernels "no bench_kernels (built only where Google Benchmark is found)"
+else
+  # bench_kernels registers 1 and 2 threads.
+  filter='(gemm/.*/M:(128/N:1152/K:2304|512/N:768/K:1024|1/N:4096/K:4096|16/N:4096/K:4096)/threads:'"$((cores < 2 ? cores : 2))"'/)|peak|dram_read/before_N:4096_K:4096'
   step kernels 900 "$bin/bench_kernels" --benchmark_filter="$filter" --benchmark_min_time=0.1 \
     --benchmark_format=json --benchmark_out="$out/kernels/bench.json"
 fi
@@ -178,39 +195,40 @@ stop_llama() {
   fi
   llama_pid=""
 }
-trap stop_llama EXIT INT TERM
 
 start_llama() {  # start_llama GGUF LOG PARALLEL: llama-server on $port+1, waits for /health
   [ -n "$llama_server" ] || return 0
-  "$llama_server" -m "$1" --host 127.0.0.1 --port $((port + 1)) -t "$cores" -c 8192 \
+  "$llama_server" -m "$1" --host 127.0.0.1 --port $((port + 1)) -t "$cores" \
+    -c $((max_len * $3)) \
     --parallel "$3" >"$2" 2>&1 &
   llama_pid=$!
   for _ in $(seq 1 600); do
     if curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/health" 2>/dev/null |
       grep -q 200; then return 0; fi
-    kill -0 "$llama_pid" 2>/dev/null || { echo "llama-server exited (see $2)"; return 1; }
+    kill -0 "$llama_pid" 2>/dev/null || { echo "llama-server exited (see $2)"; llama_pid=""; return 1; }
     sleep 0.5
   done
-  echo "llama-server not healthy after 300 s"; return 1
+  echo "llama-server not healthy after 300 s"; stop_llama; return 1
 }
 
 # The paper's SLO values were set for a larger machine: TTFT is scaled by the compute and TPOT
 # by the memory bandwidth of the reference machine over this one's measured figures.
 slo_targets() {  # slo_targets PRESET: prints "TTFT_MS TPOT_MS TTFT_SCALE TPOT_SCALE"
   python3 - "$out/machine/calibration.json" "$ref_file" "$out/machine/reference.txt" \
-    "configs/slo/$1.json" "$cores" <<'EOF'
+    "configs/slo/$1.json" "$cores" "$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)" <<'EOF'
 import json, re, sys
 cal = json.load(open(sys.argv[1]))["params"]
 ref = json.load(open(sys.argv[2]))["params"]
 text = open(sys.argv[3]).read()
 slo = json.load(open(sys.argv[4]))
 cores = int(sys.argv[5])
+local_numa = max(1, int(sys.argv[6]))
 numa = int(re.search(r"PUs\s+\d+ in (\d+) NUMA", text).group(1))
 # The level table's row naming Core gives the machine's core count (its "nodes" column).
 ref_cores = next(int(line.split()[-3]) for line in text.splitlines()
                  if re.match(r"\d+\s", line) and "Core" in line)
 ttft_scale = ref_cores * ref["core_gflops"] / (cores * cal["core_gflops"])
-tpot_scale = numa * ref["numa_bw_gbs"] / cal["numa_bw_gbs"]
+tpot_scale = numa * ref["numa_bw_gbs"] / (local_numa * cal["numa_bw_gbs"])
 print(f'{slo["ttft_ms"] * ttft_scale:.0f} {slo["tpot_ms"] * tpot_scale:.0f} '
       f'{ttft_scale:.2f} {tpot_scale:.2f}')
 EOF
@@ -220,6 +238,7 @@ export -f model_file stop_llama start_llama slo_targets
 
 serve() {  # serve NAME PRESET SLO_PRESET MODE
   local name=$1 preset=$2 slo=$3 mode=$4 gguf targets ttft tpot
+  trap stop_llama EXIT  # this step's shell started it
   gguf=$(model_file "$preset") || return 1
   read -r ttft tpot ttft_scale tpot_scale < <(slo_targets "$slo") || return 1
   echo "$slo $ttft $tpot $ttft_scale $tpot_scale $reference" >"$out/$name/slo.txt"
@@ -245,7 +264,8 @@ EOF
 )
     local rates
     rates=$(python3 -c "import sys; b=float(sys.argv[1]); print(','.join(f'{b*float(m):.3g}' for m in sys.argv[2].split(',')))" "$base" "$rate_mults")
-    extra=(--request-rates "$rates" --num-prompts "$batched_prompts" --max-concurrency 64)
+    extra=(--request-rates "$rates" --num-prompts "$batched_prompts" --max-concurrency 64
+      --slo-scales 0.01,0.02,0.05,0.1,0.2,0.35,0.5,0.75,1)
     start_llama "$gguf" "$out/$name/llama-server.log" 8 || return 1
   fi
   [ -n "$llama_server" ] && endpoints=(--endpoint "llama.cpp=http://127.0.0.1:$((port + 1))")
@@ -257,13 +277,14 @@ EOF
   stop_llama
   return $rc
 }
-step serve-single 1800 serve serve-single "$([ $quick -eq 1 ] && echo "$small" || echo "$big")" \
-  "$([ $quick -eq 1 ] && echo batched-160m || echo single-1.3b)" single
+# The batched rates are multiples of this run's throughput, so both serve the same model (a
+# single-sequence run of llama-1.3b takes hours on 2 cores: the SLO is the 160M one, scaled).
+step serve-single 3600 serve serve-single "$small" batched-160m single
 step serve-batched 3600 serve serve-batched "$small" batched-160m batched
 
 # --- Table 1: ablation; Table 2: kernels tuned for the top-k before the choice ---------------
-step table1 1800 scripts/paper/table1_ablation.sh "${table_args[@]}" -o "$out/table1"
-step table2 3600 scripts/paper/table2_topk.sh "${table_args[@]}" -o "$out/table2"
+step table1 1800 scripts/paper/table1_ablation.sh "${table_args[@]}" --bin "$bin" -o "$out/table1"
+step table2 3600 scripts/paper/table2_topk.sh "${table_args[@]}" --bin "$bin" -o "$out/table2"
 
 # --- Table 3: the settings of this run (models, SLOs, machine) are written by the report -----
 # --- Table 4: TopoTree search statistics and times on the paper's machines -------------------

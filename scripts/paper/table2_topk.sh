@@ -96,6 +96,10 @@ def pair(d, choice):
 
 import os
 bases = [rates(n) for n in ("none", "none2") if os.path.exists(f"{out}/bench-{n}.json")]
+missing = [f for f in ["bench-none.json"] + [f"topk-{k}.json" for k in (1, 2, 4)]
+           + [f"bench-{k}.json" for k in (1, 2, 4)] if not os.path.exists(f"{out}/{f}")]
+if missing:
+    sys.exit(f"table2_topk: {out} lacks {', '.join(missing)} (run the script without --table-only)")
 base_pp = sum(b[0] for b in bases) / len(bases)
 base_tg = sum(b[1] for b in bases) / len(bases)
 rows, changed = [], 0

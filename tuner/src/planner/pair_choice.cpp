@@ -87,6 +87,11 @@ std::string objective_text(const SloPreset& slo) {
   return os.str();
 }
 
+std::string pair_text(const PlanState& st, const nlohmann::json& choice) {
+  return "prefill " + short_config(st.prefill.at(choice.at("prefill").get<size_t>()).config) +
+         ", decode " + short_config(st.decode.at(choice.at("decode").get<size_t>()).config);
+}
+
 std::string ms_text(double ms) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(ms < 1 ? 3 : (ms < 100 ? 2 : 1)) << ms;

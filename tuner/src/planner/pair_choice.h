@@ -45,6 +45,9 @@ std::string objective_text(const SloPreset& slo);
 
 // Figures and words as the plan's messages print them.
 std::string ms_text(double ms);
+// "prefill 1x2 [0-1], decode 2x1 [0] [1]": a choice ({"prefill": i, "decode": j}) of the state's
+// candidates.
+std::string pair_text(const PlanState& st, const nlohmann::json& choice);
 std::string rate_text(double r);
 // `s` as a shell reads it back: bare when safe, else in single quotes.
 std::string shell_quote(const std::string& s);

@@ -27,11 +27,6 @@ nlohmann::json choice_json(const PairChoice& ch, nlohmann::json pairs) {
           {"pairs", std::move(pairs)}};
 }
 
-std::string pair_text(const PlanState& st, const nlohmann::json& choice) {
-  return "prefill " + short_config(st.prefill.at(choice.at("prefill").get<size_t>()).config) +
-         ", decode " + short_config(st.decode.at(choice.at("decode").get<size_t>()).config);
-}
-
 }  // namespace
 
 void plan_choose(PlanRun& run) {

@@ -56,11 +56,6 @@ std::string tuned_words(const PlanCandidate& c) {
   return c.tuned_ms ? " with tuned kernels" : " with the cost model's schedules";
 }
 
-std::string pair_text(const PlanState& st, const json& choice) {
-  return "prefill " + short_config(st.prefill.at(choice.at("prefill").get<size_t>()).config) +
-         ", decode " + short_config(st.decode.at(choice.at("decode").get<size_t>()).config);
-}
-
 // "2343.7 -> 2201.4 ms (-6.1%)", or the cost model's figure alone when not measured again.
 std::string before_after(const std::optional<double>& before, const std::optional<double>& after) {
   if (!before) return "not measured";
