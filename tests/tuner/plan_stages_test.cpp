@@ -23,7 +23,10 @@ PlanRequest dry_run(const std::string& topology) {
 TEST(PlanStages, SearchOfADryRunRanksCandidatesOfEachPhase) {
   PlanRun run(prepare_plan(dry_run("kunpeng920-4s")), {});
   EXPECT_FALSE(run.machine.local);
-  EXPECT_EQ(run.decode_batch, 16);
+  EXPECT_EQ(run.decode_batch, 1);  // llama3-8b's own SLO is single-sequence
+  PlanRequest batched = dry_run("kunpeng920-4s");
+  batched.slo = "batched-1.3b";
+  EXPECT_EQ(prepare_plan(batched).decode_batch, 16);
   ASSERT_TRUE(run.search_params && run.search_trace);
   plan_search(run);
   EXPECT_TRUE(run.state.has("search"));
