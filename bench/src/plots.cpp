@@ -80,12 +80,7 @@ PlotScript script_of(const Plot& p) {
   }
   out.data = d.str();
   std::ostringstream g;
-  g << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-       "  set terminal pngcairo size 960,600 font 'Sans,11' linewidth 1.5\n"
-       "} else {\n"
-       "  set terminal png size 960,600\n"
-       "}\n"
-       "set termoption noenhanced\n";
+  g << gnuplot_terminal();
   g << "set output " << gp_quote(p.name + ".png") << "\n";
   g << "set title " << gp_quote(p.title) << "\nset xlabel " << gp_quote(p.xlabel) << "\nset ylabel "
     << gp_quote(p.ylabel) << "\n";
@@ -375,6 +370,15 @@ std::vector<PlotScript> plot_scripts(const ServeReport& r) {
   for (const auto& p : plots)
     if (PlotScript s = script_of(p); !s.name.empty()) out.push_back(std::move(s));
   return out;
+}
+
+std::string gnuplot_terminal() {
+  return "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+         "  set terminal pngcairo size 960,600 font 'Sans,11' linewidth 1.5\n"
+         "} else {\n"
+         "  set terminal png size 960,600\n"
+         "}\n"
+         "set termoption noenhanced\n";
 }
 
 std::string find_gnuplot() {

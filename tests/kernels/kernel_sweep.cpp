@@ -155,12 +155,7 @@ bench::PlotScript picture(const GemmShape& s, const std::vector<Row>& rows, cons
                                      : "points pointtype 4 pointsize 2.0 linecolor rgb 'red'");
   }
   p.data = d.str();
-  g << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-       "  set terminal pngcairo size 960,600 font 'Sans,11' linewidth 1.5\n"
-       "} else {\n"
-       "  set terminal png size 960,600\n"
-       "}\n"
-       "set termoption noenhanced\n";
+  g << bench::gnuplot_terminal();
   g << "set output '" << p.name << ".png'\n";
   g << "set title 'GEMM M=" << s.m << " N=" << s.n << " K=" << s.k << " BF16, " << s.threads
     << " threads: " << rows.size() << " block x thread schemes'\n";

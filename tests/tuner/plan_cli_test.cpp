@@ -53,8 +53,11 @@ void expect_complete_plan(const std::filesystem::path& file) {
   EXPECT_TRUE(details["cost_model_choice"].contains("prefill")) << details.dump();
   EXPECT_GE(details["kernels"]["keys_asked"].get<int>(),
             details["kernels"]["keys_distinct"].get<int>());
-  for (const auto& c : details["candidates"]["prefill"])
-    if (c.contains("measured_ms")) EXPECT_TRUE(c.contains("kernels")) << c.dump();
+  for (const auto& c : details["candidates"]["prefill"]) {
+    if (c.contains("measured_ms")) {
+      EXPECT_TRUE(c.contains("kernels")) << c.dump();
+    }
+  }
   EXPECT_EQ(details["slo"]["name"], "batched-1.3b");
   ASSERT_TRUE(plan.schedules);
   EXPECT_EQ(plan.schedules->filename(), file.stem().string() + ".schedules.json");

@@ -142,6 +142,20 @@ struct Kernel {
   auto operator<=>(const Kernel&) const = default;
 };
 
+// A schedule of kernel k and thread split (tm, tn, tk); its slice is set by the caller.
+Schedule kernel_schedule(const GemmKey& key, const Kernel& k, const std::array<int, 3>& split,
+                         bool prefetch) {
+  Schedule c;
+  c.isa = isa_of(key);
+  c.um = k.um;
+  c.un = k.un;
+  c.tm = split[0];
+  c.tn = split[1];
+  c.tk = split[2];
+  c.prefetch = prefetch;
+  return c;
+}
+
 // The micro-kernels the tuner tries for a key on this CPU: the table's tiles for its float
 // weights whose tail kernels exist, or the integer kernels' tile heights for quantized ones
 // (validate_quant_schedule knows them). Not the unpacking path.
@@ -223,14 +237,7 @@ std::vector<Schedule> search_space(const GemmShape& s,
     for (const auto& split : polymerizations(s, k.um, grain))
       for (bool prefetch : {true, false}) {
         if (!prefetch && s.m > 2) continue;
-        Schedule c;
-        c.isa = isa_of(key);
-        c.um = k.um;
-        c.un = k.un;
-        c.tm = split[0];
-        c.tn = split[1];
-        c.tk = split[2];
-        c.prefetch = prefetch;
+        Schedule c = kernel_schedule(key, k, split, prefetch);
         const Caps cap = caps_of(s, c, grain);
         for (int64_t bm : chain(k.um, cap.bm))
           for (int64_t bn : chain(grain.panel, cap.bn))
@@ -339,13 +346,7 @@ struct GemmTuner::Impl {
       cap = unpack_caps(s, c);
     } else {
       cap = fast_start_caps(s, k.um, grain);
-      c.isa = isa_of(key);
-      c.um = k.um;
-      c.un = k.un;
-      c.tm = split[0];
-      c.tn = split[1];
-      c.tk = split[2];
-      c.prefetch = prefetch;
+      c = kernel_schedule(key, k, split, prefetch);
       c.bm = k.um;
       c.bn = grain.panel;
       c.bk = 4 * grain.line;

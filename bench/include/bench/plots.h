@@ -27,6 +27,10 @@ std::vector<PlotScript> plot_scripts(const ServeReport& report);
 // The gnuplot command ($SANDWICH_GNUPLOT, else "gnuplot") if it runs, else "".
 std::string find_gnuplot();
 
+// The start of every picture's script: pngcairo where the gnuplot build has it, else png;
+// 960x600, labels taken literally.
+std::string gnuplot_terminal();
+
 // Writes p's script and data into dir (created) and draws <dir>/<name>.png with find_gnuplot()'s
 // gnuplot; returns the PNG's path. Without gnuplot, or when it fails, the script and data stay
 // for later, a warning goes to log and "" is returned; never throws for a missing plotter.
