@@ -138,8 +138,9 @@ TEST(Layout, TheReadmeMapMatchesTheTree) {
     const std::string name = e.path().filename().string();
     if (!e.is_directory() || name == "tests" || name.starts_with(".") || name.starts_with("build"))
       continue;
-    if (fs::exists(e.path() / "CMakeLists.txt"))
+    if (fs::exists(e.path() / "CMakeLists.txt")) {
       EXPECT_TRUE(modules.count(name)) << name << "/ builds code but has no rules here";
+    }
   }
 
   std::set<std::string> rooms;
