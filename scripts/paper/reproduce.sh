@@ -59,7 +59,7 @@ steps_file="$out/steps.tsv"
 [ -n "$only" ] && [ -f "$steps_file" ] || printf 'step\tstatus\tseconds\tcommand\n' >"$steps_file"
 cores=$(nproc)
 
-# The sizes of a run: --quick keeps every step to a minute or two on 2 cores.
+# The sizes of a run: --quick keeps the whole run to about 15 minutes on 2 cores.
 if [ $quick -eq 1 ]; then
   small=llama-160m big=llama-160m reps=1 single_prompts=10 batched_prompts=16 rate_mults="1,3,9,27"
   max_len=256 sweep=(--sweep-quick) table_args=(--quick) kernels_max_m=4
