@@ -16,6 +16,8 @@ PACKAGES=(
   libvalijson-dev json-schema-test-suite
   # benchmark-only peers and plotting
   libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox
+  # the paper reproduction's report (scripts/paper/write_report.py)
+  python3
   # a real client in the server tests
   curl
 )
