@@ -120,12 +120,14 @@ TEST(BenchPlots, P90AgainstRatePerEndpointWithTheSloLine) {
 
   // An SLO far above the data is named at the top, and the axis stays on the data.
   r.options.slo = {2500, 100};
-  const PlotScript& far = find_plot(plot_scripts(r), "p90_TTFT_vs_rate");
+  const auto far_plots = plot_scripts(r);  // find_plot's reference lives as long as these
+  const PlotScript& far = find_plot(far_plots, "p90_TTFT_vs_rate");
   EXPECT_TRUE(has(far.script, "set label 'SLO 2.5 s (above)'")) << far.script;
   EXPECT_FALSE(has(far.script, "first 2500")) << far.script;
   // Without an SLO: the pictures all the same, no SLO anywhere.
   r.options.slo = {};
-  const PlotScript& none = find_plot(plot_scripts(r), "p90_TPOT_vs_rate");
+  const auto plain_plots = plot_scripts(r);
+  const PlotScript& none = find_plot(plain_plots, "p90_TPOT_vs_rate");
   EXPECT_FALSE(has(none.script, "SLO")) << none.script;
 }
 
